@@ -1,0 +1,3 @@
+"""canary: keeps apps off degraded inference providers behind OpenRouter."""
+
+__version__ = "0.1.0"

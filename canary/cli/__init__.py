@@ -1,0 +1,1 @@
+"""The ``canary`` command. Command modules import heavy libraries inside their functions only."""

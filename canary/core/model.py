@@ -1,0 +1,226 @@
+"""Frozen data shared by the pure rules. No I/O, no clock: every time is passed in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Contract(StrEnum):
+    ttft = "ttft"
+    refusal = "refusal"
+    schema = "schema"
+    language = "language"
+    hygiene = "hygiene"
+    tools = "tools"
+
+
+class Result(StrEnum):
+    passed = "pass"
+    fail = "fail"
+    inconclusive = "inconclusive"
+    transport_error = "transport_error"
+    not_applicable = "not_applicable"
+
+
+class Transport(StrEnum):
+    """What the wire said, classified before anything is judged."""
+
+    ok = "ok"
+    rate_limited = "rate_limited"
+    provider_error = "provider_error"
+    timeout = "timeout"
+    unroutable = "unroutable"
+    auth_config = "auth_config"
+    bad_request = "bad_request"
+
+
+# Transport classes that are our own problem (configuration or a bug), raised to operators.
+OPERATOR_TRANSPORTS = frozenset({Transport.auth_config, Transport.bad_request})
+
+
+class Verdict(StrEnum):
+    """One endpoint's verdict for one round."""
+
+    passed = "pass"  # every applicable contract passed
+    fail = "fail"  # at least one contract failed conclusively (after round-level rules)
+    inconclusive = "inconclusive"  # no failure, but not everything passed (weak probe, ambiguous)
+    transport_error = "transport_error"  # only transport problems: freezes the count
+    skipped = "skipped"  # not probed this round (budget): no evidence, freezes the count
+
+
+class Mode(StrEnum):
+    observe = "observe"
+    enforce = "enforce"
+
+
+class Layer(StrEnum):
+    builtin = "builtin"
+    runtime = "runtime"
+    quarantine = "quarantine"
+
+
+class EventKind(StrEnum):
+    verdict = "verdict"
+    quarantine = "quarantine"
+    release = "release"
+    would_quarantine = "would_quarantine"
+    floor_held = "floor_held"
+    probe_weak = "probe_weak"
+    model_wide = "model_wide"
+    operator_alert = "operator_alert"  # auth/config or bad request: our problem
+    attribution_mismatch = "attribution_mismatch"
+    drift = "drift"
+    budget = "budget"
+    exclusion_added = "exclusion_added"
+    exclusion_removed = "exclusion_removed"
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """USD per token, as OpenRouter publishes it."""
+
+    prompt: float
+    completion: float
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One provider endpoint of a model, from the endpoints list."""
+
+    model: str
+    tag: str  # routing slug: what provider.only/order/ignore name
+    provider_name: str  # display name: what answers carry in `provider`
+    pricing: Pricing
+    supported_parameters: tuple[str, ...] = ()
+    quantization: str | None = None
+    context_length: int | None = None
+    max_completion_tokens: int | None = None
+    status: int | None = None
+    uptime_last_30m: float | None = None
+    latency_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, ms
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def supports(self, parameter: str) -> bool:
+        return parameter in self.supported_parameters
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str  # the raw JSON text as reassembled from the deltas
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one probe request saw on the wire. Nothing is judged here."""
+
+    contract: Contract
+    tag: str
+    transport: Transport
+    language: str | None = None
+    attempt: int = 1
+    status: int | None = None
+    error: str | None = None  # classified error message (never a secret)
+    served_by: str | None = None  # the `provider` the answer named
+    attribution_ok: bool = True  # False: answered by another provider than the pinned one
+    ttft_s: float | None = None  # request sent -> first non-empty content delta
+    reasoning_s: float | None = None  # request sent -> first reasoning delta
+    total_s: float | None = None
+    content: str = ""
+    finish_reason: str | None = None
+    native_finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    checksum: str = ""  # checksum of the probe definition used
+    nonce: str = ""
+
+    @property
+    def completed(self) -> bool:
+        """A generation that finished on the wire: the only kind that can fail a quality contract."""
+        return self.transport is Transport.ok and self.attribution_ok
+
+
+@dataclass(frozen=True)
+class ContractResult:
+    contract: Contract
+    result: Result
+    detail: str  # the measured figure and the rule it was held to
+    figure: float | None = None
+    sample: str = ""  # a short sample of the answer
+    reason: str | None = None  # machine-readable reason (e.g. "probe_weak", "invalid_json")
+    language: str | None = None
+    language_anomaly: bool = False
+
+
+@dataclass(frozen=True)
+class RoundVerdict:
+    model: str
+    tag: str
+    verdict: Verdict
+    results: tuple[ContractResult, ...]
+    language_anomaly_in: str | None = None  # language whose anomaly must be repeated next round
+
+    def result_of(self, contract: Contract) -> ContractResult | None:
+        for r in self.results:
+            if r.contract is contract:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """One entry of one exclusion layer."""
+
+    model: str
+    tag: str
+    layer: Layer
+    reason: str
+    since: datetime | None = None
+    until: datetime | None = None
+    evidence: tuple[int, ...] = ()  # round ids
+    id: int | None = None
+
+    def active(self, now: datetime) -> bool:
+        return (self.since is None or self.since <= now) and (self.until is None or now < self.until)
+
+
+@dataclass(frozen=True)
+class EndpointState:
+    """What the rules remember about one (model, endpoint) between rounds."""
+
+    model: str
+    tag: str
+    failing_streak: int = 0  # conclusive failing rounds in a row
+    passing_streak: int = 0  # fully passing rounds in a row
+    quarantined_since: datetime | None = None
+    quarantined_until: datetime | None = None  # set only while a quarantine is enforced
+    ladder_step: int = 0  # how many quarantines count on the escalation ladder
+    last_quarantine_at: datetime | None = None  # start of the latest quarantine (ladder decay)
+    next_language: str | None = None  # repeat this language next round (after an anomaly)
+    version: int = 0  # compare-and-set guard in the store
+
+    def quarantined(self, now: datetime) -> bool:
+        return self.quarantined_until is not None and now < self.quarantined_until
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the rules decided; it becomes an audit row and maybe a notification."""
+
+    kind: EventKind
+    model: str
+    tag: str | None
+    detail: dict[str, Any] = field(default_factory=dict)
+    evidence: tuple[int, ...] = ()  # round ids

@@ -1,0 +1,83 @@
+"""structlog set-up: readable on a terminal, JSON lines otherwise, with secrets masked."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+if TYPE_CHECKING:
+    from canary.settings import Settings
+
+_SECRETS: set[str] = set()
+_SECRET_KEYS = re.compile(r"(api_key|token|authorization|password|secret)", re.I)
+_BEARER = re.compile(r"(Bearer\s+)[^\s\"']+", re.I)
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+
+
+def register_secret(value: str) -> None:
+    """Remember a secret so that it is masked wherever it would be logged."""
+    if value and len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def scrub(text: str) -> str:
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "***")
+    text = _BEARER.sub(r"\1***", text)
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
+
+def _scrub_value(key: str, value: Any) -> Any:
+    if _SECRET_KEYS.search(key) and isinstance(value, str) and value:
+        return "***"
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrub_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_value(key, v) for v in value]
+    return value
+
+
+def _mask_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key in list(event_dict):
+        event_dict[key] = _scrub_value(key, event_dict[key])
+    return event_dict
+
+
+def configure_logging(settings: Settings | None = None, stream: Any = None) -> None:
+    if settings is not None:
+        register_secret(settings.openrouter.api_key.get_secret_value())
+        register_secret(settings.admin_token.get_secret_value())
+    stream = stream or sys.stderr
+    fmt = settings.log_format if settings is not None else "auto"
+    if fmt == "auto":
+        fmt = "console" if getattr(stream, "isatty", lambda: False)() else "json"
+    renderer: Any = (
+        structlog.dev.ConsoleRenderer(colors=True)
+        if fmt == "console"
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _mask_secrets,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str = "canary") -> Any:
+    return structlog.get_logger(name)
