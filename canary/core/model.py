@@ -209,6 +209,7 @@ class EndpointState:
     ladder_step: int = 0  # how many quarantines count on the escalation ladder
     last_quarantine_at: datetime | None = None  # start of the latest quarantine (ladder decay)
     next_language: str | None = None  # repeat this language next round (after an anomaly)
+    evidence: tuple[int, ...] = ()  # round ids of the current failing (or passing, while quarantined) streak
     version: int = 0  # compare-and-set guard in the store
 
     def quarantined(self, now: datetime) -> bool:

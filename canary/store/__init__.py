@@ -1,0 +1,41 @@
+"""Storage: SQLAlchemy models, Alembic migrations, the repository and the leader lease."""
+
+from __future__ import annotations
+
+from canary.store.repository import Store
+from canary.store.rows import (
+    AuditRow,
+    ContractResultRow,
+    DriftChange,
+    DriftRow,
+    ExclusionRow,
+    HistoryRow,
+    LeaseRow,
+    NoActiveQuarantine,
+    ProbeRow,
+    QuarantineEnd,
+    QuarantineRow,
+    QuarantineStart,
+    RoundRow,
+    UnknownExclusion,
+    UnknownRound,
+)
+
+__all__ = [
+    "AuditRow",
+    "ContractResultRow",
+    "DriftChange",
+    "DriftRow",
+    "ExclusionRow",
+    "HistoryRow",
+    "LeaseRow",
+    "NoActiveQuarantine",
+    "ProbeRow",
+    "QuarantineEnd",
+    "QuarantineRow",
+    "QuarantineStart",
+    "RoundRow",
+    "Store",
+    "UnknownExclusion",
+    "UnknownRound",
+]

@@ -1,0 +1,23 @@
+# The few verbs a contributor needs. Each creates the virtual environment on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench lint install
+
+$(BIN)/canary: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(BIN)/canary
+
+install: $(BIN)/canary
+
+demo: $(BIN)/canary
+	$(BIN)/canary demo
+
+test: $(BIN)/canary
+	$(BIN)/python -m pytest
+
+bench: $(BIN)/canary
+	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -1,0 +1,193 @@
+"""The HTTP API (Starlette): the ignore list from memory, read views over the store, admin calls,
+health, metrics, the OpenAPI document and the status page. Store calls run in the thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from canary import metrics
+from canary.api import readmodel as rm
+from canary.api.admin import AdminHandlers
+from canary.api.common import (
+    BadRequest,
+    Handlers,
+    StoreDown,
+    bad_request,
+    http_error,
+    limit_param,
+    store_down,
+    unknown_model,
+)
+from canary.api.ignore_endpoint import IgnoreListEndpoint
+from canary.api.openapi import openapi_document
+from canary.core.model import Layer
+from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
+
+if TYPE_CHECKING:
+    from canary.settings import Settings
+
+
+class _Api(AdminHandlers, Handlers):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Any,
+        ignore: IgnoreListService,
+        clock: Callable[[], datetime],
+    ) -> None:
+        super().__init__(settings, store, ignore, clock)
+        self.openapi_body = json.dumps(openapi_document()).encode()
+
+    async def providers(self, request: Request) -> Response:
+        model = await self._model(request)
+        now = self.clock()
+        views = await self._store(
+            rm.provider_views,
+            self.store,
+            model,
+            builtin=self.ignore.builtin,
+            now=now,
+            degraded_p95_s=self.settings.latency_degraded_p95_s,
+        )
+        return JSONResponse(
+            {"model": model, "at": rm.iso(now), "providers": [v.as_json() for v in views]}
+        )
+
+    async def rounds(self, request: Request) -> Response:
+        model = await self._model(request)
+        limit = limit_param(request, 20)
+        rows = await self._store(self.store.recent_rounds, model, limit)
+        return JSONResponse({"model": model, "rounds": [rm.round_json(r) for r in rows]})
+
+    async def audit(self, request: Request) -> Response:
+        model = request.query_params.get("model", "").strip() or None
+        since_raw = request.query_params.get("since", "").strip()
+        since = None
+        if since_raw:
+            try:
+                since = rm.parse_when(since_raw)
+            except ValueError:
+                raise BadRequest(
+                    400, f"since is not an ISO-8601 time: {since_raw[:40]!r}"
+                ) from None
+        limit = limit_param(request, 200)
+        rows = await self._store(self.store.audit, model=model, since=since, limit=limit)
+        return JSONResponse({"records": [rm.audit_json(r) for r in rows]})
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        now = self.clock()
+        reasons: list[str] = []
+        window = timedelta(minutes=3 * self.settings.interval_minutes)
+        reachable = await run_in_threadpool(_ping, self.store)
+        last_round = None
+        if not reachable:
+            reasons.append("the store is unreachable")
+        else:
+            try:
+                last_round = await run_in_threadpool(self.store.last_finished_round_at)
+            except Exception:
+                reasons.append("the store is unreachable")
+        if reachable and last_round is None and now - self.started_at > window:
+            reasons.append(f"no round has finished since start ({rm.iso(self.started_at)})")
+        if last_round is not None and now - last_round > window and now - self.started_at > window:
+            reasons.append(
+                f"the last round finished at {rm.iso(last_round)}, more than {window} ago"
+            )
+        if self.ignore.last_refresh_at is None:
+            reasons.append("the ignore list has not been read from the store yet")
+        body = {
+            "ready": not reasons,
+            "reasons": reasons,
+            "last_round_at": rm.iso(last_round),
+            "ignore_list_stale": self.ignore.stale,
+        }
+        return JSONResponse(body, status_code=200 if not reasons else 503)
+
+    async def metrics(self, request: Request) -> Response:
+        for model in self.ignore.models:
+            try:
+                published = self.ignore.published(model)
+            except LookupError:
+                continue
+            entries = published.document.get("entries", [])
+            metrics.set_ignore_list(
+                model,
+                age_s=self.ignore.age_s(model) or 0.0,
+                stale=published.stale,
+                entries=len(published.document.get("ignore", [])),
+            )
+            metrics.set_quarantines(
+                model, sum(1 for e in entries if e.get("layer") == Layer.quarantine.value)
+            )
+        body, content_type = metrics.render()
+        return Response(body, headers={"Content-Type": content_type})
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(self.openapi_body, media_type="application/json")
+
+    async def status_page(self, request: Request) -> Response:
+        from canary.api.page import gather, render
+
+        context = await run_in_threadpool(
+            gather, self.settings, self.store, self.ignore, self.clock()
+        )
+        return HTMLResponse(render(context))
+
+
+def _ping(store: Any) -> bool:
+    try:
+        return bool(store.ping())
+    except Exception:
+        return False
+
+
+def create_app(
+    settings: Settings,
+    store: Any,
+    ignore_service: IgnoreListService,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+) -> Starlette:
+    """The ASGI app. ``store`` is a :class:`canary.store.repository.Store` (or anything alike)."""
+    api = _Api(settings, store, ignore_service, clock)
+    routes = [
+        Route("/v1/ignore-list", IgnoreListEndpoint(ignore_service), methods=["GET"]),
+        Route("/", api.status_page, methods=["GET"]),
+        Route("/healthz", api.healthz, methods=["GET"]),
+        Route("/readyz", api.readyz, methods=["GET"]),
+        Route("/metrics", api.metrics, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+        Route("/v1/providers", api.providers, methods=["GET"]),
+        Route("/v1/rounds", api.rounds, methods=["GET"]),
+        Route("/v1/audit", api.audit, methods=["GET"]),
+        Route("/v1/quarantines/release", api.release, methods=["POST"]),
+        Route("/v1/exclusions", api.add_exclusion, methods=["POST"]),
+        Route("/v1/exclusions/{id}", api.remove_exclusion, methods=["DELETE"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            BadRequest: bad_request,
+            UnknownModel: unknown_model,
+            StoreDown: store_down,
+            HTTPException: http_error,
+        },
+    )
+    app.state.api = api
+    return app

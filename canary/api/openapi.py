@@ -1,0 +1,391 @@
+"""The OpenAPI 3.1 document of the HTTP API, written by hand (served at ``GET /openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from canary import __version__
+
+_TIME = {"type": ["string", "null"], "format": "date-time"}
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        400: "Malformed request (missing parameter, bad JSON, bad number or time).",
+        401: "Missing or wrong admin token.",
+        403: "Admin calls are disabled: no admin token is configured.",
+        404: "Unknown model, provider or id; the error names the known ones.",
+        422: "Well-formed but invalid request body.",
+        503: "The store is unreachable (or the list was never read).",
+    }
+    return {str(code): _json(_ERROR, text[code]) for code in codes}
+
+
+def _model_param(required: bool = True) -> dict[str, Any]:
+    return {
+        "name": "model",
+        "in": "query",
+        "required": required,
+        "description": "OpenRouter model id, author/slug.",
+        "schema": {"type": "string"},
+    }
+
+
+_LIMIT = {
+    "name": "limit",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+}
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {"type": "string"},
+            "known": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "IgnoreEntry": {
+        "type": "object",
+        "required": ["provider", "layer", "reason", "since", "until"],
+        "properties": {
+            "provider": {"type": "string"},
+            "layer": {"enum": ["builtin", "runtime", "quarantine"]},
+            "reason": {"type": "string"},
+            "since": _TIME,
+            "until": _TIME,
+        },
+    },
+    "IgnoreList": {
+        "type": "object",
+        "required": [
+            "model",
+            "ignore",
+            "provider",
+            "entries",
+            "generated_at",
+            "stale",
+            "policy_version",
+        ],
+        "properties": {
+            "model": {"type": "string"},
+            "ignore": {"type": "array", "items": {"type": "string"}},
+            "provider": {
+                "type": "object",
+                "description": "Merge as-is into an OpenRouter request's `provider` object.",
+                "required": ["ignore"],
+                "properties": {"ignore": {"type": "array", "items": {"type": "string"}}},
+            },
+            "entries": {"type": "array", "items": {"$ref": "#/components/schemas/IgnoreEntry"}},
+            "generated_at": {"type": "string", "format": "date-time"},
+            "stale": {
+                "type": "boolean",
+                "description": "True: the store is unreachable and this is the last good list.",
+            },
+            "policy_version": {"type": "string"},
+        },
+    },
+    "Percentiles": {
+        "type": "object",
+        "properties": {
+            "p50": {"type": ["number", "null"]},
+            "p95": {"type": ["number", "null"]},
+            "p99": {"type": ["number", "null"]},
+            "n": {"type": "integer"},
+        },
+    },
+    "Provider": {
+        "type": "object",
+        "required": ["provider", "state", "failing_rounds", "last_round", "ttft_s"],
+        "properties": {
+            "provider": {"type": "string"},
+            "state": {
+                "enum": [
+                    "healthy",
+                    "suspect",
+                    "quarantined",
+                    "excluded",
+                    "degraded-latency",
+                    "unknown",
+                ]
+            },
+            "failing_rounds": {"type": "integer"},
+            "passing_rounds": {"type": "integer"},
+            "quarantine": {
+                "type": ["object", "null"],
+                "properties": {
+                    "since": _TIME,
+                    "until": _TIME,
+                    "step": {"type": ["integer", "null"]},
+                },
+            },
+            "exclusions": {"type": "array", "items": {"type": "object"}},
+            "last_round": {
+                "type": "object",
+                "description": "Per contract: {result, detail, round_id} of the latest round.",
+                "additionalProperties": {"type": "object"},
+            },
+            "ttft_s": {
+                "type": "object",
+                "properties": {
+                    "24h": {"$ref": "#/components/schemas/Percentiles"},
+                    "7d": {"$ref": "#/components/schemas/Percentiles"},
+                },
+            },
+        },
+    },
+    "AuditRecord": {
+        "type": "object",
+        "required": ["at", "event", "actor", "model", "provider", "detail"],
+        "properties": {
+            "id": {"type": ["integer", "null"]},
+            "at": _TIME,
+            "event": {"type": "string"},
+            "actor": {"type": ["string", "null"]},
+            "model": {"type": ["string", "null"]},
+            "provider": {"type": ["string", "null"]},
+            "detail": {"type": "object"},
+        },
+    },
+    "Reason": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
+    "Name": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    admin: list[dict[str, list[str]]] = [{"bearerAuth": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "canary",
+            "version": __version__,
+            "description": "Keeps apps off degraded OpenRouter providers: the ignore list, "
+            "provider states, rounds, audit, and admin calls.",
+        },
+        "paths": {
+            "/v1/ignore-list": {
+                "get": {
+                    "summary": "The merged ignore list of a model (from memory; fails static).",
+                    "parameters": [
+                        _model_param(),
+                        {
+                            "name": "If-None-Match",
+                            "in": "header",
+                            "required": False,
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {
+                        "200": {
+                            **_json({"$ref": "#/components/schemas/IgnoreList"}, "The list."),
+                            "headers": {
+                                "ETag": {"schema": {"type": "string"}},
+                                "Cache-Control": {"schema": {"type": "string"}},
+                            },
+                        },
+                        "304": {"description": "Not modified (If-None-Match matched the ETag)."},
+                        **_errors(400, 404, 503),
+                    },
+                }
+            },
+            "/v1/providers": {
+                "get": {
+                    "summary": "Each provider's state, failing rounds, last results, ttft.",
+                    "parameters": [_model_param()],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["model", "providers"],
+                                "properties": {
+                                    "model": {"type": "string"},
+                                    "at": {"type": "string"},
+                                    "providers": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/Provider"},
+                                    },
+                                },
+                            },
+                            "Providers, worst state first.",
+                        ),
+                        **_errors(400, 404, 503),
+                    },
+                }
+            },
+            "/v1/rounds": {
+                "get": {
+                    "summary": "Recent rounds of a model, newest first.",
+                    "parameters": [_model_param(), _LIMIT],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["model", "rounds"],
+                                "properties": {
+                                    "model": {"type": "string"},
+                                    "rounds": {"type": "array"},
+                                },
+                            },
+                            "Rounds.",
+                        ),
+                        **_errors(400, 404, 503),
+                    },
+                }
+            },
+            "/v1/audit": {
+                "get": {
+                    "summary": "Audit records (decisions and operator actions), newest first.",
+                    "parameters": [
+                        _model_param(required=False),
+                        {
+                            "name": "since",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "string", "format": "date-time"},
+                        },
+                        _LIMIT,
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["records"],
+                                "properties": {
+                                    "records": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/AuditRecord"},
+                                    }
+                                },
+                            },
+                            "Records.",
+                        ),
+                        **_errors(400, 503),
+                    },
+                }
+            },
+            "/v1/quarantines/release": {
+                "post": {
+                    "summary": "Release a quarantine by hand (audited with its reason).",
+                    "security": admin,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["model", "provider", "reason"],
+                                    "properties": {
+                                        "model": {"$ref": "#/components/schemas/Name"},
+                                        "provider": {"$ref": "#/components/schemas/Name"},
+                                        "reason": {"$ref": "#/components/schemas/Reason"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json({"type": "object"}, "Released."),
+                        **_errors(400, 401, 403, 404, 422, 503),
+                    },
+                }
+            },
+            "/v1/exclusions": {
+                "post": {
+                    "summary": "Add a runtime exclusion (audited with its reason).",
+                    "security": admin,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["model", "provider", "reason"],
+                                    "properties": {
+                                        "model": {"$ref": "#/components/schemas/Name"},
+                                        "provider": {"$ref": "#/components/schemas/Name"},
+                                        "reason": {"$ref": "#/components/schemas/Reason"},
+                                        "until": {"type": "string", "format": "date-time"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "201": _json(
+                            {
+                                "type": "object",
+                                "required": ["id"],
+                                "properties": {"id": {"type": "integer"}},
+                            },
+                            "Added.",
+                        ),
+                        **_errors(400, 401, 403, 404, 422, 503),
+                    },
+                }
+            },
+            "/v1/exclusions/{id}": {
+                "delete": {
+                    "summary": "Remove a runtime exclusion (audited with its reason).",
+                    "security": admin,
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        },
+                        {
+                            "name": "reason",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json({"type": "object"}, "Removed."),
+                        **_errors(400, 401, 403, 404, 422, 503),
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness: 200 whenever the process runs.",
+                    "responses": {"200": _json({"type": "object"}, "Alive.")},
+                }
+            },
+            "/readyz": {
+                "get": {
+                    "summary": "Ready: store reachable, list loaded, a round in 3 intervals.",
+                    "responses": {
+                        "200": _json({"type": "object"}, "Ready."),
+                        "503": _json({"type": "object"}, "Not ready; `reasons` says why."),
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics, names prefixed canary_.",
+                    "responses": {
+                        "200": {"description": "Exposition text.", "content": {"text/plain": {}}}
+                    },
+                }
+            },
+            "/": {
+                "get": {
+                    "summary": "The status page (HTML, no external assets).",
+                    "responses": {"200": {"description": "HTML.", "content": {"text/html": {}}}},
+                }
+            },
+        },
+        "components": {
+            "schemas": _SCHEMAS,
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
+        },
+    }

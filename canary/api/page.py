@@ -1,0 +1,409 @@
+"""The status page: server-rendered HTML with inline CSS and inline SVG (no external assets).
+
+Per model: each provider's state in colour, its last result per contract, a sparkline of its
+recent time to first token, the quarantine timeline of the last two weeks, the published ignore
+list and its staleness, and the latest decisions. It refreshes itself every 30 seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from canary.api import readmodel as rm
+from canary.ignorelist import IgnoreListService, Published
+
+if TYPE_CHECKING:
+    from canary.settings import Settings
+
+TIMELINE_DAYS = 14
+AHEAD_DAYS = 7
+CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
+STATE_COLOURS = {
+    "healthy": "#1a7f37",
+    "suspect": "#bf8700",
+    "degraded-latency": "#bc4c00",
+    "quarantined": "#cf222e",
+    "excluded": "#6e40c9",
+    "unknown": "#6e7781",
+}
+RESULT_COLOURS = {
+    "pass": "#2da44e",
+    "fail": "#cf222e",
+    "inconclusive": "#bf8700",
+    "transport_error": "#8c959f",
+    "not_applicable": "#d0d7de",
+}
+EVENT_LABELS = {
+    "quarantine": "quarantined",
+    "release": "released",
+    "would_quarantine": "would quarantine",
+    "floor_held": "capacity floor held",
+    "probe_weak": "probe weak",
+    "model_wide": "model-wide failure",
+    "operator_alert": "operator alert",
+    "exclusion_added": "exclusion added",
+    "exclusion_removed": "exclusion removed",
+}
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    model: str
+    providers: list[rm.ProviderView]
+    published: Published | None
+    quarantines: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PageContext:
+    now: datetime
+    mode: str
+    interval_minutes: float
+    sections: list[ModelSection]
+    store_ok: bool
+    list_stale: bool
+    last_refresh_at: datetime | None
+    ttft_bound_s: float = 10.0
+    slow_s: float = 5.0
+
+
+def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datetime) -> PageContext:
+    store_ok = True
+    try:
+        models = rm.known_models(settings.model_ids, store)
+    except Exception:
+        store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
+    sections = []
+    for model in models:
+        try:
+            published: Published | None = ignore.published(model)
+        except LookupError:
+            published = None
+        if not store_ok:
+            sections.append(ModelSection(model, [], published, [], [], "the store is unreachable"))
+            continue
+        try:
+            providers = rm.provider_views(
+                store,
+                model,
+                builtin=ignore.builtin,
+                now=now,
+                degraded_p95_s=settings.latency_degraded_p95_s,
+            )
+            since = now - timedelta(days=TIMELINE_DAYS)
+            quarantines = [
+                rm.quarantine_json(q)
+                for q in store.quarantines(model=model, active_only=False, now=now)
+                if (q.until or now) >= since
+            ]
+            events = [rm.audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
+            sections.append(ModelSection(model, providers, published, quarantines, events, None))
+        except Exception as exc:
+            store_ok = False
+            sections.append(
+                ModelSection(
+                    model, [], published, [], [], f"the store failed: {type(exc).__name__}"
+                )
+            )
+    return PageContext(
+        now=now,
+        mode=settings.mode,
+        interval_minutes=settings.interval_minutes,
+        sections=sections,
+        store_ok=store_ok,
+        list_stale=ignore.stale,
+        last_refresh_at=ignore.last_refresh_at,
+        ttft_bound_s=settings.ttft_threshold_s,
+        slow_s=settings.latency_degraded_p95_s,
+    )
+
+
+# -- small pieces --------------------------------------------------------------------------
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    if then is None:
+        return "never"
+    seconds = int((now - then).total_seconds())
+    if seconds < 0:
+        return "in " + _span(-seconds)
+    return _span(seconds) + " ago"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 5400:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def _until(now: datetime, until: datetime | None) -> str:
+    if until is None:
+        return ""
+    return f"until {rm.iso(until)} ({_ago(now, until)})"
+
+
+def _pill(state: str) -> str:
+    colour = STATE_COLOURS.get(state, "#6e7781")
+    return f'<span class="pill" style="background:{colour}">{escape(state)}</span>'
+
+
+def _chips(results: dict[str, dict[str, Any]]) -> str:
+    chips = []
+    for contract in CONTRACTS:
+        result = results.get(contract)
+        if result is None:
+            continue
+        value = str(result.get("result") or "")
+        colour = RESULT_COLOURS.get(value, "#8c959f")
+        title = f"{contract}: {value} — {result.get('detail') or ''}"
+        chips.append(
+            f'<span class="chip" style="border-color:{colour};color:{colour}" '
+            f'title="{escape(title)}">'
+            f"{escape(contract)} {escape(_mark(value))}</span>"
+        )
+    return "".join(chips) or '<span class="muted">no results yet</span>'
+
+
+def _mark(result: str) -> str:
+    return {
+        "pass": "✓",
+        "fail": "✗",
+        "inconclusive": "?",
+        "transport_error": "⚡",
+        "not_applicable": "–",
+    }.get(result, "·")
+
+
+def sparkline(
+    values: tuple[float, ...] | list[float],
+    *,
+    slow_s: float,
+    bound_s: float,
+    width: int = 140,
+    height: int = 30,
+) -> str:
+    """Bars of recent ttft samples against the degraded-latency bound ``slow_s`` (dashed line):
+    orange above it, red above ``bound_s`` (the ttft contract)."""
+    if not values:
+        return '<span class="muted">–</span>'
+    top = max(max(values) * 1.15, slow_s * 1.2)
+    step = width / max(len(values), 1)
+    bars = []
+    for i, value in enumerate(values):
+        h = max(1.0, value / top * (height - 2))
+        colour = "#cf222e" if value > bound_s else "#bc4c00" if value > slow_s else "#57606a"
+        bars.append(
+            f'<rect x="{i * step:.1f}" y="{height - h:.1f}" width="{max(step - 1, 1):.1f}" '
+            f'height="{h:.1f}" fill="{colour}"><title>{value:.2f} s</title></rect>'
+        )
+    y = height - slow_s / top * (height - 2)
+    line = (
+        f'<line x1="0" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" '
+        'stroke="#bc4c00" stroke-dasharray="3 2">'
+        f"<title>degraded above {slow_s:g} s</title></line>"
+    )
+    return (
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="time to first token">{"".join(bars)}{line}</svg>'
+    )
+
+
+def _seconds(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _percentiles(summary: dict[str, Any]) -> str:
+    return " / ".join(_seconds(summary.get(q)) for q in ("p50", "p95", "p99"))
+
+
+def timeline(quarantines: list[dict[str, Any]], now: datetime, *, width: int = 900) -> str:
+    """Quarantines from two weeks back to a week ahead as bars, one row per provider."""
+    if not quarantines:
+        return f'<p class="muted">No quarantine in the last {TIMELINE_DAYS} days.</p>'
+    start = now - timedelta(days=TIMELINE_DAYS)
+    end = now + timedelta(days=AHEAD_DAYS)
+    label_w, row_h, pad = 170, 22, 24
+    span = (end - start).total_seconds()
+    plot_w = width - label_w - pad
+    tags = sorted({q["provider"] for q in quarantines})
+    height = row_h * len(tags) + 24
+
+    def x(when: datetime) -> float:
+        clipped = min(max(when, start), end)
+        return label_w + (clipped - start).total_seconds() / span * plot_w
+
+    parts = []
+    for day in range(0, TIMELINE_DAYS + AHEAD_DAYS + 1, 3):
+        when = start + timedelta(days=day)
+        tx = x(when)
+        parts.append(
+            f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="0" y2="{height - 18}" stroke="#eaeef2"/>'
+            f'<text x="{tx:.1f}" y="{height - 4}" class="tick">{when.strftime("%d %b")}</text>'
+        )
+    for row, tag in enumerate(tags):
+        y = row * row_h + 3
+        parts.append(f'<text x="0" y="{y + 13}" class="lane">{escape(tag)}</text>')
+        for q in (q for q in quarantines if q["provider"] == tag):
+            since = rm.parse_when(q["since"]) if q["since"] else start
+            end_text = q.get("released_at") or q["until"]
+            until = rm.parse_when(end_text) if end_text else end
+            active = q.get("released_at") is None and until > now
+            colour = "#cf222e" if active else "#ff8182"
+            x0, x1 = x(since), x(until)
+            title = (
+                f"{tag}: step {q.get('step')}, {q['since']} → {q['until']}"
+                + (
+                    f", released {q['released_at']} ({q.get('release_why')})"
+                    if q.get("released_at")
+                    else ""
+                )
+                + f" — {q.get('reason') or ''}"
+            )
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 3):.1f}" '
+                f'height="{row_h - 6}" rx="3" '
+                f'fill="{colour}"><title>{escape(title)}</title></rect>'
+            )
+    nx = x(now)
+    parts.append(
+        f'<line x1="{nx:.1f}" x2="{nx:.1f}" y1="0" y2="{height - 18}" '
+        'stroke="#0969da" stroke-width="2"/>'
+        f'<text x="{nx + 3:.1f}" y="10" class="now">now</text>'
+    )
+    return (
+        f'<svg class="timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="quarantine timeline">{"".join(parts)}</svg>'
+    )
+
+
+def _ignore_block(section: ModelSection, now: datetime) -> str:
+    published = section.published
+    if published is None:
+        return '<div class="list warn">The ignore list has not been read from the store yet.</div>'
+    doc = published.document
+    freshness = (
+        f'<span class="pill" style="background:#cf222e">stale</span> last good list built '
+        f"{_ago(now, published.generated_at)}: the store is unreachable"
+        if published.stale
+        else '<span class="pill" style="background:#1a7f37">fresh</span> built '
+        f"{_ago(now, published.generated_at)}"
+    )
+    entries = "".join(
+        f'<li><code>{escape(e["provider"])}</code> <span class="layer layer-{escape(e["layer"])}">'
+        f"{escape(e['layer'])}</span> {escape(e.get('reason') or '')}"
+        f"{' · until ' + escape(e['until']) if e.get('until') else ''}</li>"
+        for e in doc.get("entries", [])
+    )
+    body = (
+        f"<ul>{entries}</ul>"
+        if entries
+        else '<p class="muted">Nothing ignored: every provider is routable.</p>'
+    )
+    return (
+        f'<div class="list{" warn" if published.stale else ""}">'
+        '<div class="listhead"><b>Published ignore list</b> '
+        f"{freshness} · policy <code>{escape(str(doc.get('policy_version')))}</code></div>"
+        f"<div><code>provider.ignore = {escape(str(doc.get('ignore')))}</code></div>{body}</div>"
+    )
+
+
+def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: float) -> str:
+    if not section.providers:
+        return '<p class="muted">No provider seen yet: the first round has not run.</p>'
+    rows = []
+    for p in section.providers:
+        notes = []
+        if p.quarantine_until is not None:
+            notes.append(
+                f"quarantined {_until(now, p.quarantine_until)}, step {p.quarantine_step or '?'}"
+            )
+        notes.extend(f"{e.layer.value}: {e.reason}" for e in p.exclusions)
+        rows.append(
+            f'<tr class="state-{escape(p.state)}"><td><code>{escape(p.provider)}</code></td>'
+            f"<td>{_pill(p.state)}</td><td class=num>{p.failing_streak}</td>"
+            f"<td>{_chips(p.results)}</td>"
+            f"<td class=num>{_percentiles(p.ttft_24h)}</td>"
+            f"<td>{sparkline(p.spark, slow_s=slow, bound_s=bound)}</td>"
+            f"<td class=note>{escape('; '.join(notes))}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>Provider</th><th>State</th><th>Failing rounds</th>"
+        "<th>Last round</th>"
+        "<th>TTFT p50 / p95 / p99 s (24 h)</th><th>Recent TTFT</th><th>Notes</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _events(section: ModelSection, now: datetime) -> str:
+    if not section.events:
+        return ""
+    items = []
+    for e in section.events:
+        at = rm.parse_when(e["at"]) if e["at"] else None
+        detail = e.get("detail") or {}
+        why = detail.get("reason") or detail.get("why") or ""
+        items.append(
+            f"<li><span class=muted>{escape(_ago(now, at))}</span> "
+            f"<b>{escape(EVENT_LABELS.get(e['event'], e['event']))}</b>"
+            f"{' <code>' + escape(e['provider']) + '</code>' if e.get('provider') else ''}"
+            f" <span class=muted>by {escape(str(e.get('actor') or ''))}</span> "
+            f"{escape(str(why))}</li>"
+        )
+    return f"<h3>Latest decisions</h3><ul class=events>{''.join(items)}</ul>"
+
+
+def _section(section: ModelSection, now: datetime, bound: float, slow: float) -> str:
+    counts: dict[str, int] = {}
+    for p in section.providers:
+        counts[p.state] = counts.get(p.state, 0) + 1
+    summary = " ".join(
+        f"{_pill(state)}&nbsp;{n}"
+        for state, n in sorted(counts.items(), key=lambda kv: rm.STATES.index(kv[0]))
+    )
+    error = f'<div class="list warn">{escape(section.error)}</div>' if section.error else ""
+    return (
+        f'<section><h2>{escape(section.model)} <span class="summary">{summary}</span></h2>{error}'
+        f"{_ignore_block(section, now)}{_provider_rows(section, now, bound, slow)}"
+        f"<h3>Quarantine timeline ({TIMELINE_DAYS} days back, {AHEAD_DAYS} ahead)</h3>"
+        f"{timeline(section.quarantines, now)}"
+        f"{_events(section, now)}</section>"
+    )
+
+
+CSS = (Path(__file__).with_name("status.css")).read_text(encoding="utf-8")
+
+
+def render(context: PageContext) -> str:
+    now, bound_s = context.now, context.ttft_bound_s
+    store = (
+        '<span class="pill" style="background:#1a7f37">store ok</span>'
+        if context.store_ok
+        else '<span class="pill" style="background:#cf222e">store unreachable</span>'
+    )
+    sections = "".join(_section(s, now, bound_s, context.slow_s) for s in context.sections)
+    if not sections:
+        sections = (
+            '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'
+        )
+        sections += "</section>"
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width,initial-scale=1">'
+        '<meta http-equiv="refresh" content="30"><title>canary status</title>'
+        f"<style>{CSS}</style></head><body><header><h1>canary</h1>"
+        f'<span class="meta">mode <b>{escape(context.mode)}</b> · '
+        f"round every {context.interval_minutes:g} min · "
+        f"list read {_ago(now, context.last_refresh_at)} · {escape(rm.iso(now) or '')}</span> "
+        f"{store}</header>"
+        f"<main>{sections}</main></body></html>"
+    )

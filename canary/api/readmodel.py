@@ -1,0 +1,304 @@
+"""Read models shared by the API, the status page and the CLI: plain data built from the store.
+
+Kept free of Starlette and of anything heavy at import time, so ``canary status`` starts fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from canary.core.model import Exclusion, Layer
+
+# Worst first: the order the status page and the CLI sort providers in.
+STATES = ("quarantined", "excluded", "suspect", "degraded-latency", "healthy", "unknown")
+SPARK_POINTS = 40
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_when(text: str) -> datetime:
+    """ISO-8601 to an aware UTC datetime (naive means UTC); raises ValueError when unreadable."""
+    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def jsonable(value: Any) -> Any:
+    """Store rows (frozen dataclasses) and friends as JSON-ready values, datetimes in ISO UTC."""
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr
+        }
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def field(row: Any, *names: str, default: Any = None) -> Any:
+    """The first attribute (or key) of ``names`` that the row has."""
+    for name in names:
+        if isinstance(row, Mapping):
+            if name in row:
+                return row[name]
+        elif hasattr(row, name):
+            return getattr(row, name)
+    return default
+
+
+def known_models(configured: Iterable[str], store: Any) -> list[str]:
+    """Watched models (settings) plus any the store has seen."""
+    models = set(configured)
+    models.update(store.known_models())
+    return sorted(models)
+
+
+def known_tags(store: Any, model: str, extra: Iterable[str] = ()) -> list[str]:
+    return sorted({*store.known_tags(model), *extra})
+
+
+def ttft_summary(values: Sequence[float]) -> dict[str, Any]:
+    from canary.core.stats import percentiles
+
+    summary: dict[str, Any] = dict(percentiles(list(values)))
+    summary["n"] = len(values)
+    return summary
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderView:
+    model: str
+    provider: str
+    state: str
+    failing_streak: int
+    passing_streak: int
+    quarantine_since: datetime | None
+    quarantine_until: datetime | None
+    quarantine_step: int | None
+    exclusions: tuple[Exclusion, ...]  # builtin and runtime entries naming this provider
+    results: dict[str, dict[str, Any]]  # contract -> {result, detail, round_id}
+    ttft_24h: dict[str, Any]
+    ttft_7d: dict[str, Any]
+    spark: tuple[float, ...]  # recent ttft samples, oldest first
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "state": self.state,
+            "failing_rounds": self.failing_streak,
+            "passing_rounds": self.passing_streak,
+            "quarantine": None
+            if self.quarantine_until is None
+            else {
+                "since": iso(self.quarantine_since),
+                "until": iso(self.quarantine_until),
+                "step": self.quarantine_step,
+            },
+            "exclusions": [
+                {
+                    "layer": e.layer.value,
+                    "reason": e.reason,
+                    "since": iso(e.since),
+                    "until": iso(e.until),
+                    "id": e.id,
+                }
+                for e in self.exclusions
+            ],
+            "last_round": self.results,
+            "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
+        }
+
+
+def _result_json(row: Any) -> dict[str, Any]:
+    return {
+        "result": jsonable(field(row, "result")),
+        "detail": field(row, "detail", default=""),
+        "round_id": field(row, "round_id"),
+    }
+
+
+def _state_of(
+    *,
+    quarantined: bool,
+    excluded: bool,
+    failing: int,
+    p95: float | None,
+    degraded_p95_s: float,
+    seen: bool,
+) -> str:
+    if quarantined:
+        return "quarantined"
+    if excluded:
+        return "excluded"
+    if failing > 0:
+        return "suspect"
+    if p95 is not None and p95 > degraded_p95_s:
+        return "degraded-latency"
+    return "healthy" if seen else "unknown"
+
+
+def _group(samples: Iterable[Any]) -> dict[str, list[float]]:
+    grouped: dict[str, list[float]] = {}
+    for sample in samples:
+        tag, seconds = _sample_pair(sample)
+        if seconds is not None:
+            grouped.setdefault(tag, []).append(float(seconds))
+    return grouped
+
+
+def _sample_pair(sample: Any) -> tuple[str, float | None]:
+    if isinstance(sample, tuple) and len(sample) >= 2:
+        first, second = sample[0], sample[-1]
+        tag = first if isinstance(first, str) else str(field(sample, "tag", default=""))
+        return tag, second
+    return str(field(sample, "tag", default="")), field(sample, "ttft_s", "seconds", "value")
+
+
+def provider_views(
+    store: Any,
+    model: str,
+    *,
+    builtin: Sequence[Exclusion],
+    now: datetime,
+    degraded_p95_s: float,
+) -> list[ProviderView]:
+    """Every provider of the model known to the store or named by a layer, worst state first."""
+    states = store.load_states(model)
+    latest = store.latest_results(model)
+    quarantines = {q.tag: q for q in store.active_quarantines(model, now)}
+    steps = {
+        field(q, "tag"): field(q, "step")
+        for q in store.quarantines(model=model, active_only=True, now=now)
+    }
+    layered: dict[str, list[Exclusion]] = {}
+    for entry in (*[b for b in builtin if b.model == model], *store.active_exclusions(model, now)):
+        if entry.active(now):
+            layered.setdefault(entry.tag, []).append(entry)
+    day = _group(store.ttft_samples(model, None, now - timedelta(hours=24)))
+    week = _group(store.ttft_samples(model, None, now - timedelta(days=7)))
+    tags = known_tags(store, model, (*states, *latest, *quarantines, *layered))
+    views = []
+    for tag in tags:
+        state = states.get(tag)
+        quarantine = quarantines.get(tag)
+        summary_24h = ttft_summary(day.get(tag, []))
+        views.append(
+            ProviderView(
+                model=model,
+                provider=tag,
+                state=_state_of(
+                    quarantined=quarantine is not None,
+                    excluded=tag in layered,
+                    failing=state.failing_streak if state else 0,
+                    p95=summary_24h.get("p95"),
+                    degraded_p95_s=degraded_p95_s,
+                    seen=bool(latest.get(tag)) or state is not None,
+                ),
+                failing_streak=state.failing_streak if state else 0,
+                passing_streak=state.passing_streak if state else 0,
+                quarantine_since=quarantine.since if quarantine else None,
+                quarantine_until=quarantine.until if quarantine else None,
+                quarantine_step=steps.get(tag) if quarantine else None,
+                exclusions=tuple(layered.get(tag, ())),
+                results={
+                    str(jsonable(c)): _result_json(r)
+                    for c, r in sorted(latest.get(tag, {}).items())
+                },
+                ttft_24h=summary_24h,
+                ttft_7d=ttft_summary(week.get(tag, [])),
+                spark=tuple(day.get(tag, [])[-SPARK_POINTS:]),
+            )
+        )
+    views.sort(key=lambda v: (STATES.index(v.state), v.provider))
+    return views
+
+
+def quarantine_json(row: Any) -> dict[str, Any]:
+    """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason}."""
+    return {
+        "id": field(row, "id"),
+        "model": field(row, "model"),
+        "provider": field(row, "tag"),
+        "since": iso(field(row, "started_at", "since")),
+        "until": iso(field(row, "until")),
+        "step": field(row, "step"),
+        "reason": field(row, "reason", default=""),
+        "released_at": iso(field(row, "released_at")),
+        "release_why": field(row, "release_why"),
+        "evidence": list(field(row, "evidence", default=()) or ()),
+    }
+
+
+def audit_json(row: Any) -> dict[str, Any]:
+    """The CLI/API shape of one audit record: {at, event, actor, model, provider, detail}."""
+    return {
+        "id": field(row, "id"),
+        "at": iso(field(row, "at")),
+        "event": jsonable(field(row, "event", "kind")),
+        "actor": field(row, "actor"),
+        "model": field(row, "model"),
+        "provider": field(row, "tag"),
+        "detail": jsonable(field(row, "detail", default={}) or {}),
+        "evidence": list(field(row, "evidence", default=()) or ()),
+        "policy_version": field(row, "policy_version"),
+    }
+
+
+def exclusion_json(entry: Exclusion) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "model": entry.model,
+        "provider": entry.tag,
+        "layer": entry.layer.value if isinstance(entry.layer, Layer) else str(entry.layer),
+        "reason": entry.reason,
+        "since": iso(entry.since),
+        "until": iso(entry.until),
+    }
+
+
+def round_json(row: Any) -> dict[str, Any]:
+    return {
+        "id": field(row, "id"),
+        "model": field(row, "model"),
+        "scheduled_at": iso(field(row, "scheduled_at")),
+        "started_at": iso(field(row, "started_at")),
+        "finished_at": iso(field(row, "finished_at")),
+        "status": jsonable(field(row, "status")),
+        "policy_version": field(row, "policy_version"),
+        "cost_usd": field(row, "cost_usd"),
+        "skipped": jsonable(field(row, "skipped", default=()) or ()),
+    }
+
+
+def history_json(row: Any) -> dict[str, Any]:
+    """One round's verdict of one provider, with its contract results."""
+    return {
+        "round_id": field(row, "round_id"),
+        "at": iso(field(row, "at")),
+        "verdict": jsonable(field(row, "verdict")),
+        "language_anomaly_in": field(row, "language_anomaly_in"),
+        "results": [
+            {"contract": jsonable(c.contract), "result": jsonable(c.result), "detail": c.detail}
+            for c in field(row, "results", default=()) or ()
+        ],
+    }
+
+
+def names(values: Collection[str]) -> str:
+    return ", ".join(sorted(values)) or "none"

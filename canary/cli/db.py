@@ -1,0 +1,69 @@
+"""``canary db upgrade`` and ``canary db current``: the schema, through Alembic."""
+
+from __future__ import annotations
+
+import typer
+
+db_app = typer.Typer(
+    name="db", help="Database schema: bring it to head, show its revision.", no_args_is_help=True
+)
+
+
+@db_app.command("upgrade")
+def upgrade(ctx: typer.Context) -> None:
+    """Bring the configured database to the latest schema revision."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from canary.cli.common import fail, settings_from
+    from canary.settings import redact_url
+    from canary.store.migrate import MigrationsNotFound
+    from canary.store.repository import Store
+
+    settings = settings_from(ctx)
+    shown = redact_url(settings.database_url)
+    try:
+        store = Store(settings.database_url)
+        try:
+            reached = store.upgrade()
+        finally:
+            store.dispose()
+    except (SQLAlchemyError, MigrationsNotFound, OSError) as exc:
+        fail(f"cannot upgrade {shown}: {type(exc).__name__}: {_first_line(exc)}", code=1)
+    typer.echo(f"{shown}: at revision {reached} (head)")
+
+
+@db_app.command("current")
+def current(ctx: typer.Context) -> None:
+    """Show the database's schema revision and the head revision."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from canary.cli.common import fail, settings_from
+    from canary.settings import redact_url
+    from canary.store.migrate import MigrationsNotFound, head_revision
+    from canary.store.repository import Store
+
+    settings = settings_from(ctx)
+    shown = redact_url(settings.database_url)
+    try:
+        head = head_revision()
+        store = Store(settings.database_url)
+        try:
+            revision = store.current_revision()
+        finally:
+            store.dispose()
+    except (SQLAlchemyError, MigrationsNotFound, OSError) as exc:
+        fail(f"cannot read {shown}: {type(exc).__name__}: {_first_line(exc)}", code=1)
+    state = "up to date" if revision == head else "behind: run `canary db upgrade`"
+    typer.echo(f"{shown}: revision {revision or 'none'}, head {head} ({state})")
+    if revision != head:
+        raise typer.Exit(1)
+
+
+def _first_line(exc: BaseException) -> str:
+    from canary.logs import scrub
+
+    return scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db_app, name="db")

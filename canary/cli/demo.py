@@ -1,0 +1,30 @@
+"""`canary demo`: the README's first command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from canary.cli.common import settings_from
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo", help="Watch canary find and quarantine faulty hosts of a simulated model.")(demo)
+
+
+def demo(
+    ctx: typer.Context,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds to run before exiting.")] = 4,
+    port: Annotated[int, typer.Option(help="Port of the API and status page.")] = 8080,
+    pause: Annotated[float, typer.Option(min=0, help="Real seconds between rounds.")] = 1.0,
+) -> None:
+    import asyncio
+
+    from canary.demo import run_demo
+
+    settings = settings_from(ctx)
+    try:
+        asyncio.run(run_demo(settings, rounds=rounds, port=port, say=typer.echo, pause_s=pause))
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted")

@@ -1,0 +1,117 @@
+"""`canary round`, `canary serve`, `canary drill`: rounds now, on a schedule, or on a virtual clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from canary.cli.common import fail, print_json, settings_from
+
+
+def register(app: typer.Typer) -> None:
+    app.command("round", help="Run one round now for every watched model, then exit.")(round_now)
+    app.command("serve", help="Run the scheduler and the HTTP API.")(serve)
+    app.command("drill", help="Run N real rounds against a scenario on a virtual clock.")(drill)
+
+
+def round_now(
+    ctx: typer.Context,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per decision.")] = False,
+) -> None:
+    import asyncio
+
+    from canary.drill import round_events
+    from canary.runner import RoundRunner
+    from canary.wiring import build_wiring, openrouter_client
+
+    settings = settings_from(ctx)
+    if not settings.models:
+        fail("no models to watch: set [[models]] in the settings file or CANARY_MODELS")
+    wiring = build_wiring(settings)
+
+    async def work() -> list[Any]:
+        async with openrouter_client(settings) as client:
+            return await RoundRunner(wiring, client).run()
+
+    reports = asyncio.run(work())
+    _refresh_and_notify(wiring)
+    for report in reports:
+        if json_output:
+            for line in round_events(1, report):
+                print_json(line)
+        else:
+            counts: dict[str, int] = {}
+            for v in report.verdicts.values():
+                counts[v.verdict.value] = counts.get(v.verdict.value, 0) + 1
+            decisions = [e.kind.value for e in report.events if e.kind.value != "verdict"]
+            typer.echo(
+                f"{report.model}: round {report.round_id} {report.status}; "
+                f"verdicts {counts or '-'}; decisions {decisions or '-'}; cost ${report.cost_usd:.6f}"
+            )
+
+
+def _refresh_and_notify(wiring: Any) -> None:
+    from canary.notify import Notifier
+
+    Notifier(wiring.store, wiring.settings.webhooks).send_pending()
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+) -> None:
+    from canary.daemon import run_daemon
+
+    settings = settings_from(ctx)
+    run_daemon(settings, host=host, port=port)
+
+
+def drill(
+    ctx: typer.Context,
+    scenario: Annotated[Path, typer.Option(help="Scenario YAML file.", exists=True, dir_okay=False)],
+    rounds: Annotated[int, typer.Option(min=1, help="How many rounds.")] = 6,
+    interval_minutes: Annotated[float, typer.Option(help="Virtual minutes between rounds.")] = 30,
+    mode: Annotated[str | None, typer.Option(help="observe | enforce (default: settings).")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+) -> None:
+    import asyncio
+    import os
+
+    from canary.drill import run_drill
+
+    if mode not in (None, "observe", "enforce"):
+        fail(f"--mode must be observe or enforce, not {mode!r}")
+    settings = settings_from(ctx)
+
+    def emit(line: dict[str, Any]) -> None:
+        if json_output:
+            print_json(line)
+        else:
+            typer.echo(_human(line))
+
+    asyncio.run(
+        run_drill(
+            scenario,
+            rounds,
+            settings,
+            mode=mode,
+            interval_minutes=interval_minutes,
+            database_url=os.environ.get("CANARY_DATABASE_URL") or None,
+            emit=emit,
+        )
+    )
+
+
+def _human(line: dict[str, Any]) -> str:
+    kind = line["event"]
+    if kind == "summary":
+        return f"summary: ignore lists {line['ignore']}"
+    head = f"round {line['round']:>3} {line['at']} {kind:<16} {line.get('model')} {line.get('provider') or ''}"
+    if kind == "verdict":
+        failed = [c for c, r in line["contracts"].items() if r["result"] == "fail"]
+        return f"{head} {line['verdict']}" + (f" ({', '.join(failed)})" if failed else "")
+    extras = {k: v for k, v in line.items() if k not in ("round", "at", "event", "model", "provider")}
+    return f"{head} {extras}"

@@ -1,0 +1,74 @@
+"""Which endpoints a round can afford to probe under the daily budget (issue 8). Pure.
+
+Order of protection: quarantined endpoints (priority 0, their recovery must be seen), then
+suspects (priority 1, a failing streak in progress), then a deterministic random sample of the
+rest (priority 2 and above) that fits. Nothing is skipped silently: every skipped endpoint comes
+with its reason. A skipped endpoint is "no evidence" for the state machine (frozen, like a
+transport error).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+QUARANTINED = 0
+SUSPECT = 1
+REST = 2
+
+
+@dataclass(frozen=True)
+class BudgetCandidate:
+    model: str
+    tag: str
+    priority: int  # 0 = quarantined, 1 = suspect (failing_streak > 0), 2 = rest
+    estimated_cost_usd: float
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    probe: tuple[tuple[str, str], ...]  # (model, tag), in the order they were chosen
+    skipped: tuple[tuple[str, str, str], ...]  # (model, tag, reason)
+    exceeded: bool  # the whole round did not fit: something was (or may have been) cut
+
+
+def plan_budget(
+    candidates: Sequence[BudgetCandidate], remaining_usd: float | None, rng_seed: int
+) -> BudgetPlan:
+    """Choose what to probe with ``remaining_usd`` left (None: no budget, probe everything).
+
+    When the whole round fits, every candidate is probed in the given order. Otherwise the
+    protected groups (priority 0, then 1, each by model then tag) are taken greedily while their
+    estimated cost fits; then the rest, shuffled by ``random.Random(rng_seed)`` after sorting by
+    (model, tag) so the sample depends only on the seed and the candidates, are taken greedily
+    while they fit. A candidate that does not fit is skipped and the next, cheaper one may fit.
+    """
+    if remaining_usd is None:
+        return BudgetPlan(tuple((c.model, c.tag) for c in candidates), (), False)
+    total = sum(max(c.estimated_cost_usd, 0.0) for c in candidates)
+    if total <= remaining_usd:
+        return BudgetPlan(tuple((c.model, c.tag) for c in candidates), (), False)
+    ordered = sorted(candidates, key=lambda c: (min(c.priority, REST), c.model, c.tag))
+    protected = [c for c in ordered if c.priority < REST]
+    rest = [c for c in ordered if c.priority >= REST]
+    random.Random(rng_seed).shuffle(rest)
+    left = max(remaining_usd, 0.0)
+    probe: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str, str]] = []
+    for c in protected + rest:
+        cost = max(c.estimated_cost_usd, 0.0)
+        if cost <= left:
+            probe.append((c.model, c.tag))
+            left -= cost
+        else:
+            skipped.append((c.model, c.tag, _reason(c, cost, left, remaining_usd)))
+    return BudgetPlan(tuple(probe), tuple(skipped), True)
+
+
+def _reason(c: BudgetCandidate, cost: float, left: float, remaining: float) -> str:
+    kind = {QUARANTINED: "quarantined", SUSPECT: "suspect"}.get(c.priority, "not sampled")
+    return (
+        f"budget: {kind} endpoint needs ~${cost:.4f}, ${left:.4f} left "
+        f"of ${max(remaining, 0.0):.4f} remaining today"
+    )

@@ -1,0 +1,233 @@
+"""Endpoint drift: two metadata snapshots of a model's endpoints become a list of changes.
+
+Providers change price, quantization, context length and supported parameters, or vanish, without
+any outage. The endpoints list is fetched every round anyway; each round keeps one
+:func:`snapshot_of` per endpoint, and :func:`diff_snapshots` compares the previous round's
+snapshots with this round's.
+
+What is diffed (one :class:`DriftChange` per field that changed):
+
+- ``presence``: an endpoint appeared (old ``None``, new ``"present"``) or vanished (old
+  ``"present"``, new ``None``; always an alert: a provider that vanished);
+- ``pricing.prompt`` and ``pricing.completion`` (USD per token, as OpenRouter publishes them);
+- ``quantization``, ``context_length``, ``max_completion_tokens``, ``status``;
+- ``supported_parameters`` (old and new as sorted lists);
+- ``capacity`` (tag ``None``): the model's endpoint count, reported when it changes and either
+  side is below the model's capacity floor (an alert when the new count is below it).
+
+``uptime_last_30m`` and ``latency_last_30m`` are kept in the snapshots only (for the status page
+and the API beside our own measurements): they jitter every round, so they never make a change.
+
+Alerts (the changes that can break routing):
+
+- an endpoint stops advertising ``response_format`` or ``structured_outputs``;
+- a price above the model's cap (``max_price``, USD per **million** tokens), also for an endpoint
+  that appears already above it;
+- a quantization below the model's floor (``min_quantization`` in ``quantization_order``); a
+  quantization that is ``None``, ``"unknown"`` or not in the order never alerts on its own;
+- an endpoint that vanished; the endpoint count falling below the capacity floor.
+
+With no previous snapshots (the first round ever) there are no changes, and diffing a snapshot
+against itself gives none: a change is reported once, in the round it happened.
+
+Pure: no I/O, no clock. Snapshots are plain JSON-ready dicts so the store can keep them as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from canary.core.model import Endpoint
+from canary.core.stats import percentiles
+
+PRESENCE = "presence"
+CAPACITY = "capacity"
+PRESENT = "present"
+ROUTING_PARAMETERS = ("response_format", "structured_outputs")
+# Diffed fields in the order changes are reported; the snapshot keys they come from.
+_SCALAR_FIELDS = ("quantization", "context_length", "max_completion_tokens", "status")
+RECORDED_ONLY = ("uptime_last_30m", "latency_last_30m")  # kept in snapshots, never diffed
+_PER_MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class DriftChange:
+    """One field of one endpoint that changed between two rounds (tag ``None``: the whole model)."""
+
+    model: str
+    tag: str | None
+    field: str
+    old: Any
+    new: Any
+    alert: bool = False
+    reason: str | None = None  # why it is an alert, readable ("price 4.0 > cap 2.0 USD/M prompt")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "provider": self.tag,
+            "field": self.field,
+            "old": self.old,
+            "new": self.new,
+            "alert": self.alert,
+            "reason": self.reason,
+        }
+
+
+def snapshot_of(endpoint: Endpoint) -> dict[str, Any]:
+    """The tracked metadata of one endpoint, as a JSON-ready dict."""
+    latency = endpoint.latency_last_30m
+    return {
+        "pricing": {"prompt": endpoint.pricing.prompt, "completion": endpoint.pricing.completion},
+        "quantization": endpoint.quantization,
+        "context_length": endpoint.context_length,
+        "max_completion_tokens": endpoint.max_completion_tokens,
+        "supported_parameters": sorted(set(endpoint.supported_parameters)),
+        "status": endpoint.status,
+        "uptime_last_30m": endpoint.uptime_last_30m,
+        "latency_last_30m": dict(latency) if latency is not None else None,
+    }
+
+
+def diff_snapshots(
+    model: str,
+    before: Mapping[str, dict[str, Any]] | None,
+    after: Mapping[str, dict[str, Any]],
+    *,
+    max_price: tuple[float | None, float | None] | None,
+    min_quantization: str | None,
+    capacity_floor: int,
+    quantization_order: Sequence[str],
+) -> tuple[DriftChange, ...]:
+    """Changes from ``before`` to ``after`` (tag -> :func:`snapshot_of`), alerts marked.
+
+    ``max_price`` is (prompt, completion) in USD per million tokens, either may be ``None``.
+    An empty or missing ``before`` means the first round ever: nothing to compare, no changes.
+    """
+    if not before:
+        return ()
+    rules = _Rules(max_price, min_quantization, tuple(quantization_order))
+    changes: list[DriftChange] = []
+    for tag in sorted(set(before) | set(after)):
+        old, new = before.get(tag), after.get(tag)
+        if new is None:
+            changes.append(DriftChange(model, tag, PRESENCE, PRESENT, None, True, "vanished"))
+        elif old is None:
+            reason = rules.appearance_alert(new)
+            changes.append(
+                DriftChange(model, tag, PRESENCE, None, PRESENT, reason is not None, reason)
+            )
+        else:
+            changes.extend(_field_changes(model, tag, old, new, rules))
+    capacity = _capacity_change(model, len(before), len(after), capacity_floor)
+    if capacity is not None:
+        changes.append(capacity)
+    return tuple(changes)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    max_price: tuple[float | None, float | None] | None
+    min_quantization: str | None
+    order: tuple[str, ...]
+
+    def price_alert(self, side: str, per_token: Any) -> str | None:
+        if self.max_price is None or not isinstance(per_token, int | float):
+            return None
+        cap = self.max_price[0 if side == "prompt" else 1]
+        per_million = per_token * _PER_MILLION
+        # Round away float noise from the per-token representation before comparing.
+        if cap is not None and round(per_million, 9) > cap:
+            return f"{side} price {_fmt(per_million)} > cap {_fmt(cap)} USD/M tokens"
+        return None
+
+    def quantization_alert(self, quantization: Any) -> str | None:
+        floor = self.min_quantization
+        if floor is None or floor not in self.order or quantization not in self.order:
+            return None  # None, "unknown" and unlisted values never alert on their own
+        if self.order.index(quantization) < self.order.index(floor):
+            return f"quantization {quantization} < floor {floor}"
+        return None
+
+    def appearance_alert(self, snapshot: Mapping[str, Any]) -> str | None:
+        pricing = snapshot.get("pricing") or {}
+        reasons = [
+            self.price_alert("prompt", pricing.get("prompt")),
+            self.price_alert("completion", pricing.get("completion")),
+            self.quantization_alert(snapshot.get("quantization")),
+        ]
+        found = [r for r in reasons if r is not None]
+        return "; ".join(found) if found else None
+
+
+def _field_changes(
+    model: str, tag: str, old: Mapping[str, Any], new: Mapping[str, Any], rules: _Rules
+) -> list[DriftChange]:
+    changes: list[DriftChange] = []
+    old_pricing, new_pricing = old.get("pricing"), new.get("pricing")
+    if isinstance(old_pricing, Mapping) and isinstance(new_pricing, Mapping):
+        for side in ("prompt", "completion"):
+            if (
+                side in old_pricing
+                and side in new_pricing
+                and old_pricing[side] != new_pricing[side]
+            ):
+                reason = rules.price_alert(side, new_pricing[side])
+                changes.append(
+                    DriftChange(
+                        model, tag, f"pricing.{side}", old_pricing[side], new_pricing[side],
+                        reason is not None, reason,
+                    )
+                )  # fmt: skip
+    for name in _SCALAR_FIELDS:
+        # A key missing on either side (an older snapshot format) is not comparable: no change.
+        if name in old and name in new and old[name] != new[name]:
+            reason = rules.quantization_alert(new[name]) if name == "quantization" else None
+            changes.append(
+                DriftChange(model, tag, name, old[name], new[name], reason is not None, reason)
+            )
+    if "supported_parameters" in old and "supported_parameters" in new:
+        was = sorted(set(old["supported_parameters"] or ()))
+        now = sorted(set(new["supported_parameters"] or ()))
+        if was != now:
+            dropped = [p for p in ROUTING_PARAMETERS if p in was and p not in now]
+            reason = f"stopped advertising {', '.join(dropped)}" if dropped else None
+            changes.append(
+                DriftChange(model, tag, "supported_parameters", was, now, bool(dropped), reason)
+            )
+    return changes
+
+
+def _capacity_change(model: str, was: int, now: int, floor: int) -> DriftChange | None:
+    if was == now or (was >= floor and now >= floor):
+        return None
+    if now < floor:
+        return DriftChange(
+            model, None, CAPACITY, was, now, True, f"{now} endpoints < capacity floor {floor}"
+        )
+    return DriftChange(model, None, CAPACITY, was, now, False, None)
+
+
+def ttft_health(
+    samples_s: Sequence[float], bound_p95_s: float, *, min_samples: int = 1
+) -> tuple[str, dict[str, float | int | None]]:
+    """Our own time-to-first-token figures for one endpoint over a window, and a state.
+
+    ``degraded`` when p95 is over ``bound_p95_s``, ``healthy`` otherwise, ``unknown`` with fewer
+    than ``min_samples`` samples. Information only: it never quarantines on its own.
+    Non-finite and negative samples are ignored. Percentiles are nearest-rank
+    (:func:`canary.core.stats.percentiles`): every figure is a measured sample.
+    """
+    values = sorted(v for v in samples_s if math.isfinite(v) and v >= 0)
+    figures: dict[str, float | int | None] = {**percentiles(values, (50, 95, 99)), "n": len(values)}
+    if not values or len(values) < min_samples:
+        return "unknown", figures
+    p95 = figures["p95"]
+    return ("degraded" if p95 is not None and p95 > bound_p95_s else "healthy"), figures
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"

@@ -1,0 +1,93 @@
+"""The numbers of the quarantine rules, and the policy version every decision records.
+
+``PolicyRules`` is the pure core's copy of the ``[policy]`` settings plus the mode; the capacity
+floor is per model and is passed to :func:`canary.core.quarantine.decide_model` separately.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from canary.core.model import Mode
+
+
+class PolicyNumbers(Protocol):
+    """What :meth:`PolicyRules.of` reads: ``canary.settings.Policy`` has this shape."""
+
+    @property
+    def failing_rounds(self) -> int: ...
+    @property
+    def recovery_rounds(self) -> int: ...
+    @property
+    def ladder_days(self) -> tuple[float, ...]: ...
+    @property
+    def ladder_reset_days(self) -> float: ...
+    @property
+    def model_wide_share(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PolicyRules:
+    failing_rounds: int = 2  # conclusive failing rounds in a row before a quarantine
+    recovery_rounds: int = 2  # fully passing rounds in a row that end a quarantine early
+    ladder_days: tuple[float, ...] = (1.0, 3.0, 7.0)  # 1st, 2nd, 3rd-and-later quarantine
+    ladder_reset_days: float = 14.0  # no new quarantine for this long: the ladder restarts
+    model_wide_share: float = 0.5  # a contract failing on MORE than this share is model-wide
+    mode: Mode = Mode.observe
+
+    def __post_init__(self) -> None:
+        # Normalise numbers so that (1, 3, 7) and (1.0, 3.0, 7.0) give one policy version.
+        object.__setattr__(self, "ladder_days", tuple(float(d) for d in self.ladder_days))
+        object.__setattr__(self, "ladder_reset_days", float(self.ladder_reset_days))
+        object.__setattr__(self, "model_wide_share", float(self.model_wide_share))
+        object.__setattr__(self, "mode", Mode(self.mode))
+        if self.failing_rounds < 1:
+            raise ValueError(f"failing_rounds must be at least 1, not {self.failing_rounds}")
+        if self.recovery_rounds < 1:
+            raise ValueError(f"recovery_rounds must be at least 1, not {self.recovery_rounds}")
+        if not self.ladder_days or any(d <= 0 for d in self.ladder_days):
+            raise ValueError(f"ladder_days must be positive and non-empty, not {self.ladder_days}")
+        if self.ladder_reset_days <= 0:
+            raise ValueError(f"ladder_reset_days must be positive, not {self.ladder_reset_days}")
+        if not 0 < self.model_wide_share <= 1:
+            raise ValueError(f"model_wide_share must be in (0, 1], not {self.model_wide_share}")
+
+    @classmethod
+    def of(cls, policy: PolicyNumbers, mode: Mode | str) -> PolicyRules:
+        """Build the rules from the settings' ``policy`` section and ``mode``."""
+        return cls(
+            failing_rounds=policy.failing_rounds,
+            recovery_rounds=policy.recovery_rounds,
+            ladder_days=tuple(policy.ladder_days),
+            ladder_reset_days=policy.ladder_reset_days,
+            model_wide_share=policy.model_wide_share,
+            mode=Mode(mode),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "failing_rounds": self.failing_rounds,
+            "recovery_rounds": self.recovery_rounds,
+            "ladder_days": list(self.ladder_days),
+            "ladder_reset_days": self.ladder_reset_days,
+            "model_wide_share": self.model_wide_share,
+            "mode": str(self.mode),
+        }
+
+
+def policy_version(rules: PolicyRules, extra: Mapping[str, Any] | None = None) -> str:
+    """A short stable hash of the rules and ``extra`` (thresholds, probe checksums, floors...).
+
+    ``"p-"`` + the first 10 hex digits of the SHA-256 of canonical JSON (sorted keys, no spaces).
+    Values that JSON cannot hold are rendered with ``str``. The order of ``extra``'s keys does not
+    matter; any change of a value does.
+    """
+    document = {"rules": rules.as_dict(), "extra": dict(extra or {})}
+    canonical = json.dumps(
+        document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str
+    )
+    return "p-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:10]

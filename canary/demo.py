@@ -1,0 +1,134 @@
+"""`canary demo`: the showcase scenario, real rounds on an accelerated clock, the API and status page."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from canary.core.model import EventKind, Verdict
+from canary.drill import SIM_KEY, drill_settings, drill_store_url, iso
+from canary.runner import ModelRound, RoundRunner, slot_of
+from canary.settings import ModelSettings, Settings
+
+SHOWCASE = Path(__file__).parent / "sim" / "scenarios" / "showcase.yaml"
+CONTROL_HOST = "filterhost"
+
+
+class VirtualClock:
+    """Demo time: starts now and jumps one interval per round, so quarantines show real dates."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, delta: timedelta) -> None:
+        with self._lock:
+            self._now += delta
+
+
+def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, name="canary-demo-api", daemon=True)
+    thread.start()
+    return server, thread
+
+
+async def run_demo(
+    base: Settings,
+    *,
+    rounds: int,
+    port: int,
+    say: Callable[[str], None],
+    pause_s: float = 1.0,
+    scenario: Path = SHOWCASE,
+) -> dict[str, list[str]]:
+    from canary.api.app import create_app
+    from canary.ignorelist import IgnoreListService
+    from canary.openrouter.client import OpenRouterClient
+    from canary.sim.scenario import load_scenario
+    from canary.sim.server import start_simulator
+    from canary.wiring import build_wiring
+
+    loaded = load_scenario(scenario)
+    model_ids = [m.id for m in loaded.models]
+    base = base.model_copy(
+        update={
+            "models": tuple(
+                ModelSettings(id=m, positive_controls=(CONTROL_HOST,), capacity_floor=2)
+                for m in model_ids
+            )
+        }
+    )
+    clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes))
+    lists: dict[str, list[str]] = {}
+    with start_simulator(loaded) as sim, drill_store_url(None) as store_url:
+        settings = drill_settings(
+            base, model_ids, base_url=sim.base_url, database_url=store_url, mode="enforce",
+            interval_minutes=None,
+        )
+        wiring = build_wiring(settings)
+        ignore = IgnoreListService(
+            wiring.store, wiring.probes.builtin_exclusions, model_ids, wiring.policy_version, clock
+        )
+        ignore.refresh()
+        server, thread = _serve_api(create_app(settings, wiring.store, ignore, clock=clock), port)
+        say(f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}")
+        say(f"status page  http://127.0.0.1:{port}/   ignore list  "
+            f"http://127.0.0.1:{port}/v1/ignore-list?model={model_ids[0]}")
+        say(f"mode enforce; one round every {settings.interval_minutes:g} virtual minutes; "
+            f"positive control: {CONTROL_HOST}")
+        try:
+            async with OpenRouterClient(settings.openrouter.base_url, SIM_KEY) as client:
+                for k in range(1, rounds + 1):
+                    if k > 1:
+                        clock.advance(timedelta(minutes=settings.interval_minutes))
+                        await asyncio.sleep(pause_s)
+                    now = clock()
+                    say(f"\nround {k}/{rounds} at {iso(now)}: probing every provider, pinned, no fallback")
+                    reports = await RoundRunner(wiring, client, clock=clock).run(
+                        scheduled_at=slot_of(now, settings.interval_minutes)
+                    )
+                    for report in reports:
+                        _tell(report, say)
+                    ignore.refresh()
+                    for model in model_ids:
+                        lists[model] = ignore.document(model)[0]["ignore"]
+                        say(f"  published ignore list for {model}: {lists[model] or '[] (nothing excluded yet)'}")
+            say(f"\ndone after {rounds} rounds. Apps put this into provider.ignore: {lists}")
+        finally:
+            server.should_exit = True
+            thread.join(timeout=5)
+            wiring.store.dispose()
+    return lists
+
+
+def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
+    marks = {Verdict.passed: "ok  ", Verdict.fail: "FAIL", Verdict.inconclusive: "??  ",
+             Verdict.transport_error: "net ", Verdict.skipped: "skip"}
+    for tag, verdict in sorted(report.verdicts.items()):
+        failed = [r for r in verdict.results if r.result.value == "fail"]
+        why = "; ".join(f"{r.contract.value}: {r.detail}" for r in failed)
+        weak = [r for r in verdict.results if r.reason in ("probe_weak", "positive_control")]
+        note = f"  ({weak[0].reason.replace('_', ' ')})" if weak and not failed else ""
+        say(f"  {marks[verdict.verdict]} {tag:<14} {why}{note}")
+    for event in report.events:
+        d = event.detail
+        if event.kind is EventKind.quarantine:
+            say(f"  >> QUARANTINE {event.tag} until {iso(d.get('until'))} (step {d.get('step')})")
+        elif event.kind is EventKind.release:
+            say(f"  >> release {event.tag} ({d.get('why')})")
+        elif event.kind in (EventKind.would_quarantine, EventKind.floor_held, EventKind.model_wide,
+                            EventKind.probe_weak):
+            say(f"  >> {event.kind.value} {event.tag or ''} {d}")

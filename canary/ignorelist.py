@@ -1,0 +1,249 @@
+"""The published ignore list: built from the store, served from memory, and failing static.
+
+:class:`IgnoreListService` rebuilds every watched model's document (built-in + runtime +
+quarantine layers, merged by :func:`canary.core.layers.merge_layers`) and swaps the whole set in
+at once, only when the whole rebuild succeeded. When the store cannot be read, it keeps serving
+the last good documents marked ``"stale": true``: never an empty or partial list because of an
+error, since an empty list would silently re-admit every bad provider.
+
+Between refreshes, an entry whose ``until`` has passed is dropped by re-merging the layers read
+last time (no store access), so an expired quarantine does not outlive its end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from canary.core.model import Exclusion
+
+
+class UnknownModel(LookupError):
+    """The model is not watched; the message names the known ones."""
+
+    def __init__(self, model: str, known: Collection[str]) -> None:
+        self.model = model
+        self.known = tuple(sorted(known))
+        listed = ", ".join(self.known) or "none"
+        super().__init__(f"unknown model {model!r} (known: {listed})")
+
+
+class ListUnavailable(RuntimeError):
+    """No good list was ever read from the store, so there is nothing honest to serve."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        super().__init__(f"the ignore list of {model!r} has not been read from the store yet")
+
+
+class LayerSource(Protocol):
+    def active_exclusions(self, model: str | None, now: datetime) -> Sequence[Exclusion]: ...
+
+    def active_quarantines(self, model: str | None, now: datetime) -> Sequence[Exclusion]: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One model's served document, its canonical body and strong ETag."""
+
+    model: str
+    document: dict[str, Any]
+    body: bytes
+    etag: str
+    generated_at: datetime
+    stale: bool
+    next_change: datetime | None  # earliest `until` among the entries: re-merge after it
+
+
+def canonical_body(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def strong_etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest() + '"'
+
+
+@dataclass(frozen=True)
+class _Layers:
+    runtime: tuple[Exclusion, ...]
+    quarantines: tuple[Exclusion, ...]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    published: dict[str, Published]
+    layers: dict[str, _Layers]
+    read_at: datetime | None  # last successful rebuild
+    stale: bool
+    error: str | None
+
+
+class IgnoreListService:
+    """In-memory, fail-static ignore lists for the API and the CLI."""
+
+    def __init__(
+        self,
+        store: LayerSource,
+        builtin: Sequence[Exclusion],
+        model_ids: Callable[[], Collection[str]] | Collection[str],
+        policy_version: str,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._store = store
+        self._builtin = tuple(builtin)
+        self._model_ids = model_ids
+        self.policy_version = policy_version
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._snapshot = _Snapshot({}, {}, None, False, None)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(sorted(self._snapshot.layers))
+
+    @property
+    def builtin(self) -> tuple[Exclusion, ...]:
+        return self._builtin
+
+    @property
+    def stale(self) -> bool:
+        return self._snapshot.stale
+
+    @property
+    def last_refresh_at(self) -> datetime | None:
+        """When the store was last read successfully (None: never)."""
+        return self._snapshot.read_at
+
+    @property
+    def last_error(self) -> str | None:
+        return self._snapshot.error
+
+    def published(self, model: str) -> Published:
+        snapshot = self._snapshot
+        current = snapshot.published.get(model)
+        if current is None:
+            if model in self._current_model_ids_quietly(snapshot):
+                raise ListUnavailable(model)
+            raise UnknownModel(model, snapshot.layers or self._current_model_ids_quietly(snapshot))
+        now = self._clock()
+        if current.next_change is not None and now >= current.next_change:
+            current = self._remerge(model, now)
+        return current
+
+    def document(self, model: str) -> tuple[dict[str, Any], str]:
+        """The model's document and its strong ETag; raises UnknownModel or ListUnavailable."""
+        published = self.published(model)
+        return published.document, published.etag
+
+    def age_s(self, model: str) -> float | None:
+        snapshot = self._snapshot
+        published = snapshot.published.get(model)
+        if published is None:
+            return None
+        return max(0.0, (self._clock() - published.generated_at).total_seconds())
+
+    # -- refreshing ------------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Rebuild every model's document; on any error keep the last good ones, marked stale."""
+        with self._lock:
+            now = self._clock()
+            try:
+                models = sorted(set(self._resolve_model_ids()))
+                runtime = tuple(self._store.active_exclusions(None, now))
+                quarantines = tuple(self._store.active_quarantines(None, now))
+            except Exception as exc:  # the store (or the model source) is unreachable
+                self._mark_stale(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+                return False
+            layers = {
+                model: _Layers(
+                    tuple(e for e in runtime if e.model == model),
+                    tuple(e for e in quarantines if e.model == model),
+                )
+                for model in models
+            }
+            published = {
+                model: self._build(model, layers[model], now, now, False) for model in models
+            }
+            self._snapshot = _Snapshot(published, layers, now, False, None)
+            return True
+
+    def _resolve_model_ids(self) -> Collection[str]:
+        source = self._model_ids
+        return source() if callable(source) else source
+
+    def _current_model_ids_quietly(self, snapshot: _Snapshot) -> Collection[str]:
+        if snapshot.layers:
+            return snapshot.layers.keys()
+        try:
+            return set(self._resolve_model_ids())
+        except Exception:
+            return ()
+
+    def _mark_stale(self, error: str) -> None:
+        snapshot = self._snapshot
+        now = self._clock()
+        published = {
+            model: self._build(model, snapshot.layers[model], now, item.generated_at, True)
+            for model, item in snapshot.published.items()
+        }
+        self._snapshot = _Snapshot(published, snapshot.layers, snapshot.read_at, True, error)
+
+    def _remerge(self, model: str, now: datetime) -> Published:
+        with self._lock:
+            snapshot = self._snapshot
+            current = snapshot.published[model]
+            if current.next_change is None or now < current.next_change:
+                return current
+            rebuilt = self._build(
+                model, snapshot.layers[model], now, current.generated_at, current.stale
+            )
+            published = dict(snapshot.published)
+            published[model] = rebuilt
+            self._snapshot = _Snapshot(
+                published, snapshot.layers, snapshot.read_at, snapshot.stale, snapshot.error
+            )
+            return rebuilt
+
+    def _build(
+        self, model: str, layers: _Layers, now: datetime, generated_at: datetime, stale: bool
+    ) -> Published:
+        from canary.core.layers import ignore_document, merge_layers
+
+        builtin = tuple(e for e in self._builtin if e.model == model)
+        entries = merge_layers(model, builtin, layers.runtime, layers.quarantines, now)
+        document = ignore_document(
+            model,
+            entries,
+            generated_at=generated_at,
+            stale=stale,
+            policy_version=self.policy_version,
+        )
+        ends = [e.until for e in entries if e.until is not None]
+        starts = [
+            e.since
+            for e in (*builtin, *layers.runtime, *layers.quarantines)
+            if e.since and e.since > now
+        ]
+        changes = [*ends, *starts]
+        body = canonical_body(document)
+        return Published(
+            model=model,
+            document=document,
+            body=body,
+            etag=strong_etag(body),
+            generated_at=generated_at,
+            stale=stale,
+            next_change=min(changes) if changes else None,
+        )

@@ -1,0 +1,245 @@
+"""Sends important audit rows (the outbox) to the configured webhooks.
+
+The audit table is the outbox: a decision and its audit row are written in one transaction, and
+this module sends the rows whose kind matters to operators. A row is marked notified once every
+webhook accepted it; on a failure it is put back with an exponential backoff
+(``mark_notify_failed``) and tried again later; after ``max_attempts`` it is given up (marked,
+and logged loudly). The store's claim keeps two notifiers from taking the same row.
+
+When one webhook fails and another accepted, the retry skips the one that accepted (remembered by
+this process). Each delivery also carries the audit id (``id`` in the body and the
+``X-Canary-Event-Id`` header), so a receiver can drop the repeat that a crash between sending and
+marking, or another replica's retry, may still cause.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import httpx
+
+from canary import metrics
+from canary.logs import get_logger, scrub
+
+log = get_logger("canary.notify")
+
+NOTIFY_KINDS = (
+    "quarantine",
+    "would_quarantine",
+    "release",
+    "floor_held",
+    "probe_weak",
+    "model_wide",
+    "operator_alert",
+    "budget",
+    "drift",  # only changes marked alert are sent; the others are marked without sending
+)
+TITLES = {
+    "quarantine": ":no_entry: quarantined",
+    "would_quarantine": ":eyes: would quarantine (observe mode)",
+    "release": ":white_check_mark: released",
+    "floor_held": ":warning: capacity floor held: quarantine not applied",
+    "probe_weak": ":warning: probe weak: the positive control passed",
+    "model_wide": ":warning: model-wide failure",
+    "operator_alert": ":rotating_light: operator alert",
+    "budget": ":moneybag: probe budget",
+    "drift": ":triangular_ruler: endpoint drift",
+}
+
+
+class Outbox(Protocol):
+    def pending_notifications(
+        self, now: datetime, limit: int, kinds: Sequence[str]
+    ) -> Sequence[Any]: ...
+
+    def mark_notified(self, audit_id: int, at: datetime) -> None: ...
+
+    def mark_notify_failed(self, audit_id: int, next_attempt_at: datetime) -> None: ...
+
+
+class WebhookLike(Protocol):
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def format(self) -> str: ...
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def summary(row: Any) -> str:
+    """One line a person can act on."""
+    detail: dict[str, Any] = dict(row.detail or {})
+    who = f"`{row.tag}` of `{row.model}`" if row.tag else f"`{row.model or 'canary'}`"
+    title = TITLES.get(row.event, row.event)
+    parts = [f"{title}: {who}"]
+    if row.event == "quarantine" and detail.get("until"):
+        parts.append(
+            f"until {detail['until']}" + (f" (step {detail['step']})" if detail.get("step") else "")
+        )
+    if row.event == "release" and detail.get("why"):
+        parts.append(f"({detail['why']})")
+    if row.event == "model_wide" and detail.get("contract"):
+        parts.append(f"contract {detail['contract']}")
+    if row.event == "drift" and detail.get("field"):
+        parts.append(f"{detail['field']}: {detail.get('old')} → {detail.get('new')}")
+    reason = detail.get("reason") or detail.get("detail") or detail.get("error")
+    if reason:
+        parts.append(f"— {reason}")
+    if row.evidence:
+        parts.append(f"[rounds {', '.join(str(r) for r in row.evidence)}]")
+    return scrub(" ".join(str(p) for p in parts))
+
+
+def json_body(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "event": row.event,
+        "at": _iso(row.at),
+        "model": row.model,
+        "provider": row.tag,
+        "actor": row.actor,
+        "detail": row.detail or {},
+        "evidence": list(row.evidence or ()),
+        "policy_version": row.policy_version,
+        "summary": summary(row),
+    }
+
+
+def slack_body(row: Any) -> dict[str, Any]:
+    text = summary(row)
+    fields = [f"*event* `{row.event}`", f"*at* {_iso(row.at)}", f"*actor* {row.actor}"]
+    if row.policy_version:
+        fields.append(f"*policy* `{row.policy_version}`")
+    return {
+        "text": text,
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": f} for f in fields]},
+        ],
+    }
+
+
+def _should_send(row: Any) -> bool:
+    if row.event == "drift":
+        return bool((row.detail or {}).get("alert"))
+    return True
+
+
+class Notifier:
+    """Sends pending outbox rows to every webhook, with retries and backoff; each row once."""
+
+    def __init__(
+        self,
+        store: Outbox,
+        webhooks: Sequence[WebhookLike],
+        *,
+        client: httpx.Client | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        batch: int = 50,
+        max_attempts: int = 10,
+        backoff_s: float = 30.0,
+        max_backoff_s: float = 3600.0,
+        timeout_s: float = 10.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.webhooks = tuple(webhooks)
+        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
+        self._owns_client = client is None
+        self.clock = clock
+        self.batch = batch
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._rng = rng or random.Random()
+        self._delivered: dict[int, set[int]] = {}  # audit id -> webhooks that already have it
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    def backoff(self, attempts: int) -> timedelta:
+        """Exponential with jitter: backoff_s × 2^(attempts-1), capped, times 0.8..1.2."""
+        base = min(self.max_backoff_s, self.backoff_s * 2 ** max(0, attempts - 1))
+        return timedelta(seconds=base * self._rng.uniform(0.8, 1.2))
+
+    def send_pending(self) -> int:
+        """Send one batch of due rows; returns how many rows were delivered to every webhook."""
+        if not self.webhooks:
+            return 0
+        now = self.clock()
+        rows = self.store.pending_notifications(now, self.batch, NOTIFY_KINDS)
+        delivered = 0
+        for row in rows:
+            if not _should_send(row):
+                self.store.mark_notified(row.id, now)
+                continue
+            done = self._delivered.setdefault(row.id, set())
+            failures = []
+            for i, hook in enumerate(self.webhooks):
+                if i in done:
+                    continue  # this process already delivered it there: a retry skips that hook
+                if error := self._deliver(hook, row):
+                    failures.append(error)
+                else:
+                    done.add(i)
+            if not failures:
+                self._delivered.pop(row.id, None)
+                self.store.mark_notified(row.id, self.clock())
+                delivered += 1
+                continue
+            attempts = (row.notify_attempts or 0) + 1
+            if attempts >= self.max_attempts:
+                log.error(
+                    "notification_given_up",
+                    audit_id=row.id,
+                    kind=row.event,
+                    attempts=attempts,
+                    errors=failures,
+                )
+                self._delivered.pop(row.id, None)
+                self.store.mark_notified(row.id, self.clock())
+                continue
+            retry_at = self.clock() + self.backoff(attempts)
+            log.warning(
+                "notification_failed",
+                audit_id=row.id,
+                kind=row.event,
+                retry_at=_iso(retry_at),
+                errors=failures,
+            )
+            self.store.mark_notify_failed(row.id, retry_at)
+        return delivered
+
+    def _deliver(self, hook: WebhookLike, row: Any) -> str | None:
+        body = slack_body(row) if hook.format == "slack" else json_body(row)
+        try:
+            response = self._client.post(
+                hook.url,
+                json=body,
+                headers={"X-Canary-Event-Id": str(row.id), "User-Agent": "canary-notifier"},
+            )
+        except httpx.HTTPError as exc:
+            metrics.observe_notification(False)
+            return f"{_host(hook.url)}: {type(exc).__name__}"
+        if response.is_success:
+            metrics.observe_notification(True)
+            return None
+        metrics.observe_notification(False)
+        return f"{_host(hook.url)}: HTTP {response.status_code}"
+
+
+def _host(url: str) -> str:
+    """Only the host of a webhook URL is logged: Slack-style URLs carry a secret in the path."""
+    try:
+        return httpx.URL(url).host or "webhook"
+    except Exception:
+        return "webhook"

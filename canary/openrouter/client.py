@@ -1,0 +1,413 @@
+"""The one HTTP client for OpenRouter: the endpoints listing and pinned streaming probes.
+
+Every failure comes back classified (:mod:`canary.core.classify`); nothing here judges quality.
+The API key is sent only in the ``Authorization`` header, registered with the log scrubber, and
+never appears in a message: messages are built from status codes, parsed bodies and exception
+kinds, never from headers or request objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+import httpx
+
+from canary.core.classify import (
+    classify_exception,
+    classify_status,
+    error_message,
+    error_of,
+    retryable,
+)
+from canary.core.model import OPERATOR_TRANSPORTS, Contract, Endpoint, Observation, Transport
+from canary.logs import get_logger, register_secret, scrub
+from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
+from canary.openrouter.sse import SSEError, SSEParser
+from canary.openrouter.stream import StreamAssembler, StreamOutcome
+from canary.openrouter.wire import (
+    BACKOFF_BASE_S,
+    BACKOFF_CAP_S,
+    MAX_ERROR_BODY_BYTES,
+    describe,
+    error_provider,
+    exception_kind,
+    http_error_message,
+    load_json,
+    pin_provider,
+    pinned_payload,
+    read_capped,
+    retry_after,
+    same_provider,
+    snippet,
+)
+
+__all__ = ["ListingError", "OpenRouterClient", "pin_provider"]
+
+log = get_logger("canary.openrouter")
+
+MAX_LISTING_BYTES = 16 * 1024 * 1024
+MAX_STREAM_BYTES = 8 * 1024 * 1024
+DRAIN_S = 0.5
+
+
+class ListingError(RuntimeError):
+    """The endpoints listing failed for good (after retries within its deadline)."""
+
+    def __init__(self, model_id: str, transport: Transport, message: str, *, attempts: int = 1):
+        self.model_id = model_id
+        self.transport = transport
+        self.attempts = attempts
+        super().__init__(f"listing endpoints of {model_id} failed ({transport}): {message}")
+
+
+class OpenRouterClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        connect_timeout_s: float = 5.0,
+        first_token_timeout_s: float = 30.0,
+        stream_timeout_s: float = 60.0,
+        listing_deadline_s: float = 30.0,
+        max_connections: int = 64,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rng: random.Random | None = None,
+        max_stream_bytes: int = MAX_STREAM_BYTES,
+    ) -> None:
+        register_secret(api_key)
+        self.base_url = base_url.rstrip("/")
+        self.first_token_timeout_s = first_token_timeout_s
+        self.stream_timeout_s = stream_timeout_s
+        self.listing_deadline_s = listing_deadline_s
+        self.max_stream_bytes = max_stream_bytes
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+        headers = {"X-OpenRouter-Title": "canary", "Accept-Encoding": "identity"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            http1=True,
+            http2=False,
+            follow_redirects=False,
+            # Reads are bounded by the asyncio deadlines in probe()/list_endpoints(); a pool wait
+            # is bounded by them too (callers keep their concurrency within max_connections).
+            timeout=httpx.Timeout(
+                connect=connect_timeout_s, read=None, write=connect_timeout_s, pool=None
+            ),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+        )
+
+    async def __aenter__(self) -> OpenRouterClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- the endpoints listing -------------------------------------------------------------
+
+    async def list_endpoints(self, model_id: str) -> list[Endpoint]:
+        """Every endpoint of ``model_id``; retries 429/5xx/connect errors with exponential backoff
+        and full jitter, honouring ``Retry-After``, all within one ``listing_deadline_s``."""
+        author, _, slug = model_id.partition("/")
+        path = f"/models/{quote(author, safe='')}/{quote(slug, safe='')}/endpoints"
+        deadline = self._clock() + self.listing_deadline_s
+        attempt = 0
+        while True:
+            attempt += 1
+            result = await self._listing_attempt(model_id, path, deadline - self._clock())
+            if not isinstance(result, _Failed):
+                return result
+            if not retryable(result.transport):
+                raise ListingError(model_id, result.transport, result.message, attempts=attempt)
+            wait = result.retry_after
+            delay = self._rng.uniform(0.0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
+            delay = max(delay, wait) if wait is not None else delay
+            remaining = deadline - self._clock()
+            if delay >= remaining:
+                why = "deadline"
+                if wait is not None and wait >= remaining:
+                    why = f"Retry-After {wait:g} s"
+                raise ListingError(
+                    model_id,
+                    result.transport,
+                    f"{result.message}; gave up after {attempt} attempt(s) within "
+                    f"{self.listing_deadline_s:g} s ({why})",
+                    attempts=attempt,
+                )
+            log.info(
+                "listing_retry",
+                model=model_id,
+                attempt=attempt,
+                transport=str(result.transport),
+                delay_s=round(delay, 3),
+            )
+            await self._sleep(delay)
+
+    async def _listing_attempt(
+        self, model_id: str, path: str, remaining: float
+    ) -> list[Endpoint] | _Failed:
+        if remaining <= 0:
+            return _Failed(Transport.timeout, "listing deadline exceeded")
+        try:
+            async with asyncio.timeout(remaining), self._http.stream("GET", path) as response:
+                raw, too_big = await read_capped(response, MAX_LISTING_BYTES)
+                status, headers = response.status_code, response.headers
+                content_type = headers.get("content-type", "")
+        except TimeoutError:
+            return _Failed(Transport.timeout, "no answer within the listing deadline")
+        except (httpx.HTTPError, OSError) as exc:
+            return _Failed(classify_exception(exception_kind(exc)), describe(exc))
+        body = load_json(raw)
+        if status != 200:
+            transport = classify_status(
+                status, body if isinstance(body, dict) else None, pinned=False
+            )
+            message = http_error_message(status, body, raw, content_type)
+            return _Failed(transport, message, retry_after(headers, body))
+        if too_big:
+            return _Failed(Transport.provider_error, f"listing over {MAX_LISTING_BYTES} bytes")
+        if not isinstance(body, dict):
+            return _Failed(
+                Transport.provider_error, f"listing is not JSON: {snippet(raw, content_type)}"
+            )
+        if error_of(body) is not None:
+            return _Failed(classify_status(200, body, pinned=False), error_message(200, body))
+        try:
+            return parse_endpoints(model_id, body)
+        except EndpointsPayloadError as exc:
+            return _Failed(Transport.provider_error, str(exc))
+
+    # -- pinned streaming probes ------------------------------------------------------------
+
+    async def probe(
+        self,
+        endpoint: Endpoint,
+        body: dict[str, Any],
+        *,
+        contract: Contract,
+        language: str | None = None,
+        attempt: int = 1,
+        checksum: str = "",
+        nonce: str = "",
+    ) -> Observation:
+        """Send one streaming chat completion pinned to ``endpoint`` alone and observe it."""
+        payload = pinned_payload(endpoint.model, endpoint.tag, body)
+        base = {
+            "contract": contract,
+            "tag": endpoint.tag,
+            "language": language,
+            "attempt": attempt,
+            "checksum": checksum,
+            "nonce": nonce,
+        }
+        timing = _Timing(self._clock)
+        assembler = StreamAssembler()
+        status: int | None = None
+        early: tuple[Transport, str, str | None] | None = None
+        failure: tuple[Transport, str] | None = None
+        try:
+            first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
+            async with asyncio.timeout_at(timing.loop_started + first_deadline) as deadline:
+                async with self._http.stream(
+                    "POST", "/chat/completions", json=payload, extensions={"trace": timing.trace}
+                ) as response:
+                    status = response.status_code
+                    early = await self._early_answer(response)
+                    if early is None:
+                        await self._read_stream(response, assembler, timing, deadline)
+        except TimeoutError:
+            failure = self._timed_out(assembler)
+        except (httpx.HTTPError, OSError) as exc:
+            message = describe(exc)
+            if status == 200:
+                message = f"truncated stream: connection lost ({message})"
+            failure = classify_exception(exception_kind(exc)), message
+        except (SSEError, _TooLarge) as exc:
+            failure = Transport.provider_error, str(exc)
+        outcome = assembler.finish()
+        served_by: str | None = None
+        error: str | None
+        if early is not None:
+            transport, error, served_by = early
+        elif failure is not None:
+            transport, error = failure
+        else:
+            transport, error = outcome.transport, outcome.error
+        return self._observation(
+            endpoint, base, outcome, timing, status, transport, error, served_by
+        )
+
+    def _timed_out(self, assembler: StreamAssembler) -> tuple[Transport, str]:
+        no_token = assembler.first_token_s is None
+        if no_token and self.first_token_timeout_s < self.stream_timeout_s:
+            message = f"no token within {self.first_token_timeout_s:g} s"
+            return classify_exception("first_token_timeout"), message
+        message = f"stream not finished within {self.stream_timeout_s:g} s"
+        return classify_exception("stream_timeout"), message + (" (no token)" if no_token else "")
+
+    async def _read_stream(
+        self,
+        response: httpx.Response,
+        assembler: StreamAssembler,
+        timing: _Timing,
+        deadline: asyncio.Timeout,
+    ) -> None:
+        parser = SSEParser()
+        received = 0
+        rescheduled = False
+        pieces = response.aiter_bytes()
+        async for piece in pieces:
+            received += len(piece)
+            if received > self.max_stream_bytes:
+                raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
+            for event in parser.feed(piece):
+                assembler.feed(event.data, timing.since_sent())
+            if not rescheduled and assembler.first_token_s is not None:
+                deadline.reschedule(timing.loop_started + self.stream_timeout_s)
+                rescheduled = True
+            if assembler.failed:
+                return  # nothing after an error chunk can change the outcome
+            if assembler.done:
+                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
+                await _drain(pieces)
+                return
+        for event in parser.close():
+            assembler.feed(event.data, timing.since_sent())
+
+    async def _early_answer(
+        self, response: httpx.Response
+    ) -> tuple[Transport, str, str | None] | None:
+        """For an HTTP error or a body that is not an event stream: (transport, message, the
+        provider the error names). None when the response is a 200 event stream to be read."""
+        status = response.status_code
+        content_type = response.headers.get("content-type", "")
+        if status == 200 and content_type.lower().startswith("text/event-stream"):
+            return None
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
+        body = load_json(raw)
+        served_by = error_provider(body)
+        if status != 200:
+            transport = classify_status(status, body if isinstance(body, dict) else None)
+            return transport, http_error_message(status, body, raw, content_type), served_by
+        if error_of(body) is not None:  # an error sent with HTTP 200 (seen for upstream 429s)
+            return classify_status(200, body), error_message(200, body), served_by
+        shown = content_type or "no content type"
+        return (
+            Transport.provider_error,
+            f"wrong content type for a stream: {shown}: {snippet(raw, content_type)}",
+            None,
+        )
+
+    def _observation(
+        self,
+        endpoint: Endpoint,
+        base: dict[str, Any],
+        outcome: StreamOutcome,
+        timing: _Timing,
+        status: int | None,
+        transport: Transport,
+        error: str | None,
+        served_by: str | None = None,
+    ) -> Observation:
+        providers = outcome.providers or ((served_by,) if served_by else ())
+        mismatched = [p for p in providers if not same_provider(p, endpoint.provider_name)]
+        attribution_ok = not mismatched
+        if not attribution_ok:
+            log.warning(
+                "attribution_mismatch",
+                model=endpoint.model,
+                tag=endpoint.tag,
+                expected=endpoint.provider_name,
+                served_by=mismatched[0],
+                status=status,
+            )
+        if transport is not Transport.ok:
+            level = log.warning if transport in OPERATOR_TRANSPORTS else log.info
+            level(
+                "probe_transport_error",
+                model=endpoint.model,
+                tag=endpoint.tag,
+                transport=str(transport),
+                status=status,
+                error=error,
+            )
+        return Observation(
+            **base,
+            transport=transport,
+            status=status,
+            error=scrub(error) if error else None,
+            served_by=providers[0] if providers else None,
+            attribution_ok=attribution_ok,
+            ttft_s=outcome.ttft_s,
+            reasoning_s=outcome.reasoning_s,
+            total_s=self._clock() - timing.started,
+            content=outcome.content,
+            finish_reason=outcome.finish_reason,
+            native_finish_reason=outcome.native_finish_reason,
+            tool_calls=outcome.tool_calls,
+            usage=outcome.usage,
+        )
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Failed(NamedTuple):
+    """One failed listing attempt."""
+
+    transport: Transport
+    message: str
+    retry_after: float | None = None
+
+
+class _Timing:
+    """When the call started, and when its request headers went on the wire (httpcore's trace):
+    ttft and reasoning times count from the latter, so connecting is not counted as waiting."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.loop_started = asyncio.get_running_loop().time()
+        self.started = clock()
+        self.sent: float | None = None
+
+    async def trace(self, name: str, info: dict[str, Any]) -> None:
+        if self.sent is None and name.endswith("send_request_headers.started"):
+            self.sent = self._clock()
+
+    def since_sent(self) -> float:
+        return self._clock() - (self.sent if self.sent is not None else self.started)
+
+
+async def _drain(pieces: AsyncIterator[bytes]) -> None:
+    """Read what follows [DONE] (the end of the chunked body) for a moment, so that the
+    connection goes back to the pool instead of being closed."""
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, OSError):
+        async with asyncio.timeout(DRAIN_S):
+            received = 0
+            async for piece in pieces:
+                received += len(piece)
+                if received > MAX_ERROR_BODY_BYTES:
+                    return

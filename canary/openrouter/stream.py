@@ -1,0 +1,239 @@
+"""Chat-completion chunks -> what the stream said. The one place that reads chunk JSON.
+
+:class:`StreamAssembler` takes each SSE event's data with the time it arrived (seconds since the
+request was sent, measured by the caller's clock) and reassembles the answer: content, the first
+content and reasoning times, ``finish_reason`` and ``native_finish_reason`` (last non-null),
+tool calls by index, usage, and every ``provider`` the chunks named. :meth:`finish` classifies the
+ending:
+
+- a chunk with a top-level ``error``, or a choice with ``finish_reason: "error"`` or its own
+  ``error``: provider_error, with the message;
+- an event whose data is not a JSON object: provider_error ("malformed event");
+- no ``[DONE]`` and no ``finish_reason``: provider_error ("truncated stream");
+- otherwise ok (a ``[DONE]`` without a finish reason, or a finish reason without ``[DONE]``, is
+  tolerated: the generation ended on the wire).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from canary.core.classify import classify_status, error_message, error_of
+from canary.core.model import ToolCall, Transport, Usage
+from canary.openrouter.sse import DONE
+
+
+@dataclass(frozen=True)
+class StreamOutcome:
+    transport: Transport
+    error: str | None = None
+    content: str = ""
+    finish_reason: str | None = None
+    native_finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    served_by: str | None = None  # the first `provider` named
+    providers: tuple[str, ...] = ()  # every distinct `provider` named, in order
+    ttft_s: float | None = None
+    reasoning_s: float | None = None
+    first_token_s: float | None = (
+        None  # first generated token of any kind (content, reasoning, tool call)
+    )
+    done: bool = False
+    events: int = 0
+
+
+@dataclass
+class _ToolCallParts:
+    id: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class StreamAssembler:
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._finish: str | None = None
+        self._native: str | None = None
+        self._tools: dict[int, _ToolCallParts] = {}
+        self._usage = Usage()
+        self._providers: list[str] = []
+        self._ttft: float | None = None
+        self._reasoning: float | None = None
+        self._first_token: float | None = None
+        self._error: str | None = None
+        self._malformed: str | None = None
+        self.done = False
+        self._events = 0
+
+    @property
+    def first_token_s(self) -> float | None:
+        return self._first_token
+
+    @property
+    def failed(self) -> bool:
+        """An error chunk or a malformed event was seen: reading on cannot change the outcome."""
+        return self._error is not None or self._malformed is not None
+
+    def feed(self, data: str, at: float) -> None:
+        """One SSE event's data, received ``at`` seconds after the request was sent."""
+        self._events += 1
+        if data.strip() == DONE:
+            self.done = True
+            return
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            if self._malformed is None:
+                self._malformed = f"malformed event #{self._events}: {exc.msg} at char {exc.pos}"
+            return
+        except RecursionError:
+            if self._malformed is None:
+                self._malformed = f"malformed event #{self._events}: nested too deeply"
+            return
+        if not isinstance(chunk, dict):
+            if self._malformed is None:
+                self._malformed = f"malformed event #{self._events}: not a JSON object"
+            return
+        self.feed_chunk(chunk, at)
+
+    def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
+        provider = chunk.get("provider")
+        if isinstance(provider, str) and provider and provider not in self._providers:
+            self._providers.append(provider)
+        error = error_of(chunk)
+        if error is not None and self._error is None:
+            self._error = "mid-stream " + error_message(None, chunk)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = Usage(
+                prompt_tokens=_int(usage.get("prompt_tokens")),
+                completion_tokens=_int(usage.get("completion_tokens")),
+                cost_usd=_float(usage.get("cost")),
+            )
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
+                self._choice(choice, at)
+
+    def _choice(self, choice: dict[str, Any], at: float) -> None:
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = choice.get("message")  # a non-streaming choice, fed by assemble_completion
+        if isinstance(delta, dict):
+            content = _text(delta.get("content"))
+            if content:
+                self._content.append(content)
+                if self._ttft is None:
+                    self._ttft = at
+                self._token(at)
+            details = delta.get("reasoning_details")
+            if _text(delta.get("reasoning")) or (isinstance(details, list) and details):
+                if self._reasoning is None:
+                    self._reasoning = at
+                self._token(at)
+            tool_calls = delta.get("tool_calls")
+            if isinstance(tool_calls, list):
+                for position, part in enumerate(tool_calls):
+                    if isinstance(part, dict):
+                        self._tool_call(position, part)
+                        self._token(at)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            self._finish = finish
+        native = choice.get("native_finish_reason")
+        if isinstance(native, str) and native:
+            self._native = native
+        if self._error is None:
+            if isinstance(choice.get("error"), dict):
+                self._error = "mid-stream " + error_message(None, {"error": choice["error"]})
+            elif finish == "error":
+                self._error = "mid-stream error: finish_reason error"
+
+    def _token(self, at: float) -> None:
+        if self._first_token is None:
+            self._first_token = at
+
+    def _tool_call(self, position: int, part: dict[str, Any]) -> None:
+        index = _int(part.get("index"))
+        parts = self._tools.setdefault(position if index is None else index, _ToolCallParts())
+        if parts.id is None and _text(part.get("id")):
+            parts.id = part["id"]
+        function = part.get("function")
+        if isinstance(function, dict):
+            # The name arrives whole (some hosts repeat it in every fragment): the first one wins.
+            if parts.name is None and _text(function.get("name")):
+                parts.name = function["name"]
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                parts.arguments.append(arguments)
+            elif isinstance(arguments, dict):  # a host that sends parsed arguments
+                parts.arguments.append(json.dumps(arguments, ensure_ascii=False))
+
+    def finish(self) -> StreamOutcome:
+        transport, error = Transport.ok, None
+        if self._error is not None:
+            transport, error = Transport.provider_error, self._error
+        elif self._malformed is not None:
+            transport, error = Transport.provider_error, self._malformed
+        elif not self.done and self._finish is None:
+            transport, error = (
+                Transport.provider_error,
+                "truncated stream: no [DONE] and no finish_reason",
+            )
+        tool_calls = tuple(
+            ToolCall(index=i, id=p.id, name=p.name, arguments="".join(p.arguments))
+            for i, p in sorted(self._tools.items())
+        )
+        return StreamOutcome(
+            transport=transport,
+            error=error,
+            content="".join(self._content),
+            finish_reason=self._finish,
+            native_finish_reason=self._native,
+            tool_calls=tool_calls,
+            usage=self._usage,
+            served_by=self._providers[0] if self._providers else None,
+            providers=tuple(self._providers),
+            ttft_s=self._ttft,
+            reasoning_s=self._reasoning,
+            first_token_s=self._first_token,
+            done=self.done,
+            events=self._events,
+        )
+
+
+def assemble_completion(body: dict[str, Any]) -> StreamOutcome:
+    """A non-streaming chat completion body read with the same rules (times are all zero)."""
+    status_class = classify_status(200, body)
+    assembler = StreamAssembler()
+    if status_class is not Transport.ok:
+        return StreamOutcome(transport=status_class, error=error_message(200, body))
+    assembler.feed_chunk(body, 0.0)
+    assembler.done = True
+    return assembler.finish()

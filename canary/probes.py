@@ -1,0 +1,439 @@
+"""Probe definitions are data: load, validate and checksum everything under ``probes/``.
+
+Layout of the directory (see ``probes/`` in the repository)::
+
+    prompts/<lang>.yaml      system + ttft / refusal / language prompts, one file per language
+    schema.json              the structured-output probe: name, prompt, JSON Schema
+    tools.json               the tool-call probe: prompt and the record_scene_change function
+    refusal_patterns.yaml    high-confidence refusal regexes per language, with self-test examples
+    builtin_exclusions.yaml  the reviewed built-in exclusion list
+
+Every file is parsed into frozen pydantic models that reject unknown keys; any problem raises
+:class:`ProbeDefinitionError` naming the file and the field. Each definition carries the sha256
+of its canonical content (comments and formatting do not count), recorded with every probe so a
+verdict says which version of the probe produced it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from types import MappingProxyType
+from typing import Annotated, Any, Literal, TypeVar
+
+import yaml
+from jsonschema.exceptions import SchemaError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from canary.core.contracts.common import canonical_json, schema_validator
+from canary.core.contracts.refusal import find_refusal
+from canary.core.model import Contract, Endpoint, Exclusion, Layer
+from canary.settings import SUPPORTED_LANGUAGES
+
+NONCE = "{nonce}"
+_M = TypeVar("_M", bound="BaseModel")
+_TAG = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9._-]+)?$")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ProbeDefinitionError(ValueError):
+    """A probe definition file is missing or invalid; the message names the file and the field."""
+
+
+class UnknownProbeLanguage(LookupError):
+    """A probe was requested in a language that was not loaded."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _with_nonce(value: str) -> str:
+    if NONCE not in value:
+        raise ValueError(f"must contain the {NONCE} placeholder (so no cache can answer)")
+    return value
+
+
+def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A valid JSON Schema for an object that strict structured outputs accept."""
+    try:
+        schema_validator(schema)
+    except SchemaError as exc:
+        raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+    if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+        raise ValueError("must be an object with additionalProperties: false")
+    missing = sorted(set(schema.get("properties", {})) - set(schema.get("required", [])))
+    if missing:
+        raise ValueError(f"strict mode needs every property required; not: {missing}")
+    return schema
+
+
+Prompt = Annotated[str, AfterValidator(_with_nonce)]
+StrictSchema = Annotated[dict[str, Any], AfterValidator(_check_schema)]
+
+
+class LanguagePrompts(_Strict):
+    system: str = Field(min_length=1)
+    ttft: Prompt
+    refusal: Prompt
+    language: Prompt
+
+
+class SchemaProbe(_Strict):
+    name: str = Field(pattern=_NAME.pattern)
+    system: str = Field(min_length=1)
+    prompt: Prompt
+    json_schema: StrictSchema = Field(alias="schema")
+
+
+class ToolFunction(_Strict):
+    name: str = Field(pattern=_NAME.pattern)
+    description: str = Field(min_length=1)
+    parameters: StrictSchema
+
+
+class ToolSpec(_Strict):
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class ToolsProbe(_Strict):
+    system: str = Field(min_length=1)
+    prompt: Prompt
+    tool: ToolSpec
+
+
+class RefusalLanguage(_Strict):
+    patterns: tuple[str, ...] = Field(min_length=1)
+    refusals: tuple[str, ...] = ()  # examples the patterns must catch (checked at load)
+    benign: tuple[str, ...] = ()  # examples they must not match (checked at load)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for i, pattern in enumerate(value, 1):
+            try:
+                re.compile(pattern, re.IGNORECASE)
+            except re.error as exc:
+                raise ValueError(f"pattern #{i} {pattern!r} is not a valid regex: {exc}") from None
+        return value
+
+    def compiled(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
+
+
+class RefusalPatterns(_Strict):
+    languages: dict[str, RefusalLanguage]
+
+    @field_validator("languages")
+    @classmethod
+    def _known(cls, value: dict[str, RefusalLanguage]) -> dict[str, RefusalLanguage]:
+        unknown = sorted(set(value) - set(SUPPORTED_LANGUAGES))
+        if unknown:
+            raise ValueError(f"unsupported language(s) {', '.join(unknown)}")
+        if "en" not in value:
+            raise ValueError("English patterns are required: they apply to every language")
+        return value
+
+
+class BuiltinEntry(_Strict):
+    model: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")
+    provider: str = Field(pattern=_TAG.pattern)
+    reason: str = Field(min_length=1)
+    since: date
+    until: date | None = None
+    evidence: str = Field(min_length=1)
+    rounds: tuple[int, ...] = ()
+
+
+class BuiltinExclusions(_Strict):
+    entries: tuple[BuiltinEntry, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> BuiltinExclusions:
+        seen: set[tuple[str, str]] = set()
+        for e in self.entries:
+            if (e.model, e.provider) in seen:
+                raise ValueError(f"duplicate entry for {e.model} / {e.provider}")
+            seen.add((e.model, e.provider))
+        return self
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """One probe ready to send: the client adds model, provider pinning and stream options."""
+
+    contract: Contract
+    language: str
+    nonce: str
+    checksum: str
+    body: dict[str, Any]
+    parameters: tuple[str, ...] = ()  # supported_parameters relied on (require_parameters)
+
+
+def _sha(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def _midnight(day: date | None) -> datetime | None:
+    return None if day is None else datetime.combine(day, time(), tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """Validated probe definitions for a set of languages. Build it with :func:`load_probes`."""
+
+    languages: tuple[str, ...]
+    prompts: Mapping[str, LanguagePrompts]
+    schema_probe: SchemaProbe
+    tools_probe: ToolsProbe
+    patterns: Mapping[str, tuple[re.Pattern[str], ...]]
+    builtin_exclusions: tuple[Exclusion, ...]
+    checksums: Mapping[str, str]
+    _request_checksums: Mapping[tuple[Contract, str], str] = field(repr=False)
+
+    @property
+    def version(self) -> str:
+        """One digest over every definition's checksum."""
+        return _sha(dict(self.checksums))
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return copy.deepcopy(self.schema_probe.json_schema)
+
+    @property
+    def schema_name(self) -> str:
+        return self.schema_probe.name
+
+    @property
+    def tool(self) -> dict[str, Any]:
+        return self.tools_probe.tool.model_dump(mode="json")
+
+    @property
+    def tool_name(self) -> str:
+        return self.tools_probe.tool.function.name
+
+    def refusal_patterns(self, language: str) -> tuple[re.Pattern[str], ...]:
+        """The language's own patterns, then the English ones (English only for an unknown one)."""
+        own = self.patterns.get(language, ()) if language != "en" else ()
+        return own + self.patterns["en"]
+
+    def applicable(self, contract: Contract, endpoint: Endpoint) -> bool:
+        """schema needs ``structured_outputs`` (``response_format`` alone may mean JSON mode only,
+        openrouter-api.md §5); tools needs ``tools``; the text contracts apply everywhere."""
+        if contract is Contract.schema:
+            return endpoint.supports("structured_outputs")
+        if contract is Contract.tools:
+            return endpoint.supports("tools")
+        return True
+
+    def forces_tool(self, endpoint: Endpoint) -> bool:
+        return endpoint.supports("tool_choice")
+
+    def checksum_for(self, contract: Contract, language: str) -> str:
+        try:
+            return self._request_checksums[(contract, language)]
+        except KeyError:
+            raise UnknownProbeLanguage(
+                f"no probe in {language!r} (loaded: {', '.join(self.languages)})"
+            ) from None
+
+    def request(
+        self, contract: Contract, language: str, nonce: str, endpoint: Endpoint, max_tokens: int
+    ) -> ProbeRequest:
+        """The body of one probe. ``max_tokens`` is capped by the endpoint's own maximum."""
+        checksum = self.checksum_for(contract, language)
+        if endpoint.max_completion_tokens:
+            max_tokens = min(max_tokens, endpoint.max_completion_tokens)
+        parameters: tuple[str, ...] = ()
+        extra: dict[str, Any] = {}
+        if contract is Contract.schema:
+            system, prompt = self.schema_probe.system, self.schema_probe.prompt
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema},
+            }
+            parameters = ("response_format", "structured_outputs")
+        elif contract is Contract.tools:
+            system, prompt = self.tools_probe.system, self.tools_probe.prompt
+            extra["tools"] = [self.tool]
+            parameters = ("tools",)
+            if self.forces_tool(endpoint):
+                extra["tool_choice"] = _tool_choice(endpoint, self.tool_name)
+                parameters += ("tool_choice",)
+        else:
+            text = self.prompts[language]
+            system = text.system
+            prompt = {Contract.ttft: text.ttft, Contract.refusal: text.refusal}.get(
+                contract, text.language
+            )
+        body: dict[str, Any] = {
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": prompt.replace(NONCE, nonce)},
+            ],
+            "max_tokens": max_tokens,
+            **extra,
+        }
+        return ProbeRequest(contract, language, nonce, checksum, body, parameters)
+
+
+def _tool_choice(endpoint: Endpoint, name: str) -> dict[str, Any] | str:
+    """Name the function, unless the endpoint says it only honours ``required``."""
+    support = endpoint.raw.get("supports_tool_choice")
+    if isinstance(support, dict) and support.get("function") is False and support.get("required"):
+        return "required"
+    return {"type": "function", "function": {"name": name}}
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"unknown key {where!r}"
+    if first["type"] == "missing":
+        return f"missing key {where!r}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"field {where!r}: {message}" if where else message
+
+
+def _read(directory: Path, relative: str) -> Any:
+    path = directory / relative
+    name = f"{directory.name}/{relative}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProbeDefinitionError(f"{name}: missing probe definition file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeDefinitionError(f"{name}: cannot be read: {exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ProbeDefinitionError(
+            f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ProbeDefinitionError(f"{name}: not valid YAML: {problem}{where}") from None
+    if not isinstance(data, dict):
+        raise ProbeDefinitionError(f"{name}: expected a mapping at the top level")
+    return data
+
+
+def _parse(directory: Path, relative: str, model: type[_M]) -> _M:
+    try:
+        return model.model_validate(_read(directory, relative))
+    except ValidationError as exc:
+        raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
+
+
+def _self_test(name: str, refusal: RefusalPatterns) -> None:
+    english = refusal.languages["en"].compiled()
+    for lang, spec in refusal.languages.items():
+        own = spec.compiled()
+        for example in spec.refusals:
+            if find_refusal(example, own) is None:
+                raise ProbeDefinitionError(
+                    f"{name}: {lang}: no pattern catches refusal {example!r}"
+                )
+        for example in spec.benign:
+            match = find_refusal(example, own + english)
+            if match is not None:
+                raise ProbeDefinitionError(
+                    f"{name}: {lang}: benign example {example!r} matches ({match.group(0)!r})"
+                )
+
+
+def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
+    """Load and validate every definition; raise ProbeDefinitionError with a readable message."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ProbeDefinitionError(f"{directory.name}: probe definitions directory not found")
+    languages = tuple(languages)
+    unsupported = [lang for lang in languages if lang not in SUPPORTED_LANGUAGES]
+    if unsupported or not languages:
+        raise ProbeDefinitionError(f"unsupported or no languages requested: {unsupported}")
+    present = sorted(p.stem for p in (directory / "prompts").glob("*.yaml"))
+    for stem in present:
+        if stem not in SUPPORTED_LANGUAGES:
+            raise ProbeDefinitionError(
+                f"{directory.name}/prompts/{stem}.yaml: not a supported language"
+            )
+    for lang in languages:
+        if lang not in present:
+            raise ProbeDefinitionError(f"{directory.name}/prompts/{lang}.yaml: missing prompts")
+    prompts = {stem: _parse(directory, f"prompts/{stem}.yaml", LanguagePrompts) for stem in present}
+    schema_probe = _parse(directory, "schema.json", SchemaProbe)
+    tools_probe = _parse(directory, "tools.json", ToolsProbe)
+    refusal = _parse(directory, "refusal_patterns.yaml", RefusalPatterns)
+    _self_test(f"{directory.name}/refusal_patterns.yaml", refusal)
+    for lang in languages:
+        if lang not in refusal.languages:
+            raise ProbeDefinitionError(
+                f"{directory.name}/refusal_patterns.yaml: missing patterns for {lang!r}"
+            )
+    builtin = _parse(directory, "builtin_exclusions.yaml", BuiltinExclusions)
+
+    checksums: dict[str, str] = {}
+    for lang in languages:
+        checksums[f"prompts/{lang}"] = _sha(prompts[lang].model_dump(mode="json"))
+        checksums[f"refusal_patterns/{lang}"] = _sha(refusal.languages[lang].patterns)
+    checksums["refusal_patterns/en"] = _sha(refusal.languages["en"].patterns)
+    checksums["schema"] = _sha(schema_probe.model_dump(mode="json", by_alias=True))
+    checksums["tools"] = _sha(tools_probe.model_dump(mode="json"))
+    checksums["builtin_exclusions"] = _sha(builtin.model_dump(mode="json"))
+
+    per_request: dict[tuple[Contract, str], str] = {}
+    for lang in languages:
+        text = checksums[f"prompts/{lang}"]
+        for contract in (Contract.ttft, Contract.language, Contract.hygiene):
+            per_request[(contract, lang)] = text
+        per_request[(Contract.refusal, lang)] = _sha(
+            [text, checksums[f"refusal_patterns/{lang}"], checksums["refusal_patterns/en"]]
+        )
+        per_request[(Contract.schema, lang)] = checksums["schema"]
+        per_request[(Contract.tools, lang)] = checksums["tools"]
+
+    exclusions = tuple(
+        Exclusion(
+            model=e.model,
+            tag=e.provider,
+            layer=Layer.builtin,
+            reason=f"{e.reason} (evidence: {e.evidence})",
+            since=_midnight(e.since),
+            until=_midnight(e.until),
+            evidence=e.rounds,
+        )
+        for e in builtin.entries
+    )
+    return ProbeSet(
+        languages=languages,
+        prompts=MappingProxyType({lang: prompts[lang] for lang in languages}),
+        schema_probe=schema_probe,
+        tools_probe=tools_probe,
+        patterns=MappingProxyType(
+            {lang: spec.compiled() for lang, spec in refusal.languages.items()}
+        ),
+        builtin_exclusions=exclusions,
+        checksums=MappingProxyType(dict(sorted(checksums.items()))),
+        _request_checksums=MappingProxyType(per_request),
+    )

@@ -1,0 +1,295 @@
+"""Compose one answer: the tokens, tool calls, timing and ending a provider will stream.
+
+Everything is decided up front from the request and a per-request RNG, so the server only has
+to send precomputed bytes at precomputed times.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from canary.sim.scenario import Fault, FaultKind, Provider
+from canary.sim.schemagen import generate
+from canary.sim.text import (
+    REFUSALS,
+    TextBank,
+    detect_language,
+    join_sentences,
+    split_sentences,
+    tokenize,
+)
+
+GARBAGE = ("*", ")", "ological", ",\u200b", '"', "]", "ing", "–", ":", "_", ".")
+_JSON_PIECE = 6  # characters per streamed token of a JSON answer
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """The parts of a chat request an answer depends on."""
+
+    model: str
+    last_user: str
+    stream: bool = False
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: Any = None
+    prompt_chars: int = 0
+
+    @property
+    def wants_json(self) -> bool:
+        kind = (self.response_format or {}).get("type")
+        return kind in ("json_object", "json_schema")
+
+    @property
+    def calls_tool(self) -> bool:
+        return bool(self.tools) and self.tool_choice != "none"
+
+
+@dataclass(frozen=True)
+class ToolCallPlan:
+    id: str
+    name: str
+    pieces: tuple[str, ...]  # the arguments text, split across deltas
+
+
+@dataclass(frozen=True)
+class Plan:
+    language: str
+    tokens: tuple[str, ...] = ()
+    reasoning: tuple[str, ...] = ()
+    tool_call: ToolCallPlan | None = None
+    finish_reason: str = "stop"
+    native_finish_reason: str = "stop"
+    ending: str = "done"  # done | stall | disconnect | error
+    end_after: int = 0  # tokens (or tool pieces) sent before the abnormal ending
+    error_code: int = 502
+    ttft_s: float = 0.3  # arrival -> first content (or tool call) token
+    reasoning_s: float = 0.0  # reasoning starts at ttft_s - reasoning_s
+    interval_s: float = 0.0125
+    fired: tuple[str, ...] = field(default_factory=tuple)
+    http_status: int | None = None  # http_error: the attempt fails before any token
+    retry_after: int | None = None
+    served_by: str | None = None  # served_by: the tag that really answers
+
+    @property
+    def completion_tokens(self) -> int:
+        n = len(self.tokens) + len(self.reasoning)
+        if self.tool_call is not None:
+            n += len(self.tool_call.pieces) + 1
+        return n if self.ending == "done" else min(n, self.end_after + len(self.reasoning))
+
+
+def fire(faults: tuple[Fault, ...], language: str, rng: random.Random) -> list[Fault]:
+    """The faults that apply to this request (one draw per fault, so sequences stay stable)."""
+    fired = []
+    for fault in faults:
+        draw = rng.random()
+        if draw < fault.rate and fault.when_language in (None, language):
+            fired.append(fault)
+    return fired
+
+
+def request_language(request: ChatRequest) -> str:
+    return detect_language(request.last_user)
+
+
+def compose(request: ChatRequest, provider: Provider, bank: TextBank, rng: random.Random) -> Plan:
+    """The answer `provider` gives to `request`, with its faults applied."""
+    lang = request_language(request)
+    faults = fire(provider.faults, lang, rng)
+    by = {f.kind: f for f in faults}
+    ttft_ms = provider.ttft_ms
+    if FaultKind.slow_first_token in by:
+        ttft_ms = float(by[FaultKind.slow_first_token]["ttft_ms"])
+    if provider.jitter_ms:
+        ttft_ms += rng.uniform(0, provider.jitter_ms)
+    interval = 1.0 / provider.tokens_per_second
+    answer_lang = by[FaultKind.language_drift]["to"] if FaultKind.language_drift in by else lang
+
+    finish = native = "stop"
+    tool_call: ToolCallPlan | None = None
+    tokens: list[str]
+    if request.calls_tool and FaultKind.tool_no_call not in by:
+        tool_call = _tool_call(request, by, bank, answer_lang, rng)
+        tokens = []
+        finish = native = "tool_calls"
+    elif request.wants_json and by.get(FaultKind.schema_break, None) is None:
+        tokens = _chunks(
+            json.dumps(_json_answer(request, bank, answer_lang, rng), ensure_ascii=False)
+        )
+    elif request.wants_json and by[FaultKind.schema_break]["how"] != "prose":
+        value = _json_answer(request, bank, answer_lang, rng)
+        if by[FaultKind.schema_break]["how"] == "missing_field":
+            required = ((request.response_format or {}).get("json_schema") or {}).get(
+                "schema", {}
+            ).get("required") or list(value)
+            if required and isinstance(value, dict):
+                value.pop(required[0], None)
+            text = json.dumps(value, ensure_ascii=False)
+        else:
+            text = json.dumps(value, ensure_ascii=False)[:-1] + ","
+        tokens = _chunks(text)
+    else:
+        tokens = _prose(request, by, bank, lang, answer_lang, rng)
+
+    if tool_call is None and FaultKind.refusal in by:
+        tokens = tokenize(REFUSALS[lang], lang)
+    if tool_call is None and FaultKind.garbage_prefix in by and tokens:
+        frag = rng.choice(GARBAGE)
+        tokens = [frag + (" " if frag.isalpha() else "")] + tokens
+    if request.max_tokens is not None and len(tokens) > request.max_tokens:
+        tokens = tokens[: request.max_tokens]
+        finish = native = "length"
+    if FaultKind.content_filter in by:
+        tokens = tokens[: rng.randint(0, 3)]
+        finish, native = "content_filter", "content_filter"
+        tool_call = None
+    if FaultKind.empty in by:
+        tokens, tool_call = [], None
+        finish = native = "stop"
+    if FaultKind.truncate in by:
+        tokens = tokens[: rng.randint(3, 8)]
+        finish = native = "length"
+
+    reasoning: list[str] = []
+    reasoning_s = 0.0
+    if FaultKind.reasoning_first in by:
+        reasoning_s = by[FaultKind.reasoning_first]["ms"] / 1000.0
+        count = max(1, int(reasoning_s / interval))
+        thought = tokenize(" ".join(bank.sentences["en"][:6]), "en")
+        reasoning = (thought * (count // max(1, len(thought)) + 1))[:count]
+        ttft_ms += reasoning_s * 1000
+
+    ending, end_after, code = "done", 0, 502
+    for kind, name in (
+        (FaultKind.stall, "stall"),
+        (FaultKind.disconnect, "disconnect"),
+        (FaultKind.midstream_error, "error"),
+    ):
+        if kind in by:
+            ending, end_after = name, int(by[kind]["after_tokens"])
+            if kind is FaultKind.midstream_error:
+                code = int(by[kind]["code"])
+            break
+    fired = tuple(str(f.kind) for f in faults)
+    return Plan(
+        language=lang,
+        tokens=tuple(tokens),
+        reasoning=tuple(reasoning),
+        tool_call=tool_call,
+        finish_reason=finish,
+        native_finish_reason=native,
+        ending=ending,
+        end_after=end_after,
+        error_code=code,
+        ttft_s=ttft_ms / 1000.0,
+        reasoning_s=reasoning_s,
+        interval_s=interval,
+        fired=fired,
+        http_status=by[FaultKind.http_error]["status"] if FaultKind.http_error in by else None,
+        retry_after=by[FaultKind.http_error]["retry_after"] if FaultKind.http_error in by else None,
+        served_by=by[FaultKind.served_by]["tag"] if FaultKind.served_by in by else None,
+    )
+
+
+def _prose(
+    request: ChatRequest,
+    by: dict[FaultKind, Fault],
+    bank: TextBank,
+    lang: str,
+    answer_lang: str,
+    rng: random.Random,
+) -> list[str]:
+    passages = bank.passages[answer_lang]
+    picks = rng.sample(range(len(passages)), k=min(len(passages), rng.choice((2, 3))))
+    sentences = [s for i in picks for s in split_sentences(passages[i], answer_lang)]
+    if request.max_tokens is not None:
+        sizes = [len(tokenize(s, answer_lang)) for s in sentences]
+        while len(sentences) > 1 and sum(sizes) > request.max_tokens:
+            sentences.pop()
+            sizes.pop()
+    if FaultKind.language_mix in by:
+        other = by[FaultKind.language_mix]["with"]
+        share = by[FaultKind.language_mix]["share"]
+        count = round(share * len(sentences))
+        for i in rng.sample(range(len(sentences)), k=count):
+            sentences[i] = rng.choice(bank.sentences[other])
+    if FaultKind.repetition in by:
+        words = sentences[0].split()
+        phrase = " ".join(words[:5]) if len(words) > 3 else sentences[0][:10]
+        sentences = [sentences[0]] + [phrase] * 15
+    if FaultKind.mojibake in by:
+        sentences = [_mojibake(s, rng) if i % 2 == 0 else s for i, s in enumerate(sentences)]
+    return tokenize(join_sentences(sentences, answer_lang), answer_lang)
+
+
+def _mojibake(sentence: str, rng: random.Random) -> str:
+    if not sentence.isascii():
+        return sentence.encode("utf-8").decode("latin-1")
+    chars = list(sentence)
+    for i in range(3, len(chars), 7):
+        chars[i] = "\ufffd"
+    return "".join(chars)
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i : i + _JSON_PIECE] for i in range(0, len(text), _JSON_PIECE)]
+
+
+def _phrases(bank: TextBank, lang: str) -> list[str]:
+    return [s for s in bank.sentences[lang] if len(s) <= 160] or list(bank.sentences[lang])
+
+
+def _json_answer(request: ChatRequest, bank: TextBank, lang: str, rng: random.Random) -> Any:
+    fmt = request.response_format or {}
+    phrases = _phrases(bank, lang)
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+        return generate(schema, phrases, rng)
+    return {"character": "Mira", "reply": rng.choice(phrases), "mood": "calm"}
+
+
+def _tool_call(
+    request: ChatRequest,
+    by: dict[FaultKind, Fault],
+    bank: TextBank,
+    lang: str,
+    rng: random.Random,
+) -> ToolCallPlan:
+    functions = [t.get("function") or {} for t in request.tools if isinstance(t, dict)]
+    chosen = functions[0] if functions else {}
+    choice = request.tool_choice
+    if isinstance(choice, dict):
+        wanted = (choice.get("function") or {}).get("name")
+        chosen = next((f for f in functions if f.get("name") == wanted), chosen)
+    name = str(chosen.get("name") or "tool")
+    schema = chosen.get("parameters") or {"type": "object", "properties": {}}
+    args = generate(schema, _phrases(bank, lang), rng)
+    if FaultKind.tool_unknown_name in by:
+        known = {f.get("name") for f in functions}
+        name = next(
+            n for n in ("narrate_scene", "unknown_function", name + "_v2") if n not in known
+        )
+    if FaultKind.tool_schema_mismatch in by and isinstance(args, dict):
+        required = list(schema.get("required") or [])
+        if required:
+            args.pop(required[0], None)
+        elif args:
+            key = next(iter(args))
+            args[key] = 12345 if isinstance(args[key], str) else "not the declared type"
+        else:
+            args["unexpected"] = {"nested": True}
+            if schema.get("additionalProperties") is not False:
+                args = ["not", "an", "object"]
+    text = json.dumps(args, ensure_ascii=False)
+    if FaultKind.tool_invalid_json in by:
+        text = text.replace('"', "'", 2)[:-1]
+    pieces = tuple(_chunks(text)) or ("",)
+    call_id = "call_" + "".join(
+        rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)
+    )
+    return ToolCallPlan(id=call_id, name=name, pieces=pieces)

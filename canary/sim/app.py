@@ -1,0 +1,258 @@
+"""The simulator's Starlette app: OpenRouter under /api/v1 and the control API under /_sim/."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from canary.sim.answers import ChatRequest, compose
+from canary.sim.control import control_routes
+from canary.sim.routing import Unroutable, route, sent_parameters
+from canary.sim.state import SimState, UnknownModel
+from canary.sim.stream import Answer, CompletionResponse, StreamResponse
+from canary.sim.wire import endpoints_json, error_body, error_type, model_json, providers_json
+
+PROVIDER_KEYS = frozenset({
+    "order", "allow_fallbacks", "require_parameters", "data_collection", "zdr",
+    "enforce_distillable_text", "only", "ignore", "quantizations", "sort",
+    "preferred_min_throughput", "preferred_max_latency", "max_price",
+})  # fmt: skip
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _error(
+    code: int,
+    message: str,
+    metadata: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message, metadata), status_code=code, headers=headers)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _chat_request(body: dict[str, Any]) -> ChatRequest:
+    messages = body["messages"]
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    last = _text(users[-1].get("content")) if users else _text(messages[-1].get("content"))
+    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+    tools = tuple(t for t in body.get("tools") or [] if isinstance(t, dict))
+    fmt = body.get("response_format")
+    return ChatRequest(
+        model=body["model"],
+        last_user=last,
+        stream=bool(body.get("stream")),
+        max_tokens=int(max_tokens) if isinstance(max_tokens, int) else None,
+        response_format=fmt if isinstance(fmt, dict) else None,
+        tools=tools,
+        tool_choice=body.get("tool_choice"),
+        prompt_chars=sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict)),
+    )
+
+
+def _validate(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "Invalid JSON body"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "model: Required"
+    messages = body.get("messages")
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(isinstance(m, dict) for m in messages)
+    ):
+        return "messages: Expected a non-empty array of messages"
+    prefs = body.get("provider")
+    if prefs is not None:
+        if not isinstance(prefs, dict):
+            return "provider: Expected object"
+        extra = sorted(set(prefs) - PROVIDER_KEYS)
+        if extra:
+            return f"provider: Unrecognized key(s) in object: {', '.join(map(repr, extra))}"
+        for key in ("order", "only", "ignore", "quantizations"):
+            if prefs.get(key) is not None and not isinstance(prefs[key], list):
+                return f"provider.{key}: Expected array"
+    return None
+
+
+def build_app(state: SimState) -> SimApp:
+    """The ASGI app serving `state`."""
+
+    def root_url(request: Request) -> str:
+        return str(request.base_url).rstrip("/")
+
+    async def list_models(request: Request) -> Response:
+        models = list(state.models.values())
+        wanted = request.query_params.get("supported_parameters")
+        data = [model_json(m, root_url(request)) for m in models]
+        if wanted:
+            data = [d for d in data if wanted in d["supported_parameters"]]
+        return JSONResponse({"data": data, "links": {"next": None}, "total_count": len(data)})
+
+    async def list_endpoints(request: Request) -> Response:
+        model_id = f"{request.path_params['author']}/{request.path_params['slug']}"
+        try:
+            model = state.model(model_id)
+        except UnknownModel:
+            return _error(404, f"Model {model_id} not found")
+        return JSONResponse(endpoints_json(model))
+
+    async def list_providers(request: Request) -> Response:
+        return JSONResponse(providers_json(list(state.models.values())))
+
+    async def chat(request: Request) -> Any:
+        arrived = time.perf_counter()
+        auth = request.headers.get("authorization", "")
+        key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        if not key or (state.api_key is not None and key != state.api_key):
+            return _error(401, "No auth credentials found" if not key else "User not found.")
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return _error(400, "Invalid JSON body")
+        problem = _validate(body)
+        if problem:
+            return _error(400, problem)
+        model_id = body["model"]
+        log: dict[str, Any] = {
+            "model": model_id,
+            "stream": bool(body.get("stream")),
+            "arrived_s": arrived,
+            "first_token_s": None,
+            "first_token_delay_ms": None,
+        }
+        prefs = body.get("provider") or {}
+        log["pinned"] = list(prefs.get("only") or prefs.get("order") or [])
+        log["attempts"] = []
+        try:
+            model = state.model(model_id)
+        except UnknownModel:
+            log.update(status=400, provider=None)
+            state.record(log)
+            return _error(400, f"{model_id} is not a valid model ID")
+        chat_request = _chat_request(body)
+        try:
+            candidates = route(list(model.providers.values()), prefs, sent_parameters(body))
+        except Unroutable as exc:
+            log.update(status=exc.status, provider=None)
+            state.record(log)
+            return _error(exc.status, exc.message)
+        for i, provider in enumerate(candidates):
+            rng = state.rng(model_id, provider.tag)
+            plan = compose(chat_request, provider, state.bank, rng)
+            log["attempts"].append({"provider": provider.tag, "status": plan.http_status or 200})
+            if plan.http_status is not None:
+                if i + 1 < len(candidates):
+                    continue
+                status = plan.http_status
+                headers = None
+                if status in (429, 503):
+                    headers = {"Retry-After": str(plan.retry_after or 1)}
+                log.update(
+                    status=status,
+                    provider=provider.tag,
+                    provider_name=provider.name,
+                    faults=list(plan.fired),
+                    configured_ttft_ms=provider.ttft_ms,
+                )
+                state.record(log)
+                return _error(
+                    status,
+                    "Provider returned error",
+                    {
+                        "provider_name": provider.name,
+                        "raw": f"upstream status {status}",
+                        "error_type": error_type(status),
+                    },
+                    headers,
+                )
+            answering = provider
+            if plan.served_by and plan.served_by in model.providers:
+                answering = model.providers[plan.served_by]
+            gen_id = f"gen-{int(time.time())}-" + "".join(rng.choice(_ALPHABET) for _ in range(20))
+            log.update(
+                status=200,
+                provider=answering.tag,
+                provider_name=answering.name,
+                language=plan.language,
+                faults=list(plan.fired),
+                id=gen_id,
+                configured_ttft_ms=round(plan.ttft_s * 1000, 3),
+                finish_reason=plan.finish_reason,
+                ending=plan.ending,
+            )
+            state.record(log)
+            answer = Answer(
+                gen_id=gen_id,
+                created=int(time.time()),
+                model=model_id,
+                provider_name=answering.name,
+                prompt_tokens=max(1, chat_request.prompt_chars // 4),
+                price_prompt=provider.price.prompt,
+                price_completion=provider.price.completion,
+                arrived=arrived,
+                log=log,
+            )
+            if chat_request.stream:
+                return StreamResponse(plan, answer, state)
+            return CompletionResponse(plan, answer, state)
+        raise AssertionError("route() never returns an empty candidate list")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": {"message": "Not Found", "code": 404}}, status_code=404)
+
+    routes = [
+        Route("/api/v1/models", list_models, methods=["GET"]),
+        Route("/api/v1/models/{author}/{slug}/endpoints", list_endpoints, methods=["GET"]),
+        Route("/api/v1/providers", list_providers, methods=["GET"]),
+        Route("/api/v1/chat/completions", _asgi_endpoint(chat), methods=["POST"]),
+        *control_routes(state),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: not_found})
+    app.state.sim = state
+    return SimApp(app, _asgi_endpoint(chat))
+
+
+class _asgi_endpoint:  # noqa: N801 - used like a decorator
+    """An ASGI endpoint for a handler returning a Response or one of our ASGI responses.
+
+    Starlette treats plain functions as request/response handlers; an instance is raw ASGI.
+    """
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        response = await self.handler(Request(scope, receive))
+        await response(scope, receive, send)
+
+
+class SimApp:
+    """Chat completions go straight to their handler, skipping Starlette's per-send middleware
+    wrappers (a stream sends one message per token); everything else goes through Starlette."""
+
+    def __init__(self, app: Starlette, chat: _asgi_endpoint) -> None:
+        self.app = app
+        self.chat = chat
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/api/v1/chat/completions"
+            and scope["method"] == "POST"
+        ):
+            await self.chat(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)

@@ -1,0 +1,375 @@
+"""The scenario file: models, their provider endpoints, injected faults and a timeline.
+
+`load_scenario` accepts a path, YAML text already parsed into a dict, or a `Scenario`, and
+raises :class:`ScenarioError` with one readable line naming the offending field.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+LANGUAGES = (
+    "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk",
+    "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
+)  # fmt: skip
+QUANTIZATIONS = (
+    "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6",
+    "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown",
+)  # fmt: skip
+DEFAULT_PARAMETERS = (
+    "max_tokens", "temperature", "top_p", "stop", "seed", "response_format", "structured_outputs",
+)  # fmt: skip
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ScenarioError(ValueError):
+    """The scenario is invalid; the message names the field and what is wrong."""
+
+
+class FaultKind(StrEnum):
+    slow_first_token = "slow_first_token"
+    stall = "stall"
+    garbage_prefix = "garbage_prefix"
+    refusal = "refusal"
+    content_filter = "content_filter"
+    empty = "empty"
+    truncate = "truncate"
+    schema_break = "schema_break"
+    language_drift = "language_drift"
+    language_mix = "language_mix"
+    mojibake = "mojibake"
+    repetition = "repetition"
+    http_error = "http_error"
+    disconnect = "disconnect"
+    midstream_error = "midstream_error"
+    served_by = "served_by"
+    reasoning_first = "reasoning_first"
+    tool_no_call = "tool_no_call"
+    tool_unknown_name = "tool_unknown_name"
+    tool_invalid_json = "tool_invalid_json"
+    tool_schema_mismatch = "tool_schema_mismatch"
+
+
+def _language(value: Any) -> str:
+    if value not in LANGUAGES:
+        raise ValueError(f"{value!r} is not one of {', '.join(LANGUAGES)}")
+    return str(value)
+
+
+def _nonneg_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a non-negative integer")
+    return value
+
+
+def _status(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+        raise ValueError(f"{value!r} is not an HTTP error status (400-599)")
+    return value
+
+
+def _share(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"{value!r} is not a number between 0 and 1")
+    return float(value)
+
+
+def _how(value: Any) -> str:
+    if value not in ("prose", "missing_field", "invalid_json"):
+        raise ValueError(f"{value!r} is not one of prose, missing_field, invalid_json")
+    return str(value)
+
+
+def _tag(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not a provider tag")
+    return value
+
+
+# kind -> {param: (validator, default)}; a default of ... means required.
+_PARAMS: dict[FaultKind, dict[str, tuple[Any, Any]]] = {
+    FaultKind.slow_first_token: {"ttft_ms": (_nonneg_int, ...)},
+    FaultKind.stall: {"after_tokens": (_nonneg_int, 3)},
+    FaultKind.schema_break: {"how": (_how, "invalid_json")},
+    FaultKind.language_drift: {"to": (_language, ...)},
+    FaultKind.language_mix: {"with": (_language, ...), "share": (_share, 0.5)},
+    FaultKind.http_error: {"status": (_status, 503), "retry_after": (_nonneg_int, None)},
+    FaultKind.disconnect: {"after_tokens": (_nonneg_int, 3)},
+    FaultKind.midstream_error: {"after_tokens": (_nonneg_int, 3), "code": (_status, 502)},
+    FaultKind.served_by: {"tag": (_tag, ...)},
+    FaultKind.reasoning_first: {"ms": (_nonneg_int, 500)},
+}
+
+
+class Fault(BaseModel):
+    """One injected fault: `kind`, `rate` (probability per request), its params."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: FaultKind
+    rate: float = Field(default=1.0, ge=0, le=1)
+    when_language: str | None = None  # applies only when the request is in this language
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_params(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError("a fault is a mapping with at least `kind`")
+        if "kind" not in data:
+            raise ValueError("a fault needs `kind`")
+        kind = data["kind"]
+        try:
+            spec = _PARAMS.get(FaultKind(kind), {})
+        except ValueError:
+            raise ValueError(
+                f"unknown fault kind {kind!r} (expected one of {', '.join(FaultKind)})"
+            ) from None
+        own = {"kind", "rate", "when_language", "params"}
+        given = dict(data.get("params") or {})
+        given.update({k: v for k, v in data.items() if k not in own})
+        params: dict[str, Any] = {}
+        for name, value in given.items():
+            if name not in spec:
+                allowed = ", ".join(spec) or "none"
+                raise ValueError(f"{kind}: unknown parameter {name!r} (allowed: {allowed})")
+            try:
+                params[name] = spec[name][0](value) if value is not None else None
+            except ValueError as exc:
+                raise ValueError(f"{kind}.{name}: {exc}") from None
+        for name, (_, default) in spec.items():
+            if name not in params:
+                if default is ...:
+                    raise ValueError(f"{kind}: missing parameter {name!r}")
+                params[name] = default
+        out = {k: v for k, v in data.items() if k in ("kind", "rate", "when_language")}
+        out["params"] = params
+        return out
+
+    @field_validator("when_language")
+    @classmethod
+    def _when(cls, value: str | None) -> str | None:
+        return None if value is None else _language(value)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.params[name]
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    prompt: float = Field(default=0.2, ge=0)
+    completion: float = Field(default=0.6, ge=0)
+
+
+class Percentiles(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    p50: float
+    p75: float
+    p90: float
+    p99: float
+
+
+class Provider(BaseModel):
+    """One endpoint of a model, as the scenario describes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tag: str
+    name: str = ""
+    quantization: str | None = None
+    price: Price = Field(default_factory=Price)
+    context_length: int = Field(default=32768, gt=0)
+    max_completion_tokens: int | None = Field(default=8192, gt=0)
+    max_prompt_tokens: int | None = None
+    supported_parameters: tuple[str, ...] = DEFAULT_PARAMETERS
+    ttft_ms: float = Field(default=300, ge=0)
+    jitter_ms: float = Field(default=0, ge=0)
+    tokens_per_second: float = Field(default=80, gt=0)
+    status: int = 0
+    uptime_last_5m: float | None = 100.0
+    uptime_last_30m: float | None = 99.8
+    uptime_last_1d: float | None = 99.5
+    latency_last_30m: Percentiles | None = None
+    throughput_last_30m: Percentiles | None = None
+    service_tier: str | None = None
+    supports_implicit_caching: bool = False
+    faults: tuple[Fault, ...] = ()
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, value: str) -> str:
+        parts = value.split("/")
+        if not value or len(parts) > 2 or not all(parts) or value != value.lower():
+            raise ValueError(f"{value!r} is not a lowercase 'slug' or 'slug/suffix'")
+        return value
+
+    @field_validator("quantization")
+    @classmethod
+    def _quantization(cls, value: str | None) -> str | None:
+        if value is not None and value not in QUANTIZATIONS:
+            raise ValueError(f"{value!r} is not one of {', '.join(QUANTIZATIONS)}")
+        return value
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: int) -> int:
+        if value not in (0, -1, -2, -3, -5, -10):
+            raise ValueError(f"{value!r} is not one of 0, -1, -2, -3, -5, -10")
+        return value
+
+    @model_validator(mode="after")
+    def _default_name(self) -> Provider:
+        if not self.name:
+            object.__setattr__(self, "name", self.slug.replace("-", " ").title())
+        return self
+
+    @property
+    def slug(self) -> str:
+        return self.tag.split("/")[0]
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str = ""
+    description: str = "A role-play model served by the canary simulator."
+    created: int = 1735000000
+    providers: tuple[Provider, ...] = ()
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        author, _, slug = value.partition("/")
+        if not author or not slug or "/" in slug:
+            raise ValueError(f"{value!r} is not of the form author/slug")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        tags = [p.tag for p in self.providers]
+        dup = {t for t in tags if tags.count(t) > 1}
+        if dup:
+            raise ValueError(f"duplicate provider tag(s): {', '.join(sorted(dup))}")
+        if not self.name:
+            object.__setattr__(self, "name", self.id.split("/")[1].replace("-", " ").title())
+        return self
+
+
+class ProviderPatch(BaseModel):
+    """The endpoint fields a timeline `set` may change."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    price: Price | None = None
+    quantization: str | None = None
+    supported_parameters: tuple[str, ...] | None = None
+    context_length: int | None = Field(default=None, gt=0)
+    max_completion_tokens: int | None = Field(default=None, gt=0)
+    status: int | None = None
+    uptime_last_30m: float | None = None
+    ttft_ms: float | None = Field(default=None, ge=0)
+    tokens_per_second: float | None = Field(default=None, gt=0)
+    name: str | None = None
+
+    @field_validator("quantization")
+    @classmethod
+    def _quantization(cls, value: str | None) -> str | None:
+        return Provider._quantization(value)
+
+
+class TimelineEntry(BaseModel):
+    """One change: `faults`, `set`, `remove` or `add`; `round` says when drills apply it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    round: int = 0
+    model: str
+    provider: str | None = None
+    faults: tuple[Fault, ...] | None = None
+    set: ProviderPatch | None = None
+    remove: bool = False
+    add: Provider | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> TimelineEntry:
+        actions = [self.faults is not None, self.set is not None, self.remove, self.add is not None]
+        if sum(actions) != 1:
+            raise ValueError("a timeline entry needs exactly one of faults, set, remove, add")
+        if self.add is None and not self.provider:
+            raise ValueError("`provider` is required with faults, set or remove")
+        return self
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 0
+    text_bank: Path | None = None
+    api_key: str | None = None  # when set, only this key is accepted
+    models: tuple[ModelSpec, ...] = ()
+    timeline: tuple[TimelineEntry, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        ids = [m.id for m in self.models]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise ValueError(f"duplicate model id(s): {', '.join(sorted(dup))}")
+        known = {m.id: {p.tag for p in m.providers} for m in self.models}
+        for i, entry in enumerate(self.timeline):
+            if entry.model not in known:
+                raise ValueError(f"timeline.{i}.model: unknown model {entry.model!r}")
+        for m, model in enumerate(self.models):
+            for i, p in enumerate(model.providers):
+                for j, f in enumerate(p.faults):
+                    if f.kind is FaultKind.served_by and f["tag"] not in known[model.id]:
+                        raise ValueError(
+                            f"models.{m}.providers.{i}.faults.{j}: served_by.tag {f['tag']!r} "
+                            f"is not a provider of {model.id}"
+                        )
+        return self
+
+
+def _format(exc: ValidationError, source: str) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err["loc"])
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{source}: {where}: {message}" if where else f"{source}: {message}"
+
+
+def parse(model: type[M], data: Any, source: str = "scenario") -> M:
+    """Validate `data` as `model`, turning pydantic's errors into one ScenarioError line."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_format(exc, source)) from None
+
+
+def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
+    """Load and validate a scenario from a Scenario, a dict, or a YAML file path."""
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, dict):
+        return parse(Scenario, source)
+    path = Path(source)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: scenario: expected a mapping at the top level")
+    if isinstance(data.get("text_bank"), str) and not Path(data["text_bank"]).is_absolute():
+        data["text_bank"] = str(path.parent / data["text_bank"])
+    return parse(Scenario, data, str(path))

@@ -1,0 +1,226 @@
+"""Read models for operators (status, history, latency, spend); endpoint snapshots and drift."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, union
+
+from canary.core.model import Endpoint
+from canary.store import tables as t
+from canary.store._rounds import contract_result_row
+from canary.store.engine import StoreBase
+from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow
+
+
+def endpoint_meta(e: Endpoint) -> dict[str, Any]:
+    """What a snapshot keeps of an endpoint: every published field but the raw payload."""
+    return {
+        "provider_name": e.provider_name,
+        "pricing": {"prompt": e.pricing.prompt, "completion": e.pricing.completion},
+        "supported_parameters": sorted(e.supported_parameters),
+        "quantization": e.quantization,
+        "context_length": e.context_length,
+        "max_completion_tokens": e.max_completion_tokens,
+        "status": e.status,
+        "uptime_last_30m": e.uptime_last_30m,
+        "latency_last_30m": e.latency_last_30m,
+    }
+
+
+class ReadsMixin(StoreBase):
+    def known_models(self) -> list[str]:
+        stmt = union(
+            select(t.endpoint_state.c.model),
+            select(t.endpoint_snapshots.c.model),
+            select(t.rounds.c.model),
+        )
+        with self._read() as conn:
+            return sorted(conn.execute(stmt).scalars())
+
+    def known_tags(self, model: str) -> list[str]:
+        stmt = union(
+            select(t.endpoint_state.c.tag).where(t.endpoint_state.c.model == model),
+            select(t.endpoint_snapshots.c.tag).where(t.endpoint_snapshots.c.model == model),
+        )
+        with self._read() as conn:
+            return sorted(conn.execute(stmt).scalars())
+
+    def ttft_samples(self, model: str, tag: str | None, since: datetime) -> list[tuple[str, float]]:
+        """(tag, seconds to first token) of probes since ``since`` measuring one, oldest first."""
+        c = t.probes.c
+        stmt = (
+            select(c.tag, c.ttft_s)
+            .where(
+                c.model == model, c.at >= since, c.ttft_s.is_not(None), c.attribution_ok.is_(True)
+            )
+            .order_by(c.at, c.id)
+        )
+        if tag is not None:
+            stmt = stmt.where(c.tag == tag)
+        with self._read() as conn:
+            return [(r.tag, float(r.ttft_s)) for r in conn.execute(stmt)]
+
+    def history(self, model: str, tag: str, limit: int = 50) -> list[HistoryRow]:
+        """The endpoint's round verdicts with their contract results, newest round first."""
+        v, r = t.round_verdicts.c, t.rounds.c
+        verdicts_stmt = (
+            select(t.round_verdicts, r.scheduled_at)
+            .join(t.rounds, r.id == v.round_id)
+            .where(v.model == model, v.tag == tag)
+            .order_by(r.scheduled_at.desc(), v.round_id.desc())
+            .limit(limit)
+        )
+        with self._read() as conn:
+            verdicts = conn.execute(verdicts_stmt).all()
+            ids = [row.round_id for row in verdicts]
+            c = t.contract_results.c
+            results = (
+                conn.execute(
+                    select(t.contract_results)
+                    .where(c.model == model, c.tag == tag, c.round_id.in_(ids))
+                    .order_by(c.id)
+                ).all()
+                if ids
+                else []
+            )
+        by_round: dict[int, list[ContractResultRow]] = {}
+        at_of = {row.round_id: row.scheduled_at for row in verdicts}
+        for row in results:
+            by_round.setdefault(row.round_id, []).append(
+                contract_result_row(row, at_of[row.round_id])
+            )
+        return [
+            HistoryRow(
+                round_id=row.round_id,
+                at=row.scheduled_at,
+                model=row.model,
+                tag=row.tag,
+                verdict=row.verdict,
+                language_anomaly_in=row.language_anomaly_in,
+                results=tuple(by_round.get(row.round_id, ())),
+            )
+            for row in verdicts
+        ]
+
+    def latest_results(self, model: str) -> dict[str, dict[str, ContractResultRow]]:
+        """For each endpoint, its contract results from the latest round that judged it."""
+        v, r, c = t.round_verdicts.c, t.rounds.c, t.contract_results.c
+        latest = (
+            select(v.tag, func.max(v.round_id).label("round_id"))
+            .where(v.model == model)
+            .group_by(v.tag)
+            .subquery()
+        )
+        stmt = (
+            select(t.contract_results, r.scheduled_at)
+            .join(latest, (latest.c.tag == c.tag) & (latest.c.round_id == c.round_id))
+            .join(t.rounds, r.id == c.round_id)
+            .where(c.model == model)
+            .order_by(c.tag, c.id)
+        )
+        out: dict[str, dict[str, ContractResultRow]] = {}
+        with self._read() as conn:
+            for row in conn.execute(stmt):
+                out.setdefault(row.tag, {})[row.contract] = contract_result_row(
+                    row, row.scheduled_at
+                )
+        return out
+
+    def spend(self, since: datetime, model: str | None = None) -> float:
+        """USD spent on probes since ``since`` (as OpenRouter reported it)."""
+        c = t.probes.c
+        stmt = select(func.coalesce(func.sum(c.cost_usd), 0.0)).where(c.at >= since)
+        if model is not None:
+            stmt = stmt.where(c.model == model)
+        with self._read() as conn:
+            return float(conn.execute(stmt).scalar_one())
+
+    # --- snapshots and drift ------------------------------------------------------------------
+
+    def record_snapshots(
+        self, round_id: int | None, model: str, endpoints: Sequence[Endpoint], at: datetime
+    ) -> None:
+        """One row per endpoint; with a round id, a retried write replaces the earlier one."""
+        s = t.endpoint_snapshots.c
+        with self._write() as conn:
+            if round_id is not None:
+                conn.execute(
+                    delete(t.endpoint_snapshots).where(s.round_id == round_id, s.model == model)
+                )
+            if endpoints:
+                conn.execute(
+                    insert(t.endpoint_snapshots),
+                    [
+                        {
+                            "round_id": round_id,
+                            "model": model,
+                            "tag": e.tag,
+                            "at": at,
+                            "meta": endpoint_meta(e),
+                        }
+                        for e in endpoints
+                    ],
+                )
+
+    def latest_snapshot(self, model: str) -> dict[str, dict[str, Any]]:
+        """The most recent snapshot of the model's endpoint list: meta by tag (empty when none)."""
+        s = t.endpoint_snapshots.c
+        latest_at = select(func.max(s.at)).where(s.model == model).scalar_subquery()
+        stmt = (
+            select(s.tag, s.meta).where(s.model == model, s.at == latest_at).order_by(s.tag, s.id)
+        )
+        with self._read() as conn:
+            return {row.tag: dict(row.meta) for row in conn.execute(stmt)}
+
+    def record_drift(
+        self, round_id: int | None, model: str, changes: Sequence[DriftChangeLike], at: datetime
+    ) -> list[int]:
+        if not changes:
+            return []
+        with self._write() as conn:
+            return [
+                conn.execute(
+                    insert(t.drift_events)
+                    .values(
+                        round_id=round_id,
+                        model=model,
+                        tag=ch.tag,
+                        at=at,
+                        field=ch.field,
+                        old=ch.old,
+                        new=ch.new,
+                        alert=bool(ch.alert),
+                    )
+                    .returning(t.drift_events.c.id)
+                ).scalar_one()
+                for ch in changes
+            ]
+
+    def drift(
+        self, model: str | None = None, since: datetime | None = None, limit: int = 500
+    ) -> list[DriftRow]:
+        """Drift events, newest first."""
+        d = t.drift_events.c
+        stmt = select(t.drift_events).order_by(d.at.desc(), d.id.desc()).limit(limit)
+        if model is not None:
+            stmt = stmt.where(d.model == model)
+        if since is not None:
+            stmt = stmt.where(d.at >= since)
+        with self._read() as conn:
+            return [
+                DriftRow(
+                    id=r.id,
+                    round_id=r.round_id,
+                    model=r.model,
+                    tag=r.tag,
+                    at=r.at,
+                    field=r.field,
+                    old=r.old,
+                    new=r.new,
+                    alert=bool(r.alert),
+                )
+                for r in conn.execute(stmt)
+            ]

@@ -1,0 +1,351 @@
+"""Rounds (claimed once, finished or abandoned) and their evidence: probes, results, verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
+from canary.store import tables as t
+from canary.store.engine import StoreBase
+from canary.store.rows import ContractResultRow, ProbeRow, RoundRow, UnknownRound
+
+SAMPLE_CHARS = 200
+ROUND_STATUSES = ("running", "finished", "abandoned")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _jsonable_skipped(skipped: Sequence[Any]) -> list[Any]:
+    return [list(item) if isinstance(item, tuple) else item for item in skipped]
+
+
+def round_row(row: Row[Any]) -> RoundRow:
+    return RoundRow(
+        id=row.id,
+        model=row.model,
+        scheduled_at=row.scheduled_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        status=row.status,
+        policy_version=row.policy_version,
+        runner_id=row.runner_id,
+        checksums=dict(row.checksums or {}),
+        cost_usd=row.cost_usd,
+        skipped=tuple(tuple(s) if isinstance(s, list) else s for s in row.skipped or ()),
+        detail=dict(row.detail or {}),
+    )
+
+
+def contract_result_row(row: Row[Any], at: datetime | None = None) -> ContractResultRow:
+    return ContractResultRow(
+        round_id=row.round_id,
+        model=row.model,
+        tag=row.tag,
+        contract=row.contract,
+        result=row.result,
+        detail=row.detail,
+        figure=row.figure,
+        reason=row.reason,
+        sample=row.sample,
+        language=row.language,
+        language_anomaly=bool(row.language_anomaly),
+        at=at,
+    )
+
+
+def _contract_result(row: Row[Any]) -> ContractResult:
+    return ContractResult(
+        contract=Contract(row.contract),
+        result=Result(row.result),
+        detail=row.detail,
+        figure=row.figure,
+        sample=row.sample,
+        reason=row.reason,
+        language=row.language,
+        language_anomaly=bool(row.language_anomaly),
+    )
+
+
+class RoundsMixin(StoreBase):
+    def claim_round(
+        self,
+        model: str,
+        scheduled_at: datetime,
+        runner_id: str,
+        policy_version: str,
+        checksums: Mapping[str, Any],
+        *,
+        started_at: datetime | None = None,
+    ) -> int | None:
+        """Claim the round of ``model`` at ``scheduled_at``; None when it is already claimed."""
+        values = {
+            "model": model,
+            "scheduled_at": scheduled_at,
+            "started_at": started_at or _utcnow(),
+            "status": "running",
+            "policy_version": policy_version,
+            "runner_id": runner_id,
+            "checksums": dict(checksums),
+            "skipped": [],
+            "detail": {},
+        }
+        dialect_insert = postgresql.insert if self.is_postgres else sqlite.insert
+        stmt = (
+            dialect_insert(t.rounds)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=["model", "scheduled_at"])
+            .returning(t.rounds.c.id)
+        )
+        with self._write() as conn:
+            return conn.execute(stmt).scalar_one_or_none()
+
+    def finish_round(
+        self,
+        round_id: int,
+        status: str,
+        *,
+        cost_usd: float | None = None,
+        skipped: Sequence[Any] = (),
+        detail: Mapping[str, Any] | None = None,
+        at: datetime | None = None,
+    ) -> None:
+        if status not in ("finished", "abandoned"):
+            raise ValueError(f"a round ends finished or abandoned, not {status!r}")
+        stmt = (
+            update(t.rounds)
+            .where(t.rounds.c.id == round_id)
+            .values(
+                status=status,
+                finished_at=at or _utcnow(),
+                cost_usd=cost_usd,
+                skipped=_jsonable_skipped(skipped),
+                detail=dict(detail or {}),
+            )
+        )
+        with self._write() as conn:
+            if conn.execute(stmt).rowcount != 1:
+                raise UnknownRound(round_id)
+
+    def abandon_stale_rounds(self, older_than: datetime, *, now: datetime | None = None) -> int:
+        """Mark running rounds started before ``older_than`` abandoned (their runner died)."""
+        stmt = (
+            update(t.rounds)
+            .where(t.rounds.c.status == "running", t.rounds.c.started_at < older_than)
+            .values(status="abandoned", finished_at=now or _utcnow(), detail={"why": "stale"})
+        )
+        with self._write() as conn:
+            return conn.execute(stmt).rowcount
+
+    def get_round(self, round_id: int) -> RoundRow:
+        with self._read() as conn:
+            row = conn.execute(select(t.rounds).where(t.rounds.c.id == round_id)).one_or_none()
+        if row is None:
+            raise UnknownRound(round_id)
+        return round_row(row)
+
+    def recent_rounds(self, model: str | None = None, limit: int = 20) -> list[RoundRow]:
+        stmt = (
+            select(t.rounds)
+            .order_by(t.rounds.c.scheduled_at.desc(), t.rounds.c.id.desc())
+            .limit(limit)
+        )
+        if model is not None:
+            stmt = stmt.where(t.rounds.c.model == model)
+        with self._read() as conn:
+            return [round_row(r) for r in conn.execute(stmt)]
+
+    def last_finished_round_at(self, model: str | None = None) -> datetime | None:
+        stmt = select(func.max(t.rounds.c.finished_at)).where(t.rounds.c.status == "finished")
+        if model is not None:
+            stmt = stmt.where(t.rounds.c.model == model)
+        with self._read() as conn:
+            value = conn.execute(stmt).scalar_one_or_none()
+        # An aggregate loses the column type on SQLite: normalise here.
+        return _as_utc(value)
+
+    def round_verdicts(self, round_id: int) -> dict[str, RoundVerdict]:
+        """The verdicts recorded for a round, by tag, with their contract results."""
+        with self._read() as conn:
+            verdicts = conn.execute(
+                select(t.round_verdicts).where(t.round_verdicts.c.round_id == round_id)
+            ).all()
+            results = conn.execute(
+                select(t.contract_results)
+                .where(t.contract_results.c.round_id == round_id)
+                .order_by(t.contract_results.c.id)
+            ).all()
+        by_tag: dict[str, list[ContractResult]] = {}
+        for r in results:
+            by_tag.setdefault(r.tag, []).append(_contract_result(r))
+        return {
+            v.tag: RoundVerdict(
+                model=v.model,
+                tag=v.tag,
+                verdict=Verdict(v.verdict),
+                results=tuple(by_tag.get(v.tag, ())),
+                language_anomaly_in=v.language_anomaly_in,
+            )
+            for v in sorted(verdicts, key=lambda v: v.tag)
+        }
+
+    def record_observations(
+        self, round_id: int, model: str, observations: Sequence[Observation], at: datetime
+    ) -> int:
+        """Store probes; returns how many rows were written.
+
+        An observation whose nonce is already stored for this round and endpoint (a retried write)
+        is skipped; observations without a nonce are always appended.
+        """
+        rows = [_probe_values(round_id, model, o, at) for o in observations]
+        with self._write() as conn:
+            keyed = {
+                (r["tag"], r["contract"], r["attempt"], r["nonce"]) for r in rows if r["nonce"]
+            }
+            if keyed:
+                existing = {
+                    tuple(row)
+                    for row in conn.execute(
+                        select(
+                            t.probes.c.tag,
+                            t.probes.c.contract,
+                            t.probes.c.attempt,
+                            t.probes.c.nonce,
+                        ).where(
+                            t.probes.c.round_id == round_id,
+                            t.probes.c.model == model,
+                            t.probes.c.nonce.in_(sorted({k[3] for k in keyed})),
+                        )
+                    )
+                }
+                rows = [
+                    r
+                    for r in rows
+                    if not r["nonce"]
+                    or (r["tag"], r["contract"], r["attempt"], r["nonce"]) not in existing
+                ]
+            if rows:
+                conn.execute(insert(t.probes), rows)
+        return len(rows)
+
+    def record_verdicts(
+        self, round_id: int, model: str, verdicts: Mapping[str, RoundVerdict]
+    ) -> None:
+        """Write contract results and round verdicts. Idempotent per (round, endpoint): a retried
+        write replaces what an earlier attempt wrote for the same endpoints, never duplicates it."""
+        if not verdicts:
+            return
+        tags = sorted(verdicts)
+        with self._write() as conn:
+            for table in (t.contract_results, t.round_verdicts):
+                conn.execute(
+                    delete(table).where(
+                        table.c.round_id == round_id, table.c.model == model, table.c.tag.in_(tags)
+                    )
+                )
+            conn.execute(
+                insert(t.round_verdicts),
+                [
+                    {
+                        "round_id": round_id,
+                        "model": model,
+                        "tag": tag,
+                        "verdict": str(verdicts[tag].verdict),
+                        "language_anomaly_in": verdicts[tag].language_anomaly_in,
+                    }
+                    for tag in tags
+                ],
+            )
+            results = [
+                _result_values(round_id, model, tag, r)
+                for tag in tags
+                for r in verdicts[tag].results
+            ]
+            if results:
+                conn.execute(insert(t.contract_results), results)
+
+    def probes(self, round_id: int, tag: str | None = None) -> list[ProbeRow]:
+        stmt = select(t.probes).where(t.probes.c.round_id == round_id).order_by(t.probes.c.id)
+        if tag is not None:
+            stmt = stmt.where(t.probes.c.tag == tag)
+        with self._read() as conn:
+            return [
+                ProbeRow(**{k: v for k, v in r._mapping.items() if k != "nonce"})
+                for r in conn.execute(stmt)
+            ]
+
+    def contract_results_between(
+        self, model: str, rounds: Sequence[int]
+    ) -> list[ContractResultRow]:
+        """Contract results of the given rounds (the evidence behind a decision)."""
+        stmt = (
+            select(t.contract_results, t.rounds.c.scheduled_at)
+            .join(t.rounds, t.rounds.c.id == t.contract_results.c.round_id)
+            .where(
+                t.contract_results.c.model == model, t.contract_results.c.round_id.in_(list(rounds))
+            )
+            .order_by(
+                t.contract_results.c.round_id, t.contract_results.c.tag, t.contract_results.c.id
+            )
+        )
+        with self._read() as conn:
+            return [contract_result_row(r, r.scheduled_at) for r in conn.execute(stmt)]
+
+
+def _as_utc(value: datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _probe_values(round_id: int, model: str, o: Observation, at: datetime) -> dict[str, Any]:
+    return {
+        "round_id": round_id,
+        "model": model,
+        "tag": o.tag,
+        "contract": str(o.contract),
+        "language": o.language,
+        "attempt": o.attempt,
+        "transport": str(o.transport),
+        "status": o.status,
+        "error": o.error,
+        "served_by": o.served_by,
+        "attribution_ok": o.attribution_ok,
+        "ttft_s": o.ttft_s,
+        "reasoning_s": o.reasoning_s,
+        "total_s": o.total_s,
+        "finish_reason": o.finish_reason,
+        "native_finish_reason": o.native_finish_reason,
+        "sample": o.content[:SAMPLE_CHARS],
+        "prompt_tokens": o.usage.prompt_tokens,
+        "completion_tokens": o.usage.completion_tokens,
+        "cost_usd": o.usage.cost_usd,
+        "checksum": o.checksum,
+        "nonce": o.nonce,
+        "at": at,
+    }
+
+
+def _result_values(round_id: int, model: str, tag: str, r: ContractResult) -> dict[str, Any]:
+    return {
+        "round_id": round_id,
+        "model": model,
+        "tag": tag,
+        "contract": str(r.contract),
+        "result": str(r.result),
+        "detail": r.detail,
+        "figure": r.figure,
+        "reason": r.reason,
+        "sample": r.sample[:SAMPLE_CHARS],
+        "language": r.language,
+        "language_anomaly": r.language_anomaly,
+    }

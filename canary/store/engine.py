@@ -1,0 +1,108 @@
+"""Engine set-up and the two kinds of transaction the store uses.
+
+SQLite: WAL, a busy timeout and foreign keys; the driver's own transaction handling is turned off
+so that a writing transaction starts with ``BEGIN IMMEDIATE`` (it takes the write lock up front, so
+two writers queue on the busy timeout instead of failing when a read turns into a write) while a
+reading one starts with a plain ``BEGIN``. PostgreSQL runs through psycopg 3 with pool_pre_ping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WRITE = "canary_write"
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3 here."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def dumps(value: Any) -> str:
+    """JSON for the JSON columns: datetimes become ISO-8601 UTC with Z, enums their value."""
+    return json.dumps(value, default=_json_default, ensure_ascii=False)
+
+
+def make_engine(url: str) -> Engine:
+    parsed = make_url(normalise_url(url))
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(
+            parsed, json_serializer=dumps, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(parsed, json_serializer=dumps, pool_pre_ping=True)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class StoreBase:
+    """The engine and the transaction helpers the store's parts share."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalise_url(url)
+        self.engine = make_engine(self.url)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One writing transaction: committed on success, rolled back on any exception."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn

@@ -1,0 +1,72 @@
+"""Alembic, driven programmatically: no alembic.ini is needed to bring a database to head."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+
+# Any fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
+UPGRADE_LOCK_KEY = 0x63616E617279  # "canary"
+
+
+class MigrationsNotFound(LookupError):
+    def __init__(self, tried: list[Path]) -> None:
+        super().__init__("alembic migrations not found (tried " + ", ".join(map(str, tried)) + ")")
+
+
+def migrations_dir() -> Path:
+    """``$CANARY_MIGRATIONS_DIR``, else ``migrations/`` beside the package, else in the cwd."""
+    tried: list[Path] = []
+    env = os.environ.get("CANARY_MIGRATIONS_DIR")
+    if env:
+        tried.append(Path(env))
+    tried.append(Path(__file__).resolve().parents[2] / "migrations")
+    tried.append(Path.cwd() / "migrations")
+    for path in tried:
+        if (path / "env.py").is_file():
+            return path
+    raise MigrationsNotFound(tried)
+
+
+def alembic_config(url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    if url is not None:
+        # ConfigParser interpolation: a literal % in a URL must be doubled.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise MigrationsNotFound([migrations_dir()])
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> str | None:
+    """Bring the database to ``revision`` in one transaction; returns the revision reached.
+
+    On PostgreSQL a transaction-level advisory lock makes concurrent upgrades (two replicas
+    starting together) wait for each other; the second one then finds nothing to do.
+    """
+    config = alembic_config()
+    with engine.connect() as conn:
+        conn.execution_options(canary_write=True)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
+            config.attributes["connection"] = conn
+            command.upgrade(config, revision)
+            return MigrationContext.configure(conn).get_current_revision()

@@ -1,0 +1,44 @@
+"""The repository: one ``Store`` over SQLite or PostgreSQL, sync SQLAlchemy 2.0 style.
+
+Its parts live beside it (``_rounds``, ``_state``, ``_audit``, ``_reads``); every read returns
+plain frozen dataclasses from :mod:`canary.store.rows` or :mod:`canary.core.model`.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from canary.store import migrate
+from canary.store._audit import AuditMixin
+from canary.store._reads import ReadsMixin
+from canary.store._rounds import RoundsMixin
+from canary.store._state import StateMixin
+
+
+class Store(RoundsMixin, StateMixin, AuditMixin, ReadsMixin):
+    """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
+
+    def upgrade(self) -> str | None:
+        """Bring the schema to head (Alembic); safe when two processes do it at once."""
+        return migrate.upgrade(self.engine)
+
+    def current_revision(self) -> str | None:
+        return migrate.current_revision(self.engine)
+
+    def ping(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except SQLAlchemyError:
+            return False
+        return True
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()

@@ -1,0 +1,250 @@
+"""What the store hands out and takes in: plain frozen dataclasses, never ORM objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+class UnknownExclusion(LookupError):
+    def __init__(self, exclusion_id: int) -> None:
+        super().__init__(f"no active runtime exclusion with id {exclusion_id}")
+        self.exclusion_id = exclusion_id
+
+
+class NoActiveQuarantine(LookupError):
+    def __init__(self, model: str, tag: str) -> None:
+        super().__init__(f"{model} has no active quarantine of provider {tag!r}")
+        self.model = model
+        self.tag = tag
+
+
+class UnknownRound(LookupError):
+    def __init__(self, round_id: int) -> None:
+        super().__init__(f"no round with id {round_id}")
+        self.round_id = round_id
+
+
+# Inputs. The core defines its own equivalents; anything with these attributes fits.
+
+
+class QuarantineStartLike(Protocol):
+    @property
+    def model(self) -> str: ...
+    @property
+    def tag(self) -> str: ...
+    @property
+    def since(self) -> datetime: ...
+    @property
+    def until(self) -> datetime: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def evidence(self) -> tuple[int, ...]: ...
+
+
+class QuarantineEndLike(Protocol):
+    """An optional ``at`` attribute is the release time (else the decision's time)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def tag(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+
+
+class DriftChangeLike(Protocol):
+    @property
+    def tag(self) -> str: ...
+    @property
+    def field(self) -> str: ...
+    @property
+    def old(self) -> Any: ...
+    @property
+    def new(self) -> Any: ...
+    @property
+    def alert(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class QuarantineStart:
+    model: str
+    tag: str
+    since: datetime
+    until: datetime
+    step: int
+    reason: str
+    evidence: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class QuarantineEnd:
+    model: str
+    tag: str
+    why: str  # recovered | expired | manual
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DriftChange:
+    tag: str
+    field: str
+    old: Any
+    new: Any
+    alert: bool = False
+
+
+# Reads.
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    id: int
+    model: str
+    scheduled_at: datetime
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    policy_version: str
+    runner_id: str
+    checksums: dict[str, Any]
+    cost_usd: float | None
+    skipped: tuple[Any, ...]
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    id: int
+    round_id: int
+    model: str
+    tag: str
+    contract: str
+    language: str | None
+    attempt: int
+    transport: str
+    status: int | None
+    error: str | None
+    served_by: str | None
+    attribution_ok: bool
+    ttft_s: float | None
+    reasoning_s: float | None
+    total_s: float | None
+    finish_reason: str | None
+    native_finish_reason: str | None
+    sample: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    checksum: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ContractResultRow:
+    round_id: int
+    model: str
+    tag: str
+    contract: str
+    result: str
+    detail: str
+    figure: float | None
+    reason: str | None
+    sample: str
+    language: str | None
+    language_anomaly: bool
+    at: datetime | None = None  # the round's scheduled time
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One endpoint's verdict in one round, with its contract results."""
+
+    round_id: int
+    at: datetime  # the round's scheduled time
+    model: str
+    tag: str
+    verdict: str
+    language_anomaly_in: str | None
+    results: tuple[ContractResultRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class QuarantineRow:
+    id: int
+    model: str
+    tag: str
+    started_at: datetime
+    until: datetime
+    released_at: datetime | None
+    release_why: str | None
+    step: int
+    reason: str
+    evidence: tuple[int, ...]
+    policy_version: str
+    round_id: int | None
+
+
+@dataclass(frozen=True)
+class ExclusionRow:
+    id: int
+    model: str
+    tag: str
+    reason: str
+    actor: str
+    created_at: datetime
+    until: datetime | None
+    removed_at: datetime | None
+    removed_by: str | None
+    remove_reason: str | None
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    id: int
+    at: datetime
+    actor: str
+    event: str
+    model: str | None
+    tag: str | None
+    detail: dict[str, Any]
+    evidence: tuple[int, ...]
+    policy_version: str | None
+    round_id: int | None
+    notified_at: datetime | None
+    notify_attempts: int
+    next_attempt_at: datetime | None
+
+
+@dataclass(frozen=True)
+class DriftRow:
+    id: int
+    round_id: int | None
+    model: str
+    tag: str
+    at: datetime
+    field: str
+    old: Any
+    new: Any
+    alert: bool
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    name: str
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    round_id: int | None
+    model: str
+    tag: str
+    at: datetime
+    meta: dict[str, Any] = field(default_factory=dict)

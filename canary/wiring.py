@@ -1,0 +1,94 @@
+"""Builds the pieces a round needs from the settings: store, probe set, analyzer, rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from types import ModuleType
+from typing import Any
+
+from canary.core.cost import probe_cost
+from canary.core.model import Endpoint, Exclusion, Mode, Observation
+from canary.core.policy import PolicyRules, policy_version
+from canary.probes import ProbeSet, load_probes
+from canary.settings import ModelSettings, Settings
+from canary.store.repository import Store
+
+
+@dataclass
+class Wiring:
+    settings: Settings
+    store: Store
+    probes: ProbeSet
+
+    @cached_property
+    def analyzer(self) -> Any:
+        from canary.text.detect import LanguageAnalyzer
+
+        return LanguageAnalyzer(self.settings.languages)
+
+    def analyze(self, text: str, expected: str) -> Any:
+        return self.analyzer.analyze(text, expected)
+
+    @cached_property
+    def rules(self) -> PolicyRules:
+        p = self.settings.policy
+        return PolicyRules(
+            failing_rounds=p.failing_rounds,
+            recovery_rounds=p.recovery_rounds,
+            ladder_days=tuple(p.ladder_days),
+            ladder_reset_days=p.ladder_reset_days,
+            model_wide_share=p.model_wide_share,
+            mode=Mode(self.settings.mode),
+        )
+
+    def rules_for(self, model: ModelSettings) -> PolicyRules:
+        return self.rules
+
+    @cached_property
+    def policy_version(self) -> str:
+        s = self.settings
+        extra = {
+            "ttft_threshold_s": s.ttft_threshold_s,
+            "ttft_samples": s.ttft_samples,
+            "languages": list(s.languages),
+            "probes": dict(self.probes.checksums),
+            "models": [m.model_dump(mode="json") for m in s.models],
+        }
+        return policy_version(self.rules, extra)
+
+    @cached_property
+    def metrics(self) -> ModuleType:
+        from canary import metrics
+
+        return metrics
+
+    def builtin_for(self, model: str) -> list[Exclusion]:
+        return [e for e in self.probes.builtin_exclusions if e.model == model]
+
+    def cost_of(self, observation: Observation, endpoint: Endpoint) -> float:
+        return probe_cost(observation.usage, endpoint.pricing)
+
+
+def build_wiring(settings: Settings, *, store: Store | None = None, upgrade: bool = True) -> Wiring:
+    probes = load_probes(settings.probes_dir, settings.languages)
+    store = store or Store(settings.database_url)
+    if upgrade:
+        store.upgrade()
+    return Wiring(settings, store, probes)
+
+
+def openrouter_client(settings: Settings) -> Any:
+    """The one HTTP client, configured from the settings (the key never leaves it)."""
+    from canary.openrouter.client import OpenRouterClient
+
+    o = settings.openrouter
+    return OpenRouterClient(
+        o.base_url,
+        o.api_key.get_secret_value(),
+        connect_timeout_s=o.connect_timeout_s,
+        first_token_timeout_s=o.first_token_timeout_s,
+        stream_timeout_s=o.stream_timeout_s,
+        listing_deadline_s=o.listing_deadline_s,
+        max_connections=max(settings.concurrency, 8),
+    )

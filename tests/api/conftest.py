@@ -1,0 +1,31 @@
+"""Fixtures for the API tests: a real store (SQLite and PostgreSQL), seeded through its own API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from ops_seed import Api
+
+from canary.store.repository import Store
+
+
+@pytest.fixture(scope="module")
+def store(store_url: str) -> Iterator[Store]:
+    s = Store(store_url)
+    s.upgrade()
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def make_api(store: Store) -> Callable[..., Api]:
+    def make(**kwargs: object) -> Api:
+        return Api(store, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def api(make_api: Callable[..., Api]) -> Api:
+    return make_api()

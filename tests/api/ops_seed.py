@@ -1,0 +1,206 @@
+"""Seeds a real store with a small, known fleet, through the store's own public API.
+
+One model, six providers, two finished rounds, in states that cover every case the ops surface
+shows: alpha healthy, bravo quarantined, charlie/fp8 suspect (one failing round), delta excluded
+at runtime, echo excluded by the built-in list, foxtrot slow (degraded latency).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from starlette.testclient import TestClient
+
+from canary.api.app import create_app
+from canary.core.model import (
+    Contract,
+    ContractResult,
+    Endpoint,
+    EndpointState,
+    Event,
+    EventKind,
+    Exclusion,
+    Layer,
+    Observation,
+    Pricing,
+    Result,
+    RoundVerdict,
+    Transport,
+    Verdict,
+)
+from canary.ignorelist import IgnoreListService
+from canary.settings import ModelSettings, Settings
+from canary.store.repository import Store
+from canary.store.rows import QuarantineStart
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+MODEL = "acme/chat-1"
+TAGS = ("alpha", "bravo", "charlie/fp8", "delta", "echo", "foxtrot")
+TTFT = {"alpha": 0.8, "bravo": 1.1, "charlie/fp8": 1.4, "delta": 0.9, "echo": 1.0, "foxtrot": 7.5}
+TOKEN = "s3cret-admin-token"
+POLICY = "p-test000001"
+
+
+@dataclass(frozen=True)
+class Seeded:
+    model: str
+    rounds: tuple[int, ...]
+    exclusion_id: int
+    quarantine_until: datetime
+
+
+def builtin(model: str = MODEL) -> tuple[Exclusion, ...]:
+    return (
+        Exclusion(
+            model=model,
+            tag="echo",
+            layer=Layer.builtin,
+            reason="measured: stray leading tokens in 19 of 20 answers",
+            since=datetime(2026, 1, 10, tzinfo=UTC),
+        ),
+    )
+
+
+def settings(url: str, *models: str, token: str = TOKEN) -> Settings:
+    return Settings(
+        database_url=url,
+        models=tuple(ModelSettings(id=m) for m in (models or (MODEL,))),
+        admin_token=token,
+        interval_minutes=30,
+    )
+
+
+def _verdict(model: str, tag: str, round_no: int) -> RoundVerdict:
+    ttft = ContractResult(
+        Contract.ttft, Result.passed, f"ttft {TTFT[tag]:.1f} s <= 10 s", figure=TTFT[tag]
+    )
+    hygiene_fails = tag == "bravo" or (tag == "charlie/fp8" and round_no == 2)
+    hygiene = ContractResult(
+        Contract.hygiene,
+        Result.fail if hygiene_fails else Result.passed,
+        "answer starts with a stray fragment ' ,'" if hygiene_fails else "clean start",
+        reason="stray_prefix" if hygiene_fails else None,
+    )
+    verdict = Verdict.fail if hygiene_fails else Verdict.passed
+    return RoundVerdict(model=model, tag=tag, verdict=verdict, results=(ttft, hygiene))
+
+
+def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
+    """Two finished rounds 60 and 30 minutes before ``now``; bravo quarantined after the second."""
+    s = store
+    endpoints = [
+        Endpoint(
+            model=model,
+            tag=tag,
+            provider_name=tag.split("/")[0].title(),
+            pricing=Pricing(1e-7, 2e-7),
+        )
+        for tag in TAGS
+    ]
+    rounds = []
+    for round_no, at in ((1, now - timedelta(minutes=60)), (2, now - timedelta(minutes=30))):
+        rid = s.claim_round(model, at, "seed", POLICY, {"hygiene": "abc"}, started_at=at)
+        assert rid is not None
+        rounds.append(rid)
+        s.record_snapshots(rid, model, endpoints, at)
+        observations = [
+            Observation(
+                contract=Contract.ttft,
+                tag=tag,
+                transport=Transport.ok,
+                ttft_s=TTFT[tag] + 0.01 * sample,
+                nonce=f"{rid}-{tag}-{sample}",
+                attempt=sample + 1,
+            )
+            for tag in TAGS
+            for sample in range(3)
+        ]
+        s.record_observations(rid, model, observations, at)
+        s.record_verdicts(rid, model, {tag: _verdict(model, tag, round_no) for tag in TAGS})
+        s.finish_round(rid, "finished", cost_usd=0.002, at=at + timedelta(minutes=2))
+    since = now - timedelta(minutes=30)
+    until = since + timedelta(days=1)
+    evidence = tuple(rounds)
+    after = {
+        tag: EndpointState(model=model, tag=tag, passing_streak=2)
+        for tag in TAGS
+        if tag not in ("bravo", "charlie/fp8")
+    }
+    after["bravo"] = EndpointState(
+        model=model,
+        tag="bravo",
+        failing_streak=2,
+        quarantined_since=since,
+        quarantined_until=until,
+        ladder_step=1,
+        last_quarantine_at=since,
+        evidence=evidence,
+    )
+    after["charlie/fp8"] = EndpointState(
+        model=model, tag="charlie/fp8", failing_streak=1, evidence=(rounds[1],)
+    )
+    reason = "hygiene failed 2 rounds in a row: stray leading fragment"
+    applied = s.apply_decision(
+        round_id=rounds[1],
+        model=model,
+        before={},
+        after=after,
+        events=[
+            Event(
+                EventKind.quarantine,
+                model,
+                "bravo",
+                {"until": until.isoformat(), "step": 1, "reason": reason},
+                evidence=evidence,
+            )
+        ],
+        quarantines_started=[QuarantineStart(model, "bravo", since, until, 1, reason, evidence)],
+        actor="canary",
+        policy_version=POLICY,
+        at=since,
+    )
+    assert applied
+    exclusion_id = s.add_exclusion(
+        model, "delta", "incident 42: timeouts in eu", "seed", None, now - timedelta(minutes=10)
+    )
+    return Seeded(model=model, rounds=evidence, exclusion_id=exclusion_id, quarantine_until=until)
+
+
+_models = itertools.count(1)
+
+
+class Clock:
+    """A hand-driven clock: tests move it, nothing sleeps."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Api:
+    """One seeded model of its own, with the service and a client over the ASGI app."""
+
+    def __init__(self, store: Store, *, token: str = TOKEN, model: str | None = None) -> None:
+        self.model = model or f"acme/model-{next(_models)}"
+        self.seeded = seed(store, self.model)
+        self.store = store
+        self.clock = Clock()
+        self.settings = settings(store.url, self.model, token=token)
+        self.service = IgnoreListService(
+            store, builtin(self.model), [self.model], POLICY, self.clock
+        )
+        assert self.service.refresh()
+        self.app = create_app(self.settings, store, self.service, clock=self.clock)
+        self.client = TestClient(self.app, raise_server_exceptions=True)
+
+    def admin(self, token: str = TOKEN) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    def ignore(self) -> list[str]:
+        response = self.client.get("/v1/ignore-list", params={"model": self.model})
+        assert response.status_code == 200
+        return list(response.json()["ignore"])

@@ -1,0 +1,136 @@
+"""IgnoreListService on its own: atomic swaps, fail static, unknown models, expiry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import pytest
+from ops_seed import NOW, Clock
+
+from canary.core.model import Exclusion, Layer
+from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, strong_etag
+
+M = "acme/one"
+
+
+class LayerStore:
+    """A stand-in for the two store reads the service makes; it can be told to fail on either."""
+
+    def __init__(self) -> None:
+        self.runtime: list[Exclusion] = []
+        self.quarantines: list[Exclusion] = []
+        self.fail_on: str | None = None
+
+    def active_exclusions(self, model: str | None, now: datetime) -> Sequence[Exclusion]:
+        if self.fail_on == "runtime":
+            raise ConnectionError("store down")
+        return [e for e in self.runtime if e.active(now)]
+
+    def active_quarantines(self, model: str | None, now: datetime) -> Sequence[Exclusion]:
+        if self.fail_on == "quarantines":
+            raise ConnectionError("store down")
+        return [e for e in self.quarantines if e.active(now)]
+
+
+def _q(tag: str, until: datetime, model: str = M) -> Exclusion:
+    return Exclusion(
+        model, tag, Layer.quarantine, "failed twice", since=NOW - timedelta(hours=1), until=until
+    )
+
+
+def test_nothing_is_served_before_the_first_successful_read() -> None:
+    store = LayerStore()
+    store.fail_on = "runtime"
+    service = IgnoreListService(store, (), [M], "p-1", Clock())
+    assert service.refresh() is False
+    with pytest.raises(ListUnavailable):
+        service.document(M)
+
+
+def test_unknown_model_names_the_known_ones() -> None:
+    service = IgnoreListService(LayerStore(), (), [M, "acme/two"], "p-1", Clock())
+    service.refresh()
+    with pytest.raises(UnknownModel, match=r"acme/one, acme/two") as info:
+        service.document("acme/three")
+    assert isinstance(info.value, LookupError)
+
+
+def test_a_partial_failure_keeps_every_previous_document_whole() -> None:
+    store = LayerStore()
+    store.quarantines = [_q("bad", NOW + timedelta(days=1))]
+    service = IgnoreListService(store, (), [M], "p-1", Clock())
+    assert service.refresh()
+    store.runtime = [Exclusion(M, "new", Layer.runtime, "incident")]
+    store.fail_on = "quarantines"  # runtime read succeeds, then the second read fails
+    assert service.refresh() is False
+    doc, _ = service.document(M)
+    assert doc["ignore"] == ["bad"] and doc["stale"] is True
+
+
+def test_stale_changes_the_etag_and_recovery_restores_fresh() -> None:
+    store = LayerStore()
+    store.quarantines = [_q("bad", NOW + timedelta(days=1))]
+    clock = Clock()
+    service = IgnoreListService(store, (), [M], "p-1", clock)
+    service.refresh()
+    fresh_doc, fresh_etag = service.document(M)
+    store.fail_on = "runtime"
+    service.refresh()
+    stale_doc, stale_etag = service.document(M)
+    assert stale_etag != fresh_etag and stale_doc == {**fresh_doc, "stale": True}
+    assert service.stale and "store down" in (service.last_error or "")
+    store.fail_on = None
+    assert service.refresh()
+    doc, etag = service.document(M)
+    assert doc == fresh_doc and etag == fresh_etag  # same clock, same data: same bytes
+
+
+def test_the_etag_is_the_quoted_sha256_of_the_published_body() -> None:
+    service = IgnoreListService(LayerStore(), (), [M], "p-1", Clock())
+    service.refresh()
+    published = service.published(M)
+    assert published.etag == strong_etag(published.body) and published.etag.startswith('"')
+
+
+def test_a_failing_model_source_also_fails_static() -> None:
+    calls = {"n": 0}
+
+    def models() -> list[str]:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise ConnectionError("store down")
+        return [M]
+
+    service = IgnoreListService(LayerStore(), (), models, "p-1", Clock())
+    assert service.refresh() and not service.refresh()
+    assert service.document(M)[0]["stale"] is True
+
+
+def test_an_empty_list_that_the_store_says_is_current_is_served_fresh() -> None:
+    service = IgnoreListService(LayerStore(), (), [M], "p-1", Clock())
+    assert service.refresh()
+    doc, _ = service.document(M)
+    assert doc["ignore"] == [] and doc["stale"] is False
+
+
+def test_entries_drop_at_their_end_between_refreshes_and_layers_start_on_time() -> None:
+    store = LayerStore()
+    clock = Clock()
+    store.quarantines = [_q("bad", NOW + timedelta(hours=2))]
+    starts_later = Exclusion(M, "later", Layer.builtin, "reviewed", since=NOW + timedelta(hours=1))
+    service = IgnoreListService(store, (starts_later,), [M], "p-1", clock)
+    service.refresh()
+    assert service.document(M)[0]["ignore"] == ["bad"]
+    clock.now = NOW + timedelta(hours=1)
+    assert service.document(M)[0]["ignore"] == ["bad", "later"]
+    clock.now = NOW + timedelta(hours=2)
+    assert service.document(M)[0]["ignore"] == ["later"]
+
+
+def test_builtin_entries_of_other_models_are_left_out() -> None:
+    other = Exclusion("acme/other", "x", Layer.builtin, "reviewed")
+    mine = Exclusion(M, "y", Layer.builtin, "reviewed")
+    service = IgnoreListService(LayerStore(), (other, mine), [M], "p-1", Clock())
+    service.refresh()
+    assert service.document(M)[0]["ignore"] == ["y"]

@@ -1,0 +1,233 @@
+"""Public reads through the ASGI app against a real store (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import timedelta
+
+from ops_seed import POLICY, TAGS, Api
+
+from canary import metrics
+
+
+def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: Api) -> None:
+    response = api.client.get("/v1/ignore-list", params={"model": api.model})
+    assert response.status_code == 200
+    doc = response.json()
+    assert set(doc) == {
+        "model",
+        "ignore",
+        "provider",
+        "entries",
+        "generated_at",
+        "stale",
+        "policy_version",
+    }
+    assert doc["model"] == api.model
+    assert doc["ignore"] == ["bravo", "delta", "echo"]
+    assert doc["provider"] == {"ignore": ["bravo", "delta", "echo"]}
+    assert [(e["provider"], e["layer"]) for e in doc["entries"]] == [
+        ("bravo", "quarantine"),
+        ("delta", "runtime"),
+        ("echo", "builtin"),
+    ]
+    bravo = doc["entries"][0]
+    assert bravo["until"] == "2026-05-02T11:30:00Z" and bravo["since"] == "2026-05-01T11:30:00Z"
+    assert doc["stale"] is False and doc["policy_version"] == POLICY
+    assert doc["generated_at"] == "2026-05-01T12:00:00Z"
+
+
+def test_ignore_list_etag_is_the_quoted_sha256_of_the_body_and_it_is_cacheable(api: Api) -> None:
+    response = api.client.get("/v1/ignore-list", params={"model": api.model})
+    assert response.headers["etag"] == '"' + hashlib.sha256(response.content).hexdigest() + '"'
+    assert response.headers["cache-control"] == "public, max-age=15"
+    assert response.headers["content-type"] == "application/json"
+
+
+def test_if_none_match_with_the_current_etag_gives_304_without_a_body(api: Api) -> None:
+    etag = api.client.get("/v1/ignore-list", params={"model": api.model}).headers["etag"]
+    again = api.client.get(
+        "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": etag}
+    )
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["etag"] == etag
+    listed = api.client.get(
+        "/v1/ignore-list",
+        params={"model": api.model},
+        headers={"If-None-Match": f'"other", W/{etag}'},
+    )
+    assert listed.status_code == 304
+
+
+def test_a_stale_etag_gets_the_full_list(api: Api) -> None:
+    response = api.client.get(
+        "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": '"old"'}
+    )
+    assert response.status_code == 200 and response.json()["ignore"]
+
+
+def test_ignore_list_without_model_is_400_and_unknown_model_is_404_naming_the_known(
+    api: Api,
+) -> None:
+    missing = api.client.get("/v1/ignore-list")
+    assert missing.status_code == 400 and "model" in missing.json()["error"]
+    unknown = api.client.get("/v1/ignore-list", params={"model": "nobody/none"})
+    assert unknown.status_code == 404
+    assert api.model in unknown.json()["error"] and api.model in unknown.json()["known"]
+
+
+def test_an_expired_quarantine_leaves_the_list_at_its_end_without_a_refresh(api: Api) -> None:
+    before = api.client.get("/v1/ignore-list", params={"model": api.model}).headers["etag"]
+    api.clock.now = api.seeded.quarantine_until
+    response = api.client.get("/v1/ignore-list", params={"model": api.model})
+    assert response.json()["ignore"] == ["delta", "echo"]
+    assert response.headers["etag"] != before
+
+
+def test_providers_show_each_state_failing_rounds_results_and_ttft(api: Api) -> None:
+    response = api.client.get("/v1/providers", params={"model": api.model})
+    assert response.status_code == 200
+    providers = {p["provider"]: p for p in response.json()["providers"]}
+    assert set(providers) == set(TAGS)
+    assert {tag: p["state"] for tag, p in providers.items()} == {
+        "alpha": "healthy",
+        "bravo": "quarantined",
+        "charlie/fp8": "suspect",
+        "delta": "excluded",
+        "echo": "excluded",
+        "foxtrot": "degraded-latency",
+    }
+    bravo = providers["bravo"]
+    assert bravo["failing_rounds"] == 2
+    assert bravo["quarantine"] == {
+        "since": "2026-05-01T11:30:00Z",
+        "until": "2026-05-02T11:30:00Z",
+        "step": 1,
+    }
+    assert bravo["last_round"]["hygiene"]["result"] == "fail"
+    assert "stray fragment" in bravo["last_round"]["hygiene"]["detail"]
+    assert providers["charlie/fp8"]["failing_rounds"] == 1
+    assert providers["delta"]["exclusions"][0]["layer"] == "runtime"
+    assert providers["echo"]["exclusions"][0]["layer"] == "builtin"
+    foxtrot = providers["foxtrot"]["ttft_s"]
+    assert (
+        foxtrot["24h"]["n"] == 6 and foxtrot["24h"]["p50"] == 7.51 and foxtrot["24h"]["p99"] == 7.52
+    )
+    assert foxtrot["7d"]["n"] == 6
+    assert [p["state"] for p in response.json()["providers"]][0] == "quarantined"  # worst first
+
+
+def test_providers_ttft_windows_drop_old_samples(api: Api) -> None:
+    api.clock.now += timedelta(days=2)
+    providers = {
+        p["provider"]: p
+        for p in api.client.get("/v1/providers", params={"model": api.model}).json()["providers"]
+    }
+    assert providers["alpha"]["ttft_s"]["24h"] == {"p50": None, "p95": None, "p99": None, "n": 0}
+    assert providers["alpha"]["ttft_s"]["7d"]["n"] == 6
+
+
+def test_providers_need_a_known_model(api: Api) -> None:
+    assert api.client.get("/v1/providers").status_code == 400
+    unknown = api.client.get("/v1/providers", params={"model": "nobody/none"})
+    assert unknown.status_code == 404 and api.model in unknown.json()["error"]
+
+
+def test_rounds_are_newest_first_and_limited(api: Api) -> None:
+    rounds = api.client.get("/v1/rounds", params={"model": api.model}).json()["rounds"]
+    assert [r["id"] for r in rounds] == sorted(api.seeded.rounds, reverse=True)
+    assert rounds[0]["status"] == "finished" and rounds[0]["policy_version"] == POLICY
+    one = api.client.get("/v1/rounds", params={"model": api.model, "limit": 1}).json()["rounds"]
+    assert len(one) == 1
+
+
+def test_rounds_reject_a_bad_limit_with_400(api: Api) -> None:
+    for limit in ("abc", "0", "100000", "-1"):
+        response = api.client.get("/v1/rounds", params={"model": api.model, "limit": limit})
+        assert response.status_code == 400, limit
+        assert "limit" in response.json()["error"]
+
+
+def test_audit_lists_records_with_the_documented_fields(api: Api) -> None:
+    records = api.client.get("/v1/audit", params={"model": api.model}).json()["records"]
+    assert [r["event"] for r in records] == ["exclusion_added", "quarantine"]
+    quarantine = records[1]
+    assert {"at", "event", "actor", "model", "provider", "detail"} <= set(quarantine)
+    assert quarantine["actor"] == "canary" and quarantine["provider"] == "bravo"
+    assert quarantine["evidence"] == list(api.seeded.rounds)
+
+
+def test_audit_filters_by_since_and_rejects_a_bad_time(api: Api) -> None:
+    recent = api.client.get(
+        "/v1/audit", params={"model": api.model, "since": "2026-05-01T11:45:00Z"}
+    )
+    assert [r["event"] for r in recent.json()["records"]] == ["exclusion_added"]
+    bad = api.client.get("/v1/audit", params={"since": "yesterday"})
+    assert bad.status_code == 400 and "since" in bad.json()["error"]
+
+
+def test_healthz_answers_200(api: Api) -> None:
+    response = api.client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_readyz_is_ready_with_a_recent_round(api: Api) -> None:
+    response = api.client.get("/readyz")
+    assert response.status_code == 200, response.json()
+    assert response.json()["ready"] is True
+
+
+def test_readyz_is_503_when_the_last_round_is_older_than_three_intervals(api: Api) -> None:
+    # Other models in the shared store may have later rounds; only this module's clock matters.
+    api.clock.now += timedelta(days=30)
+    response = api.client.get("/readyz")
+    assert response.status_code == 503
+    assert any("last round" in r for r in response.json()["reasons"])
+
+
+def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
+    metrics.observe_probe("hygiene", "fail")
+    metrics.observe_round(12.5, 0.004)
+    metrics.observe_ttft(api.model, "alpha", 0.8)
+    response = api.client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert re.search(r'canary_probes_total\{contract="hygiene",result="fail"\} [1-9]', text)
+    assert f'canary_quarantines_active{{model="{api.model}"}} 1.0' in text
+    assert f'canary_ignore_list_age_seconds{{model="{api.model}"}} 0.0' in text
+    assert f'canary_ignore_list_stale{{model="{api.model}"}} 0.0' in text
+    assert "canary_round_duration_seconds_bucket" in text and "canary_round_cost_usd 0.004" in text
+    assert f'canary_ttft_seconds_count{{model="{api.model}",provider="alpha"}}' in text
+    assert not re.search(
+        r"^(?!#)(?!canary_)\w", text, re.M
+    )  # only our registry, no process metrics
+
+
+def test_openapi_document_describes_every_route(api: Api) -> None:
+    doc = api.client.get("/openapi.json").json()
+    assert doc["openapi"].startswith("3.1")
+    routes = {r.path for r in api.app.routes}  # type: ignore[attr-defined]
+    assert routes - {"/openapi.json"} == set(doc["paths"])
+
+
+def test_status_page_shows_every_provider_with_its_state_and_uses_no_external_asset(
+    api: Api,
+) -> None:
+    response = api.client.get("/")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    html = response.text
+    for tag in TAGS:
+        assert f"<code>{tag}</code>" in html
+    for state in ("quarantined", "suspect", "excluded", "degraded-latency", "healthy"):
+        assert f">{state}</span>" in html
+    assert '<meta http-equiv="refresh"' in html and "<svg" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<script" not in html and "<link" not in html
+
+
+def test_unknown_paths_and_methods_answer_json(api: Api) -> None:
+    missing = api.client.get("/nope")
+    assert missing.status_code == 404 and "error" in missing.json()
+    wrong = api.client.put("/v1/ignore-list")
+    assert wrong.status_code == 405 and "error" in wrong.json()

@@ -1,0 +1,34 @@
+"""Store problems give one clear line, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from canary.cli.main import app
+
+
+def test_a_store_without_the_schema_says_to_run_db_upgrade(tmp_path: Path) -> None:
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'database_url = "sqlite:///{(tmp_path / "empty.db").as_posix()}"\n', encoding="utf-8"
+    )
+    result = CliRunner().invoke(
+        app, ["--config", str(config), "quarantine", "list"], catch_exceptions=False
+    )
+    assert result.exit_code == 1
+    assert "canary db upgrade" in result.stderr and "Traceback" not in result.output
+
+
+def test_status_with_no_model_anywhere_says_so(tmp_path: Path) -> None:
+    from canary.store.repository import Store
+
+    url = f"sqlite:///{(tmp_path / 'canary.db').as_posix()}"
+    store = Store(url)
+    store.upgrade()
+    store.dispose()
+    config = tmp_path / "canary.toml"
+    config.write_text(f'database_url = "{url}"\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["--config", str(config), "status"], catch_exceptions=False)
+    assert result.exit_code == 2 and "no model is watched" in result.stderr

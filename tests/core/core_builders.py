@@ -1,0 +1,138 @@
+"""Builders shared by the pure-core tests: a fixed clock, verdicts, a fleet driven by rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime, timedelta
+
+from canary.core.model import (
+    Contract,
+    ContractResult,
+    EndpointState,
+    Event,
+    EventKind,
+    Mode,
+    Result,
+    RoundVerdict,
+    Verdict,
+)
+from canary.core.policy import PolicyRules
+from canary.core.quarantine import Decision, decide_model
+
+T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+INTERVAL = timedelta(minutes=30)
+MODEL = "acme/roleplay-1"
+ENFORCE = PolicyRules(mode=Mode.enforce)
+OBSERVE = PolicyRules(mode=Mode.observe)
+
+
+def cr(
+    contract: Contract,
+    result: Result,
+    detail: str = "",
+    *,
+    language: str | None = None,
+    anomaly: bool = False,
+) -> ContractResult:
+    return ContractResult(
+        contract=contract,
+        result=result,
+        detail=detail or f"{contract.value} {result.value}",
+        language=language,
+        language_anomaly=anomaly,
+    )
+
+
+def rv(tag: str, verdict: Verdict, *, anomaly_in: str | None = None) -> RoundVerdict:
+    """A round verdict with one matching contract result (schema), enough for the state machine."""
+    result = {
+        Verdict.passed: Result.passed,
+        Verdict.fail: Result.fail,
+        Verdict.inconclusive: Result.inconclusive,
+        Verdict.transport_error: Result.transport_error,
+        Verdict.skipped: Result.not_applicable,
+    }[verdict]
+    results: tuple[ContractResult, ...] = (cr(Contract.schema, result, f"schema {result.value}"),)
+    if anomaly_in is not None:
+        results += (cr(Contract.language, Result.fail, "mixed", language=anomaly_in, anomaly=True),)
+    return RoundVerdict(MODEL, tag, verdict, results, language_anomaly_in=anomaly_in)
+
+
+LETTERS = {
+    "F": Verdict.fail,
+    "P": Verdict.passed,
+    "T": Verdict.transport_error,
+    "I": Verdict.inconclusive,
+}
+
+
+class Fleet:
+    """Drives decide_model round by round on a hand-set clock: round k at T0 + (k-1) * 30 min."""
+
+    def __init__(
+        self,
+        tags: Collection[str] = ("a", "b", "c", "d"),
+        *,
+        rules: PolicyRules = ENFORCE,
+        floor: int = 2,
+        other_excluded: Collection[str] = (),
+    ) -> None:
+        self.tags = tuple(tags)
+        self.rules = rules
+        self.floor = floor
+        self.other_excluded = set(other_excluded)
+        self.states: dict[str, EndpointState] = {}
+        self.now = T0
+        self.round_id = 0
+        self.decisions: list[Decision] = []
+
+    def round(
+        self,
+        verdicts: Mapping[str, Verdict | RoundVerdict] | None = None,
+        *,
+        skipped: Collection[str] = (),
+    ) -> Decision:
+        """One round at ``self.now``: unnamed tags pass; then the clock moves one interval."""
+        self.round_id += 1
+        given = dict(verdicts or {})
+        full: dict[str, RoundVerdict] = {}
+        for tag in self.tags:
+            v = given.get(tag, Verdict.passed)
+            full[tag] = v if isinstance(v, RoundVerdict) else rv(tag, v)
+        decision = decide_model(
+            MODEL,
+            self.states,
+            {t: v for t, v in full.items() if t not in skipped},
+            round_id=self.round_id,
+            now=self.now,
+            rules=self.rules,
+            capacity_floor=self.floor,
+            other_excluded=self.other_excluded,
+            all_tags=self.tags,
+            skipped=skipped,
+        )
+        self.states = dict(decision.states)
+        self.decisions.append(decision)
+        self.at = self.now
+        self.now += INTERVAL
+        return decision
+
+    def run(self, tag: str, sequence: str) -> list[Decision]:
+        """Rounds where ``tag`` gets the verdicts spelled by letters (F P T I S), others pass."""
+        out = []
+        for letter in sequence:
+            if letter == "S":
+                out.append(self.round(skipped=(tag,)))
+            else:
+                out.append(self.round({tag: LETTERS[letter]}))
+        return out
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+
+    def state(self, tag: str) -> EndpointState:
+        return self.states.get(tag) or EndpointState(MODEL, tag)
+
+
+def kinds(decision: Decision, kind: EventKind) -> list[Event]:
+    return [e for e in decision.events if e.kind is kind]

@@ -1,0 +1,87 @@
+"""Merging the three exclusion layers and the published ignore document."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from core_builders import MODEL, T0
+
+from canary.core.layers import ignore_document, iso_utc, merge_layers
+from canary.core.model import Exclusion, Layer
+
+HOUR = timedelta(hours=1)
+
+
+def ex(tag: str, layer: Layer, *, model: str = MODEL, **kw: Any) -> Exclusion:
+    return Exclusion(model=model, tag=tag, layer=layer, reason=f"{layer.value} {tag}", **kw)
+
+
+def test_merge_keeps_only_active_entries_of_the_model_sorted_by_tag_then_layer() -> None:
+    merged = merge_layers(
+        MODEL,
+        builtin=[ex("zeta", Layer.builtin), ex("alpha", Layer.builtin, model="other/model")],
+        runtime=[ex("beta", Layer.runtime, until=T0 + HOUR), ex("gone", Layer.runtime, until=T0),
+                 ex("later", Layer.runtime, since=T0 + HOUR)],
+        quarantines=[ex("beta", Layer.quarantine, since=T0 - HOUR, until=T0 + HOUR),
+                     ex("expired", Layer.quarantine, since=T0 - 2 * HOUR, until=T0 - HOUR)],
+        now=T0,
+    )  # fmt: skip
+    assert [(e.tag, e.layer) for e in merged] == [
+        ("beta", Layer.runtime), ("beta", Layer.quarantine), ("zeta", Layer.builtin),
+    ]  # fmt: skip
+
+
+def test_an_entry_takes_the_layer_it_was_passed_in() -> None:
+    [entry] = merge_layers(MODEL, [], [ex("a", Layer.builtin)], [], now=T0)
+    assert entry.layer is Layer.runtime
+
+
+def test_ignore_document_shape() -> None:
+    entries = merge_layers(
+        MODEL,
+        [ex("b", Layer.builtin)],
+        [],
+        [ex("a", Layer.quarantine, since=T0, until=T0 + timedelta(days=1), evidence=(3, 4)),
+         ex("b", Layer.quarantine, since=T0, until=T0 + HOUR)],
+        now=T0,
+    )  # fmt: skip
+    doc = ignore_document(
+        MODEL, entries, generated_at=T0, stale=False, policy_version="p-0123456789"
+    )
+    assert doc == {
+        "model": MODEL,
+        "ignore": ["a", "b"],
+        "provider": {"ignore": ["a", "b"]},
+        "entries": [
+            {"provider": "a", "layer": "quarantine", "reason": "quarantine a",
+             "since": "2026-01-05T12:00:00Z", "until": "2026-01-06T12:00:00Z"},
+            {"provider": "b", "layer": "builtin", "reason": "builtin b", "since": None,
+             "until": None},
+            {"provider": "b", "layer": "quarantine", "reason": "quarantine b",
+             "since": "2026-01-05T12:00:00Z", "until": "2026-01-05T13:00:00Z"},
+        ],
+        "generated_at": "2026-01-05T12:00:00Z",
+        "stale": False,
+        "policy_version": "p-0123456789",
+    }  # fmt: skip
+    json.dumps(doc)  # serialisable as is
+
+
+def test_empty_ignore_document_is_still_complete_and_can_be_stale() -> None:
+    doc = ignore_document(MODEL, [], generated_at=T0, stale=True, policy_version="p-x")
+    assert doc["ignore"] == [] and doc["provider"] == {"ignore": []} and doc["stale"] is True
+
+
+def test_ignore_document_leaves_out_other_models() -> None:
+    doc = ignore_document(MODEL, [ex("a", Layer.runtime, model="x/y")], generated_at=T0,
+                          stale=False, policy_version="p-x")  # fmt: skip
+    assert doc["ignore"] == [] and doc["entries"] == []
+
+
+def test_iso_utc_converts_offsets_and_takes_naive_as_utc() -> None:
+    plus2 = datetime(2026, 1, 5, 16, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert iso_utc(plus2) == "2026-01-05T14:00:00Z"
+    assert iso_utc(datetime(2026, 1, 5, 12, 0)) == "2026-01-05T12:00:00Z"
+    assert iso_utc(None) is None

@@ -1,0 +1,190 @@
+"""deploy/: the YAML parses, the settings they carry load, and the files agree with the code."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from canary.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+ENV_NAME = re.compile(r"\b(CANARY_[A-Z_]+|OPENROUTER_API_KEY)\b")
+
+
+def k8s_documents() -> dict[tuple[str, str], dict[str, Any]]:
+    docs = list(yaml.safe_load_all((DEPLOY / "kubernetes.yaml").read_text()))
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def container() -> dict[str, Any]:
+    deployment = k8s_documents()[("Deployment", "canary")]
+    (only,) = deployment["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def test_every_yaml_file_parses() -> None:
+    files = sorted(DEPLOY.glob("*.y*ml"))
+    assert {f.name for f in files} >= {"kubernetes.yaml", "docker-compose.yml"}
+    for f in files:
+        assert all(doc is not None for doc in yaml.safe_load_all(f.read_text())), f.name
+
+
+def test_example_settings_load(tmp_path: Path) -> None:
+    settings = load_settings(DEPLOY / "canary.toml", env={})
+    assert settings.model_ids == ("acme/roleplay-1",)
+    assert settings.mode == "observe"
+
+
+def test_configmap_settings_load_and_match_the_example(tmp_path: Path) -> None:
+    config = k8s_documents()[("ConfigMap", "canary-config")]
+    path = tmp_path / "canary.toml"
+    path.write_text(config["data"]["canary.toml"])
+    from_configmap = load_settings(path, env={})
+    assert from_configmap == load_settings(DEPLOY / "canary.toml", env={})
+
+
+def test_kubernetes_deployment_runs_two_probed_limited_replicas() -> None:
+    docs = k8s_documents()
+    deployment = docs[("Deployment", "canary")]
+    assert deployment["spec"]["replicas"] == 2
+    c = container()
+    assert c["args"] == ["serve", "--host", "0.0.0.0", "--port", "8080"]
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"cpu", "memory"} <= set(c["resources"]["limits"])
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+def test_kubernetes_references_resolve() -> None:
+    docs = k8s_documents()
+    c = container()
+    (secret_ref,) = c["envFrom"]
+    secret = docs[("Secret", secret_ref["secretRef"]["name"])]
+    assert secret["stringData"]["CANARY_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert {"OPENROUTER_API_KEY", "CANARY_ADMIN_TOKEN"} <= set(secret["stringData"])
+    volumes = {
+        v["name"]: v for v in docs[("Deployment", "canary")]["spec"]["template"]["spec"]["volumes"]
+    }
+    assert ("ConfigMap", volumes["config"]["configMap"]["name"]) in docs
+    env = {e["name"]: e["value"] for e in c["env"]}
+    mount = next(m for m in c["volumeMounts"] if m["name"] == "config")
+    assert env["CANARY_CONFIG"] == f"{mount['mountPath']}/canary.toml"
+    labels = docs[("Deployment", "canary")]["spec"]["template"]["metadata"]["labels"]
+    for kind, name in docs:
+        if kind == "Service":
+            assert docs[(kind, name)]["spec"]["selector"].items() <= labels.items()
+
+
+def test_compose_runs_canary_on_postgres_16() -> None:
+    services = compose()["services"]
+    assert services["postgres"]["image"] == "postgres:16"
+    canary = services["canary"]
+    assert canary["depends_on"]["postgres"]["condition"] == "service_healthy"
+    env = canary["environment"]
+    assert env["CANARY_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert "@postgres:5432/" in env["CANARY_DATABASE_URL"]
+    assert env["OPENROUTER_API_KEY"].startswith("${OPENROUTER_API_KEY")  # from the environment
+    assert env["CANARY_ADMIN_TOKEN"].startswith("${CANARY_ADMIN_TOKEN")
+    assert canary["build"]["dockerfile"] == "deploy/Dockerfile"
+    mounted = {v.split(":")[0] for v in canary["volumes"]}
+    assert all((DEPLOY / m).resolve().exists() for m in mounted)
+
+
+def test_dockerfile_builds_a_non_root_serving_image() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    assert re.search(r"^RUN pip install \.", text, re.M)
+    user = re.search(r"^USER (\S+)", text, re.M)
+    assert user is not None and user.group(1).split(":")[0] not in ("root", "0")
+    assert "/healthz" in re.search(r"^HEALTHCHECK .*(?:\n\s+.*)*", text, re.M).group(0)  # type: ignore[union-attr]
+    assert '["serve", "--host", "0.0.0.0", "--port", "8080"]' in text
+
+
+def test_dockerfile_copies_paths_that_exist() -> None:
+    for line in (DEPLOY / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (REPO / source).exists(), source
+
+
+def test_every_environment_variable_named_is_read_by_canary() -> None:
+    source = "\n".join(p.read_text() for p in (REPO / "canary").rglob("*.py"))
+    known = set(re.findall(r"[\"'](CANARY_[A-Z_]+|OPENROUTER_API_KEY)[\"']", source))
+    for name in (
+        "Dockerfile",
+        "docker-compose.yml",
+        "canary.service",
+        "kubernetes.yaml",
+        "README.md",
+    ):
+        used = set(ENV_NAME.findall((DEPLOY / name).read_text()))
+        assert used <= known, (name, used - known)
+
+
+def systemd_unit() -> dict[str, list[tuple[str, str]]]:
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for raw in (DEPLOY / "canary.service").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = line.strip("[]")
+            sections[current] = []
+        else:
+            key, _, value = line.partition("=")
+            sections[current].append((key, value))
+    return sections
+
+
+def test_systemd_unit_serves_with_secrets_from_a_file_and_hardening() -> None:
+    service = dict(systemd_unit()["Service"])  # last value of repeated keys is enough here
+    assert service["ExecStart"].split()[1:2] == ["serve"]
+    assert service["EnvironmentFile"].startswith("/etc/canary/")
+    assert service["DynamicUser"] == "yes"
+    for key, value in {
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+    }.items():
+        assert service[key] == value
+    assert service["CapabilityBoundingSet"] == ""
+    assert "OPENROUTER_API_KEY" not in "".join(v for _, v in systemd_unit()["Service"])
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
+)
+def test_systemd_unit_verifies(tmp_path: Path) -> None:
+    executable = Path(sys.executable).parent / "canary"
+    if not executable.exists():
+        pytest.skip("the canary command is not installed beside the interpreter")
+    unit = tmp_path / "canary.service"
+    unit.write_text(
+        (DEPLOY / "canary.service")
+        .read_text()
+        .replace("/opt/canary/.venv/bin/canary", str(executable))
+    )
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0 and result.stderr.strip() == "", result.stderr

@@ -1,0 +1,130 @@
+"""The chunk-handling rules of StreamAssembler, one behaviour per test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from wire_server import chunk, usage_chunk
+
+from canary.core.model import Transport
+from canary.openrouter.stream import StreamAssembler, StreamOutcome
+
+
+def run_chunks(*items: dict[str, Any] | str, done: bool = True) -> StreamOutcome:
+    assembler = StreamAssembler()
+    for i, item in enumerate(items):
+        assembler.feed(item if isinstance(item, str) else json.dumps(item), float(i + 1))
+    if done:
+        assembler.feed("[DONE]", float(len(items) + 1))
+    return assembler.finish()
+
+
+def tool_delta(index: int | None, **function: Any) -> dict[str, Any]:
+    part: dict[str, Any] = {"function": function}
+    if index is not None:
+        part["index"] = index
+    c = chunk(None)
+    c["choices"][0]["delta"]["tool_calls"] = [part]
+    return c
+
+
+def test_content_is_concatenated_and_ttft_is_the_first_non_empty_delta() -> None:
+    outcome = run_chunks(chunk(""), chunk(None), chunk("a"), chunk("b"), chunk("", finish="stop"))
+    assert outcome.content == "ab" and outcome.ttft_s == 3.0 and outcome.transport is Transport.ok
+
+
+def test_last_non_null_finish_reasons_win() -> None:
+    first = chunk("", finish="length")
+    last = chunk("")
+    last["choices"][0]["native_finish_reason"] = "max_tokens"
+    outcome = run_chunks(chunk("x"), first, last)
+    assert outcome.finish_reason == "length" and outcome.native_finish_reason == "max_tokens"
+
+
+def test_reasoning_details_alone_count_as_a_reasoning_delta_but_empty_lists_do_not() -> None:
+    empty = chunk("")
+    empty["choices"][0]["delta"]["reasoning_details"] = []
+    detail = chunk("")
+    detail["choices"][0]["delta"]["reasoning_details"] = [{"type": "reasoning.encrypted"}]
+    outcome = run_chunks(empty, detail, chunk("x", finish="stop"))
+    assert outcome.reasoning_s == 2.0 and outcome.first_token_s == 2.0 and outcome.ttft_s == 3.0
+
+
+def test_tool_call_fragments_join_by_index_and_the_first_name_wins() -> None:
+    outcome = run_chunks(
+        tool_delta(1, name="second", arguments='{"b"'),
+        tool_delta(0, name="first", arguments="{"),
+        tool_delta(0, name="first", arguments="}"),  # a host that repeats the name
+        tool_delta(1, arguments=": 2}"),
+        chunk("", finish="tool_calls"),
+    )
+    assert [(c.index, c.name, c.arguments) for c in outcome.tool_calls] == [
+        (0, "first", "{}"),
+        (1, "second", '{"b": 2}'),
+    ]
+
+
+def test_tool_call_without_index_uses_its_position_and_parsed_arguments_are_serialised() -> None:
+    outcome = run_chunks(
+        tool_delta(None, name="f", arguments={"x": 1}), chunk("", finish="tool_calls")
+    )
+    (call,) = outcome.tool_calls
+    assert (call.index, call.name, json.loads(call.arguments)) == (0, "f", {"x": 1})
+
+
+def test_usage_is_read_from_the_usage_chunk() -> None:
+    outcome = run_chunks(chunk("x", finish="stop"), usage_chunk(prompt=7, completion=3, cost=0.5))
+    assert (outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (7, 3)
+    assert outcome.usage.cost_usd == 0.5
+
+
+def test_every_distinct_provider_is_kept_in_order() -> None:
+    outcome = run_chunks(
+        chunk("x", provider="A"), chunk("y", provider="B"), chunk("", provider="A")
+    )
+    assert outcome.served_by == "A" and outcome.providers == ("A", "B")
+
+
+def test_choice_level_error_and_finish_reason_error_are_provider_errors() -> None:
+    failing = chunk("")
+    failing["choices"][0]["error"] = {"code": 502, "message": "boom"}
+    outcome = run_chunks(chunk("x"), failing)
+    assert outcome.transport is Transport.provider_error and "boom" in (outcome.error or "")
+    outcome = run_chunks(chunk("x"), chunk("", finish="error"))
+    assert outcome.transport is Transport.provider_error and "finish_reason error" in (
+        outcome.error or ""
+    )
+
+
+def test_events_that_are_not_json_objects_are_malformed() -> None:
+    for bad in ("{oops", "[1, 2]", "42", "[" * 100_000):
+        outcome = run_chunks(chunk("x", finish="stop"), bad)
+        assert outcome.transport is Transport.provider_error
+        assert (outcome.error or "").startswith("malformed event #2")
+
+
+def test_odd_but_valid_chunks_are_ignored_not_fatal() -> None:
+    outcome = run_chunks(
+        {"choices": "nope"},
+        {"choices": [None, {"index": 1, "delta": {"content": "other choice"}}]},
+        {"choices": [{"delta": "text"}]},
+        chunk("ok", finish="stop"),
+    )
+    assert outcome.transport is Transport.ok and outcome.content == "ok"
+
+
+def test_finish_reason_without_done_is_tolerated_but_neither_is_truncation() -> None:
+    assert run_chunks(chunk("x", finish="stop"), done=False).transport is Transport.ok
+    truncated = run_chunks(chunk("x"), done=False)
+    assert truncated.transport is Transport.provider_error and "truncated" in (
+        truncated.error or ""
+    )
+
+
+def test_first_error_is_kept() -> None:
+    outcome = run_chunks(
+        chunk("", error={"code": 502, "message": "first"}),
+        chunk("", error={"code": 500, "message": "second"}),
+    )
+    assert "first" in (outcome.error or "") and "second" not in (outcome.error or "")

@@ -1,0 +1,145 @@
+"""Store contract, the notification outbox and the leader lease, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from canary.core.model import Event, EventKind
+from canary.store import Store
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+R = TypeVar("R")
+
+
+def _race(n: int, work: Callable[[int], R]) -> list[R]:
+    """Run work(i) in n threads released together; return their results in thread order."""
+    barrier = threading.Barrier(n)
+    results: list[R | None] = [None] * n
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
+
+
+def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, model: str) -> None:
+    q = store.record_audit(
+        Event(EventKind.quarantine, model, "alpha", {"until": "x"}, (1, 2)), "rounds", "p-1", T0
+    )
+    store.record_audit(Event(EventKind.verdict, model, "alpha"), "rounds", "p-1", T0)
+    claimed = store.pending_notifications(T0, 10, {"quarantine", "release"})
+    assert [(r.id, r.event, r.evidence) for r in claimed if r.model == model] == [
+        (q, "quarantine", (1, 2))
+    ]
+    assert store.pending_notifications(T0, 10, {"quarantine"}) == []  # claimed
+    store.mark_notified(q, T0 + timedelta(seconds=1))
+    later = T0 + timedelta(hours=1)
+    assert [
+        r for r in store.pending_notifications(later, 10, {"quarantine"}) if r.model == model
+    ] == []
+    [row] = [a for a in store.audit(model) if a.id == q]
+    assert row.notified_at == T0 + timedelta(seconds=1) and row.notify_attempts == 1
+
+
+def test_a_failed_notification_waits_for_its_next_attempt(store: Store, model: str) -> None:
+    a = store.record_audit(Event(EventKind.floor_held, model, "alpha"), "rounds", "p-1", T0)
+    [claimed] = [r for r in store.pending_notifications(T0, 10, {"floor_held"}) if r.model == model]
+    store.mark_notify_failed(claimed.id, T0 + timedelta(minutes=5))
+    assert [
+        r
+        for r in store.pending_notifications(T0 + timedelta(minutes=4), 10, {"floor_held"})
+        if r.model == model
+    ] == []
+    [again] = [
+        r
+        for r in store.pending_notifications(T0 + timedelta(minutes=5), 10, {"floor_held"})
+        if r.model == model
+    ]
+    assert again.id == a and again.notify_attempts == 1
+
+
+def test_a_claim_that_is_never_marked_comes_back_after_it_runs_out(
+    store: Store, model: str
+) -> None:
+    store.record_audit(Event(EventKind.drift, model, "alpha"), "drift", None, T0)
+    assert len(store.pending_notifications(T0, 10, {"drift"}, claim_s=60)) == 1
+    assert store.pending_notifications(T0 + timedelta(seconds=59), 10, {"drift"}, claim_s=60) == []
+    assert (
+        len(store.pending_notifications(T0 + timedelta(seconds=60), 10, {"drift"}, claim_s=60)) == 1
+    )
+
+
+def test_two_notifiers_never_claim_the_same_row(store: Store, model: str) -> None:
+    ids = {
+        store.record_audit(Event(EventKind.model_wide, model, None, {"i": i}), "r", "p-1", T0)
+        for i in range(40)
+    }
+    batches = _race(
+        2, lambda _i: [r.id for r in store.pending_notifications(T0, 25, {"model_wide"})]
+    )
+    claimed = [i for batch in batches for i in batch]
+    assert len(claimed) == len(set(claimed))  # disjoint
+    assert set(claimed) == ids  # and together they took everything
+
+
+def test_the_lease_is_held_until_it_expires_then_taken_over(store: Store, model: str) -> None:
+    name = f"rounds:{model}"
+    assert store.try_acquire_lease(name, "a", T0, 60)
+    assert store.try_acquire_lease(name, "a", T0 + timedelta(seconds=30), 60)  # ours: extended
+    held = store.lease(name)
+    assert (
+        held is not None
+        and held.acquired_at == T0
+        and held.expires_at == T0 + timedelta(seconds=90)
+    )
+    assert not store.try_acquire_lease(name, "b", T0 + timedelta(seconds=60), 60)
+    assert store.try_acquire_lease(name, "b", T0 + timedelta(seconds=90), 60)  # a's expired
+    lease = store.lease(name)
+    assert (
+        lease is not None
+        and lease.holder == "b"
+        and lease.expires_at == T0 + timedelta(seconds=150)
+    )
+    assert not store.renew_lease(name, "a", T0 + timedelta(seconds=95), 60)
+    assert store.renew_lease(name, "b", T0 + timedelta(seconds=95), 60)
+    assert not store.release_lease(name, "a")
+    assert store.release_lease(name, "b")
+    assert store.try_acquire_lease(name, "a", T0 + timedelta(seconds=96), 60)  # free again
+
+
+def test_racing_holders_exactly_one_wins_each_lease(store: Store, model: str) -> None:
+    names = [f"race:{model}:{i}" for i in range(10)]
+    for name in names:
+        winners = _race(
+            4,
+            lambda i, name=name: (
+                f"holder-{i}" if store.try_acquire_lease(name, f"holder-{i}", T0, 60) else ""
+            ),
+        )
+        assert len([w for w in winners if w]) == 1
+        lease = store.lease(name)
+        assert lease is not None and lease.holder in winners
+
+
+def test_audit_details_keep_times_and_enums_as_json(store: Store, model: str) -> None:
+    detail = {"until": T0 + timedelta(days=1), "kind": EventKind.quarantine, "tags": ("a", "b")}
+    audit_id = store.record_audit(
+        Event(EventKind.quarantine, model, "alpha", detail), "r", "p-1", T0
+    )
+    [row] = [a for a in store.audit(model) if a.id == audit_id]
+    assert row.detail == {"until": "2026-03-02T12:00:00Z", "kind": "quarantine", "tags": ["a", "b"]}

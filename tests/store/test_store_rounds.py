@@ -1,0 +1,198 @@
+"""Store contract, rounds and evidence: the same tests on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from canary.core.model import (
+    Contract,
+    ContractResult,
+    Endpoint,
+    Observation,
+    Pricing,
+    Result,
+    RoundVerdict,
+    Transport,
+    Usage,
+    Verdict,
+)
+from canary.store import DriftChange, Store, UnknownRound
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _verdict(
+    model: str, tag: str, verdict: Verdict = Verdict.passed, *, ttft: float = 1.2
+) -> RoundVerdict:
+    return RoundVerdict(
+        model=model,
+        tag=tag,
+        verdict=verdict,
+        results=(
+            ContractResult(Contract.ttft, Result.passed, f"ttft {ttft} s <= 10 s", figure=ttft),
+            ContractResult(
+                Contract.language,
+                Result.fail if verdict is Verdict.fail else Result.passed,
+                "es in 4/6 sentences of a pt answer",
+                sample="Olá",
+                reason="language_drift",
+                language="pt",
+                language_anomaly=verdict is Verdict.fail,
+            ),
+        ),
+        language_anomaly_in="pt" if verdict is Verdict.fail else None,
+    )
+
+
+def test_a_round_is_claimed_once(store: Store, model: str) -> None:
+    first = store.claim_round(model, T0, "runner-a", "p-1", {"ttft": "abc"})
+    again = store.claim_round(model, T0, "runner-b", "p-1", {})
+    later = store.claim_round(model, T0 + timedelta(minutes=30), "runner-b", "p-1", {})
+    assert isinstance(first, int)
+    assert again is None
+    assert isinstance(later, int) and later != first
+    rows = store.recent_rounds(model, 10)
+    assert [r.runner_id for r in rows] == ["runner-b", "runner-a"]
+    assert rows[1].checksums == {"ttft": "abc"} and rows[1].status == "running"
+
+
+def test_finish_round_records_cost_and_skipped(store: Store, model: str) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {}, started_at=T0)
+    assert round_id is not None
+    assert store.last_finished_round_at(model) is None
+    store.finish_round(
+        round_id,
+        "finished",
+        cost_usd=0.012,
+        skipped=[("m", "beta", "budget")],
+        at=T0 + timedelta(minutes=2),
+    )
+    row = store.get_round(round_id)
+    assert row.status == "finished" and row.cost_usd == pytest.approx(0.012)
+    assert row.skipped == (("m", "beta", "budget"),)
+    finished = store.last_finished_round_at(model)
+    assert finished == T0 + timedelta(minutes=2) and finished.tzinfo is not None
+    with pytest.raises(ValueError, match="finished or abandoned"):
+        store.finish_round(round_id, "running")
+    with pytest.raises(UnknownRound):
+        store.finish_round(10**9, "finished")
+
+
+def test_stale_running_rounds_are_abandoned(store: Store, model: str) -> None:
+    old = store.claim_round(model, T0, "dead", "p-1", {}, started_at=T0)
+    fresh = store.claim_round(
+        model, T0 + timedelta(hours=1), "alive", "p-1", {}, started_at=T0 + timedelta(hours=1)
+    )
+    assert old is not None and fresh is not None
+    assert store.abandon_stale_rounds(T0 + timedelta(minutes=30), now=T0 + timedelta(hours=1)) >= 1
+    assert store.get_round(old).status == "abandoned"
+    assert store.get_round(fresh).status == "running"
+
+
+def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicate(
+    store: Store, model: str
+) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {})
+    assert round_id is not None
+    obs = [
+        Observation(
+            Contract.ttft,
+            "alpha",
+            Transport.ok,
+            language="en",
+            ttft_s=0.8,
+            total_s=3.0,
+            content="x" * 500,
+            usage=Usage(10, 20, 0.001),
+            checksum="c1",
+            nonce="n1",
+            served_by="Alpha",
+            finish_reason="stop",
+        ),
+        Observation(
+            Contract.ttft,
+            "beta",
+            Transport.timeout,
+            language="en",
+            error="first token timeout",
+            nonce="n2",
+        ),
+    ]
+    assert store.record_observations(round_id, model, obs, T0) == 2
+    assert store.record_observations(round_id, model, obs, T0) == 0  # a retried write
+    probes = store.probes(round_id)
+    assert [p.tag for p in probes] == ["alpha", "beta"]
+    assert len(probes[0].sample) == 200 and probes[0].cost_usd == pytest.approx(0.001)
+    assert probes[0].at == T0 and probes[1].transport == "timeout"
+    assert store.spend(T0 - timedelta(seconds=1), model) == pytest.approx(0.001)
+    assert store.spend(T0 + timedelta(seconds=1), model) == 0.0
+    assert store.ttft_samples(model, None, T0) == [("alpha", 0.8)]
+
+
+def test_verdict_writes_are_idempotent_per_round_and_endpoint(store: Store, model: str) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {})
+    assert round_id is not None
+    verdicts = {"alpha": _verdict(model, "alpha"), "beta": _verdict(model, "beta", Verdict.fail)}
+    store.record_verdicts(round_id, model, verdicts)
+    store.record_verdicts(round_id, model, verdicts)  # retried
+    assert store.round_verdicts(round_id) == verdicts
+    history = store.history(model, "beta", 10)
+    assert len(history) == 1 and len(history[0].results) == 2
+    assert history[0].verdict == "fail" and history[0].language_anomaly_in == "pt"
+
+
+def test_history_and_latest_results_follow_the_rounds(store: Store, model: str) -> None:
+    r1 = store.claim_round(model, T0, "r", "p-1", {})
+    r2 = store.claim_round(model, T0 + timedelta(minutes=30), "r", "p-1", {})
+    assert r1 is not None and r2 is not None
+    store.record_verdicts(r1, model, {"alpha": _verdict(model, "alpha", Verdict.fail, ttft=9.0)})
+    store.record_verdicts(r2, model, {"alpha": _verdict(model, "alpha", ttft=2.0)})
+    history = store.history(model, "alpha", 10)
+    assert [(h.round_id, h.verdict) for h in history] == [(r2, "pass"), (r1, "fail")]
+    assert history[0].at == T0 + timedelta(minutes=30)
+    latest = store.latest_results(model)
+    assert set(latest) == {"alpha"}
+    assert latest["alpha"]["ttft"].figure == 2.0 and latest["alpha"]["ttft"].round_id == r2
+    assert latest["alpha"]["language"].result == "pass"
+
+
+def test_snapshots_and_drift(store: Store, model: str) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {})
+    endpoints = [
+        Endpoint(model, "alpha", "Alpha", Pricing(2e-7, 6e-7), ("max_tokens",), quantization="fp8"),
+        Endpoint(model, "beta", "Beta", Pricing(1e-7, 3e-7), quantization="int4"),
+    ]
+    store.record_snapshots(round_id, model, endpoints, T0)
+    store.record_snapshots(round_id, model, endpoints, T0)  # retried: replaced, not doubled
+    store.record_snapshots(None, model, endpoints[:1], T0 + timedelta(hours=1))
+    latest = store.latest_snapshot(model)
+    assert set(latest) == {"alpha"} and latest["alpha"]["quantization"] == "fp8"
+    assert model in store.known_models() and store.known_tags(model) == ["alpha", "beta"]
+    ids = store.record_drift(
+        round_id, model, [DriftChange("alpha", "quantization", "fp8", "int4", alert=True)], T0
+    )
+    rows = store.drift(model, T0)
+    assert (
+        [r.id for r in rows] == ids
+        and rows[0].old == "fp8"
+        and rows[0].new == "int4"
+        and rows[0].alert
+    )
+    assert store.drift(model, T0 + timedelta(seconds=1)) == []
+
+
+def test_datetimes_come_back_aware_and_in_utc(store: Store, model: str) -> None:
+    plus_five = timezone(timedelta(hours=5, minutes=30))
+    local = T0.astimezone(plus_five)
+    round_id = store.claim_round(model, local, "r", "p-1", {}, started_at=local)
+    assert round_id is not None
+    row = store.get_round(round_id)
+    assert row.scheduled_at == T0 and row.scheduled_at.tzinfo == UTC
+    assert row.started_at.utcoffset() == timedelta(0)
+
+
+def test_naive_datetimes_are_refused(store: Store, model: str) -> None:
+    with pytest.raises(Exception, match="naive datetime"):
+        store.claim_round(model, T0.replace(tzinfo=None), "r", "p-1", {})

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from canary.settings import SUPPORTED_LANGUAGES, SettingsError, load_settings
+
+CONTRACT_FILE = """
+database_url = "sqlite:///canary.db"
+mode = "observe"
+interval_minutes = 30
+ttft_threshold_s = 10
+languages = ["en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh"]
+admin_token = ""
+[openrouter]
+base_url = "https://openrouter.ai/api/v1"
+[[models]]
+id = "acme/roleplay-1"
+positive_controls = ["some-filtering-host"]
+capacity_floor = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "canary.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_documented_file_shape_loads(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, CONTRACT_FILE), env={})
+    assert settings.mode == "observe"
+    assert settings.languages == SUPPORTED_LANGUAGES
+    assert settings.models[0].id == "acme/roleplay-1"
+    assert settings.models[0].positive_controls == ("some-filtering-host",)
+    assert settings.models[0].capacity_floor == 2
+    assert settings.openrouter.base_url == "https://openrouter.ai/api/v1"
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    env = {
+        "CANARY_MODE": "enforce",
+        "CANARY_TTFT_THRESHOLD_S": "7.5",
+        "CANARY_LANGUAGES": "pt, es",
+        "CANARY_OPENROUTER_BASE_URL": "http://127.0.0.1:8089/api/v1/",
+        "CANARY_DATABASE_URL": "postgresql+psycopg://u:pw@db/canary",
+        "OPENROUTER_API_KEY": "sk-or-secret",
+        "CANARY_ADMIN_TOKEN": "admintoken",
+    }
+    settings = load_settings(write(tmp_path, CONTRACT_FILE), env=env)
+    assert settings.mode == "enforce"
+    assert settings.ttft_threshold_s == 7.5
+    assert settings.languages == ("pt", "es")
+    assert settings.openrouter.base_url == "http://127.0.0.1:8089/api/v1"
+    assert settings.openrouter.api_key.get_secret_value() == "sk-or-secret"
+    assert settings.admin_token.get_secret_value() == "admintoken"
+    assert "sk-or-secret" not in repr(settings)
+
+
+def test_models_from_the_environment_keep_file_details(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, CONTRACT_FILE), env={"CANARY_MODELS": "acme/roleplay-1,b/two"})
+    assert settings.model_ids == ("acme/roleplay-1", "b/two")
+    assert settings.models[0].positive_controls == ("some-filtering-host",)
+    assert settings.models[1].capacity_floor == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ('mode = "loud"', {}, "'mode'"),
+        ("interval_minutes = -1", {}, "'interval_minutes'"),
+        ('languages = ["en", "xx"]', {}, "unsupported xx"),
+        ('colour = "red"', {}, "unknown setting 'colour'"),
+        ('[[models]]\nid = "no-slash"', {}, "'models.0.id'"),
+        ("", {"CANARY_TTFT_THRESHOLD_S": "soon"}, "'ttft_threshold_s'"),
+        ('database_url = "mysql://x"', {}, "'database_url'"),
+        ("mode = ", {}, "not valid TOML"),
+    ],
+)
+def test_invalid_settings_give_one_readable_line(
+    tmp_path: Path, text: str, env: dict[str, str], expected: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, text), env=env)
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_a_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="no such settings file"):
+        load_settings(tmp_path / "absent.toml", env={})
+
+
+def test_database_password_never_shown_in_errors(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, 'database_url = "mysql://u:hunter2@h/db"'), env={})
+    assert "hunter2" not in str(caught.value)
