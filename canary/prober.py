@@ -27,11 +27,8 @@ from canary.core.model import (
     Result,
 )
 from canary.core.plan import PlannedProbe, plan_endpoint
-from canary.logs import get_logger
 from canary.openrouter.client import OpenRouterClient
 from canary.probes import ProbeSet
-
-log = get_logger("canary.prober")
 
 TEXT_CONTRACTS = (Contract.ttft, Contract.refusal, Contract.language)
 
@@ -151,16 +148,7 @@ class Prober:
                 checksum=request.checksum,
                 nonce=nonce,
             )
-        if not observation.attribution_ok:
-            log.warning(
-                "attribution_mismatch",
-                model=endpoint.model,
-                pinned=endpoint.tag,
-                expected=endpoint.provider_name,
-                served_by=observation.served_by,
-                contract=str(planned.contract),
-            )
-        return observation
+        return observation  # the client logs an attribution mismatch loudly
 
 
 def _by_contract(observations: Sequence[Observation]) -> dict[Contract, list[Observation]]:

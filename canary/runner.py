@@ -255,6 +255,7 @@ class RoundRunner:
             quantization_order=QUANTIZATION_ORDER,
         ) if before else ()
         store.record_snapshots(round_id, model.id, endpoints, now)
+        store.record_drift(round_id, model.id, changes, now)
         events = []
         for change in changes:
             detail: dict[str, Any] = {
@@ -264,7 +265,6 @@ class RoundRunner:
                 "alert": change.alert,
                 "reason": change.reason,
             }
-            store.record_drift(round_id, model.id, change, now)
             event = Event(EventKind.drift, model.id, change.tag, detail, (round_id,))
             if change.alert:
                 store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)

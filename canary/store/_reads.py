@@ -193,6 +193,7 @@ class ReadsMixin(StoreBase):
                         old=ch.old,
                         new=ch.new,
                         alert=bool(ch.alert),
+                        reason=getattr(ch, "reason", None),
                     )
                     .returning(t.drift_events.c.id)
                 ).scalar_one()
@@ -221,6 +222,7 @@ class ReadsMixin(StoreBase):
                     old=r.old,
                     new=r.new,
                     alert=bool(r.alert),
+                    reason=r.reason,
                 )
                 for r in conn.execute(stmt)
             ]

@@ -59,7 +59,7 @@ class QuarantineEndLike(Protocol):
 
 class DriftChangeLike(Protocol):
     @property
-    def tag(self) -> str: ...
+    def tag(self) -> str | None: ...
     @property
     def field(self) -> str: ...
     @property
@@ -91,11 +91,12 @@ class QuarantineEnd:
 
 @dataclass(frozen=True)
 class DriftChange:
-    tag: str
+    tag: str | None
     field: str
     old: Any
     new: Any
     alert: bool = False
+    reason: str | None = None
 
 
 # Reads.
@@ -225,12 +226,13 @@ class DriftRow:
     id: int
     round_id: int | None
     model: str
-    tag: str
+    tag: str | None
     at: datetime
     field: str
     old: Any
     new: Any
     alert: bool
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -244,12 +244,13 @@ class DriftEvent(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     round_id: Mapped[int | None] = _round_fk(nullable=True)
     model: Mapped[str]
-    tag: Mapped[str]
+    tag: Mapped[str | None]  # None for model-wide changes (capacity)
     at: Mapped[datetime]
     field: Mapped[str] = mapped_column(String(64))
     old: Mapped[Any] = mapped_column(JSON, nullable=True)
     new: Mapped[Any] = mapped_column(JSON, nullable=True)
     alert: Mapped[bool]
+    reason: Mapped[str | None]
 
 
 class Lease(Base):

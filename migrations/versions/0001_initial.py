@@ -136,12 +136,13 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("round_id", sa.Integer(), nullable=True),
         sa.Column("model", sa.String(length=200), nullable=False),
-        sa.Column("tag", sa.String(length=200), nullable=False),
+        sa.Column("tag", sa.String(length=200), nullable=True),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("field", sa.String(length=64), nullable=False),
         sa.Column("old", sa.JSON(), nullable=True),
         sa.Column("new", sa.JSON(), nullable=True),
         sa.Column("alert", sa.Boolean(), nullable=False),
+        sa.Column("reason", sa.String(length=200), nullable=True),
         sa.ForeignKeyConstraint(
             ["round_id"], ["rounds.id"], name=op.f("fk_drift_events_round_id_rounds")
         ),
