@@ -65,6 +65,8 @@ async def run_demo(
     model_ids = [m.id for m in loaded.models]
     base = base.model_copy(
         update={
+            # Portuguese, the language of the real case: one host mixes Spanish into it.
+            "languages": ("pt",),
             "models": tuple(
                 ModelSettings(id=m, positive_controls=(CONTROL_HOST,), capacity_floor=2)
                 for m in model_ids

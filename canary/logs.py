@@ -51,7 +51,9 @@ def _mask_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> Muta
     return event_dict
 
 
-def configure_logging(settings: Settings | None = None, stream: Any = None) -> None:
+def configure_logging(
+    settings: Settings | None = None, stream: Any = None, level: int = logging.INFO
+) -> None:
     if settings is not None:
         register_secret(settings.openrouter.api_key.get_secret_value())
         register_secret(settings.admin_token.get_secret_value())
@@ -73,7 +75,7 @@ def configure_logging(settings: Settings | None = None, stream: Any = None) -> N
             _mask_secrets,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )

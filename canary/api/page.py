@@ -53,6 +53,7 @@ EVENT_LABELS = {
 @dataclass(frozen=True)
 class ModelSection:
     model: str
+    controls: tuple[str, ...]  # positive-control hosts: expected to filter
     providers: list[rm.ProviderView]
     published: Published | None
     quarantines: list[dict[str, Any]]
@@ -85,8 +86,11 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
             published: Published | None = ignore.published(model)
         except LookupError:
             published = None
+        controls = tuple(settings.model(model).positive_controls)
         if not store_ok:
-            sections.append(ModelSection(model, [], published, [], [], "the store is unreachable"))
+            sections.append(
+                ModelSection(model, controls, [], published, [], [], "the store is unreachable")
+            )
             continue
         try:
             providers = rm.provider_views(
@@ -103,12 +107,20 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
                 if (q.until or now) >= since
             ]
             events = [rm.audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
-            sections.append(ModelSection(model, providers, published, quarantines, events, None))
+            sections.append(
+                ModelSection(model, controls, providers, published, quarantines, events, None)
+            )
         except Exception as exc:
             store_ok = False
             sections.append(
                 ModelSection(
-                    model, [], published, [], [], f"the store failed: {type(exc).__name__}"
+                    model,
+                    controls,
+                    [],
+                    published,
+                    [],
+                    [],
+                    f"the store failed: {type(exc).__name__}",
                 )
             )
     return PageContext(
@@ -192,11 +204,11 @@ def sparkline(
     width: int = 140,
     height: int = 30,
 ) -> str:
-    """Bars of recent ttft samples against the degraded-latency bound ``slow_s`` (dashed line):
-    orange above it, red above ``bound_s`` (the ttft contract)."""
+    """Bars of recent ttft samples scaled to their own maximum, so their spread shows: orange
+    above the degraded-latency bound ``slow_s`` (dashed when in range), red above ``bound_s``."""
     if not values:
         return '<span class="muted">–</span>'
-    top = max(max(values) * 1.15, slow_s * 1.2)
+    top = max(values) * 1.25 or 1.0
     step = width / max(len(values), 1)
     bars = []
     for i, value in enumerate(values):
@@ -206,15 +218,18 @@ def sparkline(
             f'<rect x="{i * step:.1f}" y="{height - h:.1f}" width="{max(step - 1, 1):.1f}" '
             f'height="{h:.1f}" fill="{colour}"><title>{value:.2f} s</title></rect>'
         )
-    y = height - slow_s / top * (height - 2)
-    line = (
-        f'<line x1="0" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" '
-        'stroke="#bc4c00" stroke-dasharray="3 2">'
-        f"<title>degraded above {slow_s:g} s</title></line>"
-    )
+    line = ""
+    if slow_s < top:
+        y = height - slow_s / top * (height - 2)
+        line = (
+            f'<line x1="0" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="#bc4c00" stroke-dasharray="3 2">'
+            f"<title>degraded above {slow_s:g} s</title></line>"
+        )
     return (
-        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="time to first token">{"".join(bars)}{line}</svg>'
+        f'<span class="sparkwrap"><svg class="spark" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="time to first token">'
+        f'{"".join(bars)}{line}</svg><span class="sparkmax">{max(values):.1f} s</span></span>'
     )
 
 
@@ -322,7 +337,7 @@ def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: flo
         return '<p class="muted">No provider seen yet: the first round has not run.</p>'
     rows = []
     for p in section.providers:
-        notes = []
+        notes = ["positive control: expected to filter"] if p.provider in section.controls else []
         if p.quarantine_until is not None:
             notes.append(
                 f"quarantined {_until(now, p.quarantine_until)}, step {p.quarantine_step or '?'}"

@@ -76,7 +76,9 @@ def known_tags(store: Any, model: str, extra: Iterable[str] = ()) -> list[str]:
 def ttft_summary(values: Sequence[float]) -> dict[str, Any]:
     from canary.core.stats import percentiles
 
-    summary: dict[str, Any] = dict(percentiles(list(values)))
+    summary: dict[str, Any] = {
+        k: None if v is None else round(v, 3) for k, v in percentiles(list(values)).items()
+    }
     summary["n"] = len(values)
     return summary
 

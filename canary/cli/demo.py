@@ -23,7 +23,12 @@ def demo(
 
     from canary.demo import run_demo
 
+    import logging
+
+    from canary.logs import configure_logging
+
     settings = settings_from(ctx)
+    configure_logging(settings, level=logging.WARNING)  # the story is told on stdout
     try:
         asyncio.run(run_demo(settings, rounds=rounds, port=port, say=typer.echo, pause_s=pause))
     except KeyboardInterrupt:

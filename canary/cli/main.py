@@ -17,7 +17,7 @@ app = typer.Typer(
 )
 
 # Each module has register(app); kept light at import time so read commands start fast.
-COMMAND_MODULES = ("db", "sim", "probe", "rounds", "ops", "demo")
+COMMAND_MODULES = ("db", "sim", "probe", "rounds", "ops", "drift", "demo")
 
 
 @app.callback()

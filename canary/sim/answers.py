@@ -82,6 +82,14 @@ class Plan:
             n += len(self.tool_call.pieces) + 1
         return n if self.ending == "done" else min(n, self.end_after + len(self.reasoning))
 
+    @property
+    def planned_s(self) -> float:
+        """When the last token of a stream is due, in seconds after arrival."""
+        count = len(self.tokens) + (len(self.tool_call.pieces) + 1 if self.tool_call else 0)
+        if self.ending != "done":
+            count = min(count, self.end_after)
+        return self.ttft_s + max(0, count - 1) * self.interval_s
+
 
 def fire(faults: tuple[Fault, ...], language: str, rng: random.Random) -> list[Fault]:
     """The faults that apply to this request (one draw per fault, so sequences stay stable)."""

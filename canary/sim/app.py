@@ -190,6 +190,8 @@ def build_app(state: SimState) -> SimApp:
                 faults=list(plan.fired),
                 id=gen_id,
                 configured_ttft_ms=round(plan.ttft_s * 1000, 3),
+                # when the last token is due, counted from arrival (what no client can shorten)
+                planned_ms=round(plan.planned_s * 1000, 3),
                 finish_reason=plan.finish_reason,
                 ending=plan.ending,
             )
