@@ -44,7 +44,15 @@ class Daemon:
                 return await RoundRunner(self.wiring, client, holder=self.holder).run()
 
         try:
-            ran, _ = asyncio.run(under_round_lease(self.wiring.store, self.holder, work))
+            ran, _ = asyncio.run(
+                under_round_lease(
+                    self.wiring.store,
+                    self.holder,
+                    work,
+                    ttl_s=self.settings.lease_ttl_s,
+                    renew_every_s=lease_renew_s(self.settings),
+                )
+            )
             log.info("round_done" if ran else "round_skipped", holder=self.holder)
         except Exception as exc:  # a failed round must never stop the daemon
             log.error("round_error", error=repr(exc))
@@ -61,6 +69,11 @@ class Daemon:
             log.warning("notify_failed", error=repr(exc))
 
 
+def lease_renew_s(settings: Settings) -> float:
+    """How often the round lease is renewed: as configured, but at least three times per TTL."""
+    return min(settings.lease_renew_s, settings.lease_ttl_s / 3)
+
+
 def run_daemon(settings: Settings, *, host: str, port: int) -> None:
     import uvicorn
 
@@ -75,6 +88,8 @@ def run_daemon(settings: Settings, *, host: str, port: int) -> None:
         interval_minutes=settings.interval_minutes,
     )
     daemon = Daemon(settings)
+    # Load the language models before the first round: a round must not stall on them.
+    daemon.wiring.analyzer.warm()
     app = create_app(settings, daemon.wiring.store, daemon.ignore)
     scheduler = build_scheduler(settings.interval_minutes, daemon.run_round, daemon.housekeeping)
     scheduler.start()

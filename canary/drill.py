@@ -14,14 +14,26 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from canary.core.layers import merge_layers
-from canary.core.model import Event, EventKind, RoundVerdict
+from canary.core.model import Contract, Event, EventKind, RoundVerdict
 from canary.runner import ModelRound, RoundRunner, slot_of
 from canary.settings import ModelSettings, Settings
 from canary.wiring import Wiring, build_wiring
 
 SIM_KEY = "sim-drill-key"
 DRILL_START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+class DrillError(RuntimeError):
+    """A round of the drill failed inside canary (not a provider's fault): a bug to look at."""
+
+    def __init__(self, round_no: int, model: str, error: str) -> None:
+        super().__init__(f"round {round_no} of {model} failed: {error}")
+        self.round_no = round_no
+        self.model = model
+        self.error = error
 
 
 @dataclass
@@ -77,11 +89,17 @@ def verdict_event(k: int, at: datetime, verdict: RoundVerdict) -> dict[str, Any]
         "model": verdict.model,
         "provider": verdict.tag,
         "verdict": verdict.verdict.value,
+        "language": _language_of(verdict),
         "contracts": {
             r.contract.value: {"result": r.result.value, "detail": r.detail, "reason": r.reason}
             for r in verdict.results
         },
     }
+
+
+def _language_of(verdict: RoundVerdict) -> str | None:
+    result = verdict.result_of(Contract.language)
+    return result.language if result is not None else None
 
 
 def decision_event(k: int, at: datetime, event: Event) -> dict[str, Any]:
@@ -135,10 +153,9 @@ async def run_drill(
     start: datetime = DRILL_START,
 ) -> DrillResult:
     from canary.openrouter.client import OpenRouterClient
-    from canary.sim.scenario import load_scenario
     from canary.sim.server import start_simulator
 
-    loaded = load_scenario(scenario)
+    loaded, advances = split_clock_entries(scenario)
     timeline = list(loaded.timeline)
     model_ids = [m.id for m in loaded.models]
     result = DrillResult()
@@ -171,14 +188,14 @@ async def run_drill(
                 max_connections=settings.concurrency,
             ) as client:
                 for k in range(1, rounds + 1):
-                    for entry in [e for e in timeline if _round_of(e) == k]:
-                        if "advance_hours" in _as_dict(entry):
-                            offset += timedelta(hours=float(_as_dict(entry)["advance_hours"]))
-                        else:
-                            sim.state.apply(entry)
+                    offset += timedelta(hours=advances.get(k, 0.0))
+                    for entry in [e for e in timeline if e.round == k]:
+                        sim.state.apply(entry)
                     now = start + (k - 1) * timedelta(minutes=settings.interval_minutes) + offset
                     runner = RoundRunner(wiring, client, clock=lambda at=now: at)
                     for report in await runner.run(scheduled_at=slot_of(now, settings.interval_minutes)):
+                        if report.error is not None:
+                            raise DrillError(k, report.model, report.error)
                         for line in round_events(k, report):
                             out(line)
             summary = {
@@ -197,13 +214,55 @@ async def run_drill(
     return result
 
 
-def _as_dict(entry: Any) -> dict[str, Any]:
-    if isinstance(entry, Mapping):
-        return dict(entry)
-    if hasattr(entry, "model_dump"):
-        return dict(entry.model_dump())
-    return dict(vars(entry))
+def split_clock_entries(source: Path | str | Mapping[str, Any] | Any) -> tuple[Any, dict[int, float]]:
+    """The scenario without its ``{round: k, advance_hours: H}`` entries, and those hours by round.
+
+    Clock entries belong to drills, not to the simulator, so they are taken out before the
+    scenario is validated; everything else is validated by :func:`canary.sim.scenario.parse` and
+    errors name the source and the entry (``timeline.3: advance_hours: ...``).
+    """
+    from canary.sim.scenario import Scenario, ScenarioError, parse
+
+    if isinstance(source, Scenario):
+        return source, {}
+    name = "scenario"
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    else:
+        path = Path(source)
+        name = str(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{path}: scenario: expected a mapping at the top level")
+        if isinstance(data.get("text_bank"), str) and not Path(data["text_bank"]).is_absolute():
+            data["text_bank"] = str(path.parent / data["text_bank"])
+    advances: dict[int, float] = {}
+    kept = []
+    for i, entry in enumerate(data.get("timeline") or ()):
+        if isinstance(entry, Mapping) and "advance_hours" in entry:
+            advances_at, hours = _clock_entry(entry, f"{name}: timeline.{i}")
+            advances[advances_at] = advances.get(advances_at, 0.0) + hours
+        else:
+            kept.append(entry)
+    if "timeline" in data:
+        data["timeline"] = kept
+    return parse(Scenario, data, name), advances
 
 
-def _round_of(entry: Any) -> int:
-    return int(_as_dict(entry)["round"])
+def _clock_entry(entry: Mapping[str, Any], where: str) -> tuple[int, float]:
+    from canary.sim.scenario import ScenarioError
+
+    extra = sorted(set(entry) - {"round", "advance_hours"})
+    if extra:
+        raise ScenarioError(f"{where}: a clock entry has only round and advance_hours, not {extra}")
+    k, hours = entry.get("round"), entry["advance_hours"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ScenarioError(f"{where}: round: {k!r} is not a round number (1, 2, ...)")
+    if isinstance(hours, bool) or not isinstance(hours, int | float) or hours < 0:
+        raise ScenarioError(f"{where}: advance_hours: {hours!r} is not a non-negative number")
+    return k, float(hours)

@@ -115,14 +115,21 @@ class Prober:
     ) -> tuple[ContractResult, ...]:
         of = _by_contract(observations)
         probes = self._probes
+        text = [o for c in TEXT_CONTRACTS for o in of[c]]
         results = [
             judge_ttft(of[Contract.ttft], self._ttft_threshold_s),
-            judge_refusal(of[Contract.refusal], probes.refusal_patterns),
+            judge_refusal(
+                of[Contract.refusal],
+                probes.refusal_patterns,
+                max_tokens=min(
+                    self._max_tokens, endpoint.max_completion_tokens or self._max_tokens
+                ),
+            ),
             judge_schema(
                 of[Contract.schema], probes.schema, self.applicable(Contract.schema, endpoint)
             ),
             judge_language(of[Contract.language], language, self._analyze),  # type: ignore[arg-type]
-            judge_hygiene([o for c in TEXT_CONTRACTS for o in of[c]]),
+            judge_hygiene(text),
             judge_tools(
                 of[Contract.tools],
                 probes.tool,
@@ -130,7 +137,8 @@ class Prober:
                 endpoint.supports("tool_choice"),
             ),
         ]
-        return tuple(_mark_invalid_probes(r, of[r.contract]) for r in results)
+        seen = {**of, Contract.hygiene: text}  # hygiene judges the text probes' answers
+        return tuple(_mark_invalid_probes(r, seen[r.contract]) for r in results)
 
     async def _send(self, endpoint: Endpoint, planned: PlannedProbe) -> Observation:
         nonce = secrets.token_hex(6)

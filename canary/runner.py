@@ -55,6 +55,8 @@ class ModelRound:
     cost_usd: float = 0.0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     probings: list[EndpointProbing] = field(default_factory=list)
+    decided: bool = False  # the decision (states, quarantines, audit rows) was committed
+    error: str | None = None  # why the round failed, when it did
 
 
 def runner_id() -> str:
@@ -94,10 +96,15 @@ class RoundRunner:
         )
 
     async def run(self, scheduled_at: datetime | None = None) -> list[ModelRound]:
-        """Run one round for every watched model. `scheduled_at` defaults to the current slot."""
+        """Run one round for every watched model. `scheduled_at` defaults to the current slot.
+
+        A model whose round fails is reported ``abandoned`` (with ``error``) and the other models
+        still run: one broken model never stops the rest.
+        """
         now = self.clock()
         slot = scheduled_at or slot_of(now, self.settings.interval_minutes)
-        self.w.store.abandon_stale_rounds(now - timedelta(minutes=self.settings.interval_minutes * 3))
+        stale_before = now - timedelta(minutes=self.settings.interval_minutes * 3)
+        self.w.store.abandon_stale_rounds(stale_before, now=now)
         budget = self._budget_plan(now)
         reports = []
         for model in self.settings.models:
@@ -107,10 +114,18 @@ class RoundRunner:
     async def run_model(
         self, model: ModelSettings, slot: datetime, now: datetime, budget: _Budget | None = None
     ) -> ModelRound:
+        """Claim and run one model's round. Never raises for a failure inside the round: the
+        round is then recorded ``abandoned`` (its decision, if any, was never applied) and the
+        next round starts from the states as they were."""
         store = self.w.store
         started = time.perf_counter()
         round_id = store.claim_round(
-            model.id, slot, self.holder, self.w.policy_version, dict(self.w.probes.checksums)
+            model.id,
+            slot,
+            self.holder,
+            self.w.policy_version,
+            dict(self.w.probes.checksums),
+            started_at=self.clock(),
         )
         report = ModelRound(model.id, round_id, now)
         if round_id is None:
@@ -119,12 +134,34 @@ class RoundRunner:
         try:
             await self._run_claimed(model, round_id, slot, now, report, budget)
         except Exception as exc:
-            log.error("round_failed", model=model.id, round_id=round_id, error=repr(exc))
-            store.finish_round(round_id, "abandoned", detail={"error": type(exc).__name__})
-            report.status = "abandoned"
-            raise
+            self._fail_round(model.id, round_id, report, exc)
+            return report
         self.w.metrics.observe_round(time.perf_counter() - started, report.cost_usd)
         return report
+
+    def _fail_round(self, model: str, round_id: int, report: ModelRound, exc: Exception) -> None:
+        """Close a round that raised. Its decision is one transaction: either it was applied
+        (the round stays ``finished``, with the error in its detail) or nothing of it was."""
+        report.error = f"{type(exc).__name__}: {exc}"
+        report.status = "finished" if report.decided else "abandoned"
+        log.error(
+            "round_failed",
+            model=model,
+            round_id=round_id,
+            decided=report.decided,
+            error=repr(exc),
+        )
+        try:
+            self.w.store.finish_round(
+                round_id,
+                report.status,
+                cost_usd=report.cost_usd,
+                skipped=[{"provider": t, "reason": r} for t, r in report.skipped],
+                detail={"error": type(exc).__name__},
+                at=self.clock(),
+            )
+        except Exception as again:  # the store is down: the round stays running, then stale
+            log.error("round_close_failed", model=model, round_id=round_id, error=repr(again))
 
     async def _run_claimed(
         self,
@@ -145,7 +182,9 @@ class RoundRunner:
             for event in events:
                 store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)
             report.events += events
-            store.finish_round(round_id, "abandoned", detail={"listing": exc.transport.value})
+            store.finish_round(
+                round_id, "abandoned", detail={"listing": exc.transport.value}, at=self.clock()
+            )
             report.status = "abandoned"
             log.warning("listing_failed", model=model.id, transport=exc.transport.value)
             return
@@ -189,6 +228,7 @@ class RoundRunner:
             "finished",
             cost_usd=report.cost_usd,
             skipped=[{"provider": t, "reason": r} for t, r in skipped],
+            at=self.clock(),
         )
 
     async def _decide(
@@ -232,6 +272,7 @@ class RoundRunner:
                 at=now,
             )
             if applied:
+                report.decided = True
                 report.events += list(decision.events)
                 self.w.metrics.set_quarantines(model.id, len(store.active_quarantines(model.id, now)))
                 return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from canary.logs import get_logger
@@ -25,6 +25,14 @@ LEASE_RENEW_S = 30.0
 T = TypeVar("T")
 
 
+class LeaseLost(RuntimeError):
+    """The round lease was taken over while a round ran (its renewals were missed)."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(f"{holder} lost the round lease mid-round; the round was cancelled")
+        self.holder = holder
+
+
 async def under_round_lease(
     store: Store,
     holder: str,
@@ -34,25 +42,59 @@ async def under_round_lease(
     ttl_s: float = LEASE_TTL_S,
     renew_every_s: float = LEASE_RENEW_S,
 ) -> tuple[bool, T | None]:
-    """Run `work` only while holding the round lease. Returns (ran, result)."""
-    if not store.try_acquire_lease(ROUND_LEASE, holder, clock(), ttl_s):
+    """Run `work` only while holding the round lease. Returns (ran, result).
+
+    The lease is renewed every `renew_every_s` while the work runs. When a renewal finds the
+    lease held by someone else (this holder stalled past `ttl_s` and another replica took over),
+    the work is cancelled and :class:`LeaseLost` raised, so two replicas never run rounds at once.
+    A renewal that fails on a store error is retried at the next beat.
+
+    Having the lease means the holder of any round still ``running`` and started more than
+    `ttl_s` ago missed its renewals: it is dead, and its round is marked abandoned first.
+    """
+    now = clock()
+    if not store.try_acquire_lease(ROUND_LEASE, holder, now, ttl_s):
         log.info("round_lease_held_elsewhere", holder=holder)
         return False, None
-
-    async def heartbeat() -> None:
-        while True:
-            await asyncio.sleep(renew_every_s)
-            await asyncio.to_thread(store.renew_lease, ROUND_LEASE, holder, clock(), ttl_s)
-
-    beat = asyncio.create_task(heartbeat())
+    lost = False
     try:
-        return True, await work()
+        abandoned = store.abandon_stale_rounds(now - timedelta(seconds=ttl_s), now=now)
+        if abandoned:
+            log.warning("stale_rounds_abandoned", count=abandoned, holder=holder)
+        task: asyncio.Task[T] = asyncio.ensure_future(work())
+
+        async def heartbeat() -> None:
+            nonlocal lost
+            while True:
+                await asyncio.sleep(renew_every_s)
+                try:
+                    kept = await asyncio.to_thread(
+                        store.renew_lease, ROUND_LEASE, holder, clock(), ttl_s
+                    )
+                except Exception as exc:  # the store blinked: try again at the next beat
+                    log.warning("round_lease_renew_failed", holder=holder, error=repr(exc))
+                    continue
+                if not kept:
+                    lost = True
+                    log.error("round_lease_lost", holder=holder)
+                    task.cancel()
+                    return
+
+        beat = asyncio.create_task(heartbeat())
+        try:
+            return True, await task
+        except asyncio.CancelledError:
+            if lost:
+                raise LeaseLost(holder) from None
+            raise
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
     finally:
-        beat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beat
-        with contextlib.suppress(Exception):
-            store.release_lease(ROUND_LEASE, holder)
+        if not lost:
+            with contextlib.suppress(Exception):
+                store.release_lease(ROUND_LEASE, holder)
 
 
 def aligned_start(interval_minutes: float) -> datetime:

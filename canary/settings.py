@@ -103,6 +103,8 @@ class Settings(_Strict):
     per_provider_concurrency: int = Field(default=4, ge=1)
     daily_budget_usd: float | None = Field(default=None, gt=0)
     latency_degraded_p95_s: float = Field(default=5.0, gt=0)
+    lease_ttl_s: float = Field(default=90, gt=0)  # a round lease not renewed for this long is dead
+    lease_renew_s: float = Field(default=30, gt=0)  # renewed this often while a round runs
     log_format: Literal["auto", "console", "json"] = "auto"
     probes_dir: Path = PROJECT_ROOT / "probes"
     openrouter: OpenRouterSettings = OpenRouterSettings()
@@ -161,6 +163,8 @@ _ENV_KEYS: dict[str, tuple[str, ...]] = {
     "CANARY_ADMIN_TOKEN": ("admin_token",),
     "CANARY_CONCURRENCY": ("concurrency",),
     "CANARY_DAILY_BUDGET_USD": ("daily_budget_usd",),
+    "CANARY_LEASE_TTL_S": ("lease_ttl_s",),
+    "CANARY_LEASE_RENEW_S": ("lease_renew_s",),
     "CANARY_LOG_FORMAT": ("log_format",),
     "CANARY_PROBES_DIR": ("probes_dir",),
     "CANARY_OPENROUTER_BASE_URL": ("openrouter", "base_url"),

@@ -13,7 +13,6 @@ from starlette.responses import JSONResponse, Response
 
 from canary.api import readmodel as rm
 from canary.api.common import MAX_REASON, BadRequest, Handlers, error, text_field
-from canary.ignorelist import IgnoreListService, UnknownModel
 
 
 class AdminHandlers(Handlers):
@@ -38,9 +37,7 @@ class AdminHandlers(Handlers):
         body = await self._json_body(request)
         model, tag, reason = (text_field(body, k) for k in ("model", "provider", "reason"))
         assert model is not None and tag is not None and reason is not None
-        known = await self._store(self._models)
-        if model not in known:
-            raise UnknownModel(model, known)
+        await self._store(rm.require_model, self.settings.model_ids, self.store, model)
         now = self.clock()
         try:
             await self._store(self.store.release_quarantine, model, tag, "api", reason, now)
@@ -72,14 +69,9 @@ class AdminHandlers(Handlers):
                 ) from None
             if until <= now:
                 raise BadRequest(422, "until must be in the future")
-        known = await self._store(self._models)
-        if model not in known:
-            raise UnknownModel(model, known)
-        tags = await self._store(
-            rm.known_tags, self.store, model, _builtin_tags(self.ignore, model)
-        )
-        if tags and tag not in tags:
-            return error(404, f"unknown provider {tag!r} of {model!r} (known: {rm.names(tags)})")
+        await self._store(rm.require_model, self.settings.model_ids, self.store, model)
+        builtin = [e.tag for e in self.ignore.builtin if e.model == model]
+        await self._store(rm.require_provider, self.store, model, tag, builtin)
         new_id = await self._store(self.store.add_exclusion, model, tag, reason, "api", until, now)
         await self._refresh()
         return JSONResponse(
@@ -114,7 +106,3 @@ class AdminHandlers(Handlers):
             return error(404, f"no active runtime exclusion with id {exclusion_id}")
         await self._refresh()
         return JSONResponse({"id": exclusion_id, "removed": True})
-
-
-def _builtin_tags(ignore: IgnoreListService, model: str) -> list[str]:
-    return [e.tag for e in ignore.builtin if e.model == model]

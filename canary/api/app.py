@@ -27,7 +27,7 @@ from canary.api.common import (
     http_error,
     limit_param,
     store_down,
-    unknown_model,
+    unknown_name,
 )
 from canary.api.ignore_endpoint import IgnoreListEndpoint
 from canary.api.openapi import openapi_document
@@ -142,7 +142,8 @@ class _Api(AdminHandlers, Handlers):
         return Response(self.openapi_body, media_type="application/json")
 
     async def status_page(self, request: Request) -> Response:
-        from canary.api.page import gather, render
+        from canary.api.page import render
+        from canary.api.page_data import gather
 
         context = await run_in_threadpool(
             gather, self.settings, self.store, self.ignore, self.clock()
@@ -184,7 +185,8 @@ def create_app(
         routes=routes,
         exception_handlers={
             BadRequest: bad_request,
-            UnknownModel: unknown_model,
+            UnknownModel: unknown_name,
+            rm.UnknownProvider: unknown_name,
             StoreDown: store_down,
             HTTPException: http_error,
         },

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = get_logger("canary.api")
 MAX_LIMIT = 1000
 MAX_REASON = 500
+MAX_BODY = 64 * 1024
 
 
 class BadRequest(Exception):
@@ -106,7 +107,11 @@ class Handlers:
         return model
 
     async def _json_body(self, request: Request) -> dict[str, Any]:
-        raw = await request.body()
+        raw = bytearray()
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise BadRequest(413, f"the body is larger than {MAX_BODY} bytes")
         try:
             body = json.loads(raw or b"null")
         except (ValueError, UnicodeDecodeError):
@@ -124,8 +129,8 @@ async def bad_request(request: Request, exc: Exception) -> Response:
     return error(exc.status, exc.message)
 
 
-async def unknown_model(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, UnknownModel)
+async def unknown_name(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, (UnknownModel, rm.UnknownProvider))
     return error(404, str(exc), known=list(exc.known))
 
 

@@ -20,6 +20,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "Missing or wrong admin token.",
         403: "Admin calls are disabled: no admin token is configured.",
         404: "Unknown model, provider or id; the error names the known ones.",
+        413: "The request body is larger than 64 KiB.",
         422: "Well-formed but invalid request body.",
         503: "The store is unreachable (or the list was never read).",
     }
@@ -292,7 +293,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                     "responses": {
                         "200": _json({"type": "object"}, "Released."),
-                        **_errors(400, 401, 403, 404, 422, 503),
+                        **_errors(400, 401, 403, 404, 413, 422, 503),
                     },
                 }
             },
@@ -326,7 +327,7 @@ def openapi_document() -> dict[str, Any]:
                             },
                             "Added.",
                         ),
-                        **_errors(400, 401, 403, 404, 422, 503),
+                        **_errors(400, 401, 403, 404, 413, 422, 503),
                     },
                 }
             },

@@ -73,6 +73,36 @@ def known_tags(store: Any, model: str, extra: Iterable[str] = ()) -> list[str]:
     return sorted({*store.known_tags(model), *extra})
 
 
+class UnknownProvider(LookupError):
+    """The provider was never seen for the model; the message names the known ones."""
+
+    def __init__(self, model: str, tag: str, known: Collection[str]) -> None:
+        self.known = tuple(sorted(known))
+        super().__init__(f"unknown provider {tag!r} of {model!r} (known: {names(known)})")
+
+
+def require_model(configured: Iterable[str], store: Any, model: str) -> str:
+    """The model when it is watched or known to the store; else UnknownModel naming the known."""
+    from canary.ignorelist import UnknownModel
+
+    known = known_models(configured, store)
+    if model not in known:
+        raise UnknownModel(model, known)
+    return model
+
+
+def require_provider(store: Any, model: str, tag: str, extra: Iterable[str] = ()) -> str:
+    """The tag when the store (or ``extra``, e.g. the built-in list) knows it for the model.
+
+    Before the first round nothing is known yet, and any tag is accepted: an operator may
+    exclude a provider before canary has seen it.
+    """
+    tags = known_tags(store, model, extra)
+    if tags and tag not in tags:
+        raise UnknownProvider(model, tag, tags)
+    return tag
+
+
 def ttft_summary(values: Sequence[float]) -> dict[str, Any]:
     from canary.core.stats import percentiles
 

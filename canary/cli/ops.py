@@ -59,18 +59,14 @@ class _Ops:
         return known_models(self.settings.model_ids, self.store)
 
     def check_model(self, model: str) -> str:
-        known = self.models()
-        if model not in known:
-            fail(f"unknown model {model!r} (known: {_names(known)})")
-        return model
+        from canary.api.readmodel import require_model
+
+        return require_model(self.settings.model_ids, self.store, model)
 
     def check_provider(self, model: str, tag: str, *, extra: Sequence[str] = ()) -> str:
-        from canary.api.readmodel import known_tags
+        from canary.api.readmodel import require_provider
 
-        tags = known_tags(self.store, model, extra)
-        if tag not in tags:
-            fail(f"unknown provider {tag!r} of {model!r} (known: {_names(tags)})")
-        return tag
+        return require_provider(self.store, model, tag, extra)
 
     def builtin(self) -> tuple[Exclusion, ...]:
         return tuple(self.wiring().probes.builtin_exclusions)

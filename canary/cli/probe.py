@@ -1,16 +1,34 @@
-"""`canary probe`: one probe pass now against the configured upstream; no state changes."""
+"""`canary probe`: one probe pass now against the configured upstream; no state changes.
+
+It lists the model's endpoints, sends each the round's pinned probes through the real Prober and
+prints each endpoint's verdict with every contract's evidence. It never opens the store: nothing
+is recorded, no quarantine moves. ``--estimate`` prints what one round of the configured models
+costs at the endpoints' published prices.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from canary.cli.common import fail, print_json, settings_from
 
+if TYPE_CHECKING:
+    from canary.prober import EndpointProbing
+    from canary.settings import Settings
+
+# The round estimate counts this many prompt tokens per probe (system + user prompt, rounded up)
+# and the whole max_tokens out, the same figures the runner's budget uses.
+ESTIMATE_PROMPT_TOKENS = 250
+
 
 def register(app: typer.Typer) -> None:
-    app.command("probe", help="Probe a model's providers now, pinned, and print each verdict.")(probe)
+    help_text = "Probe a model's providers now, pinned, and print each verdict."
+    app.command("probe", help=help_text)(probe)
 
 
 def probe(
@@ -21,26 +39,17 @@ def probe(
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     estimate: Annotated[
-        bool, typer.Option("--estimate", help="Print what one round of the configured models costs.")
+        bool,
+        typer.Option("--estimate", help="Print what one round of the configured models costs."),
     ] = False,
 ) -> None:
-    import asyncio
-
     settings = settings_from(ctx)
     if estimate:
         result = asyncio.run(_estimate(settings))
         if json_output:
             print_json(result)
         else:
-            for row in result["models"]:
-                typer.echo(
-                    f"{row['model']}: {row['endpoints']} endpoints, {row['probes']} probes, "
-                    f"${row['usd']:.6f} per round"
-                )
-            typer.echo(
-                f"total ${result['usd_per_round']:.6f} per round, ${result['usd_per_day']:.4f} per day "
-                f"at one round every {settings.interval_minutes:g} minutes"
-            )
+            _print_estimate(result, settings.interval_minutes)
         return
     if model is None:
         fail("--model is required (or use --estimate)")
@@ -51,7 +60,8 @@ def probe(
         _print_human(document)
 
 
-async def _probe(settings: Any, model: str, tags: list[str]) -> dict[str, Any]:
+async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[str, Any]:
+    from canary.core.plan import round_index
     from canary.openrouter.client import ListingError
     from canary.prober import Prober
     from canary.probes import load_probes
@@ -69,7 +79,10 @@ async def _probe(settings: Any, model: str, tags: list[str]) -> dict[str, Any]:
             known = sorted(e.tag for e in endpoints)
             unknown = [t for t in tags if t not in known]
             if unknown:
-                fail(f"unknown provider {', '.join(unknown)} for {model}; known: {', '.join(known)}")
+                fail(
+                    f"unknown provider {', '.join(unknown)} for {model}; "
+                    f"known: {', '.join(known) or 'none'}"
+                )
             endpoints = [e for e in endpoints if e.tag in tags]
         prober = Prober(
             client,
@@ -82,47 +95,50 @@ async def _probe(settings: Any, model: str, tags: list[str]) -> dict[str, Any]:
             concurrency=settings.concurrency,
             per_provider_concurrency=settings.per_provider_concurrency,
         )
-        import time
-
-        probings = await prober.probe_endpoints(endpoints, {}, int(time.time() // 1800))
+        index = round_index(time.time(), settings.interval_minutes)  # this round's languages
+        probings = await prober.probe_endpoints(endpoints, {}, index)
     return probe_document(model, probings)
 
 
-def probe_document(model: str, probings: list[Any]) -> dict[str, Any]:
+def verdict_of(probing: EndpointProbing) -> str:
+    """pass when every applicable contract passed, fail when any failed, else inconclusive."""
     from canary.core.model import Result
 
-    providers = []
-    for p in probings:
-        results = [r for r in p.results if r.result is not Result.not_applicable]
-        if any(r.result is Result.fail for r in results):
-            verdict = "fail"
-        elif results and all(r.result is Result.passed for r in results):
-            verdict = "pass"
-        else:
-            verdict = "inconclusive"
-        providers.append(
-            {
-                "provider": p.endpoint.tag,
-                "name": p.endpoint.provider_name,
-                "language": p.language,
-                "verdict": verdict,
-                "contracts": {
-                    r.contract.value: {
-                        "result": r.result.value,
-                        "detail": r.detail,
-                        "figure": r.figure,
-                        "reason": r.reason,
-                        "sample": r.sample,
-                    }
-                    for r in p.results
-                },
-            }
-        )
+    results = [r.result for r in probing.results if r.result is not Result.not_applicable]
+    if Result.fail in results:
+        return "fail"
+    if results and all(r is Result.passed for r in results):
+        return "pass"
+    return "inconclusive"
+
+
+def probe_document(model: str, probings: Sequence[EndpointProbing]) -> dict[str, Any]:
+    """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}]}."""
+    providers = [
+        {
+            "provider": p.endpoint.tag,
+            "name": p.endpoint.provider_name,
+            "language": p.language,
+            "verdict": verdict_of(p),
+            "contracts": {
+                r.contract.value: {
+                    "result": r.result.value,
+                    "detail": r.detail,
+                    "figure": r.figure,
+                    "reason": r.reason,
+                    "sample": r.sample,
+                }
+                for r in p.results
+            },
+        }
+        for p in probings
+    ]
     return {"model": model, "providers": providers}
 
 
 def _print_human(document: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     colours = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
@@ -131,42 +147,85 @@ def _print_human(document: dict[str, Any]) -> None:
     table.add_column("verdict")
     table.add_column("contract results")
     for p in document["providers"]:
-        lines = [
-            f"[{colours.get(c['result'], 'dim')}]{name}: {c['result']}[/] {c['detail']}"
-            for name, c in p["contracts"].items()
-        ]
+        lines = []
+        for name, c in p["contracts"].items():
+            colour = colours.get(c["result"], "dim")
+            line = f"[{colour}]{name}: {c['result']}[/] {escape(c['detail'])}"
+            if c["sample"] and c["result"] != "pass":
+                line += f"\n  [dim]{escape(c['sample'])}[/]"
+            lines.append(line)
         verdict = p["verdict"]
-        table.add_row(p["provider"], f"[{colours.get(verdict, 'dim')}]{verdict}[/]", "\n".join(lines))
-    Console().print(table)
+        table.add_row(
+            f"{escape(p['provider'])}\n[dim]{p['language']}[/]",
+            f"[{colours.get(verdict, 'dim')}]{verdict}[/]",
+            "\n".join(lines),
+        )
+    Console(width=140).print(table)
 
 
-async def _estimate(settings: Any) -> dict[str, Any]:
+async def _estimate(settings: Settings) -> dict[str, Any]:
     from canary.core.cost import estimate_round_cost
-    from canary.core.model import Contract
+    from canary.core.plan import plan_endpoint
     from canary.openrouter.client import ListingError
     from canary.probes import load_probes
     from canary.wiring import openrouter_client
 
+    if not settings.models:
+        fail("no models configured (set `models` in the settings file or CANARY_MODELS)")
     probes = load_probes(settings.probes_dir, settings.languages)
-    rows = []
+    rows: list[dict[str, Any]] = []
     async with openrouter_client(settings) as client:
         for model in settings.models:
             try:
                 endpoints = await client.list_endpoints(model.id)
             except ListingError as exc:
                 fail(f"cannot list the endpoints of {model.id}: {exc}")
-            usd = 0.0
-            count = 0
-            for e in endpoints:
-                n = settings.ttft_samples + 2 + sum(
-                    1 for c in (Contract.schema, Contract.tools) if probes.applicable(c, e)
+            counts = {
+                e.tag: len(
+                    plan_endpoint(
+                        e,
+                        None,
+                        index=0,
+                        languages=settings.languages,
+                        ttft_samples=settings.ttft_samples,
+                        applicable=probes.applicable,
+                    )
                 )
-                count += n
-                usd += estimate_round_cost([e], n, 250, settings.openrouter.max_tokens)
-            rows.append({"model": model.id, "endpoints": len(endpoints), "probes": count, "usd": usd})
+                for e in endpoints
+            }
+            usd = sum(
+                estimate_round_cost(
+                    [e], counts[e.tag], ESTIMATE_PROMPT_TOKENS, settings.openrouter.max_tokens
+                )
+                for e in endpoints
+            )
+            rows.append(
+                {
+                    "model": model.id,
+                    "endpoints": len(endpoints),
+                    "probes": sum(counts.values()),
+                    "usd": usd,
+                }
+            )
     per_round = sum(r["usd"] for r in rows)
     return {
         "models": rows,
+        "prompt_tokens_per_probe": ESTIMATE_PROMPT_TOKENS,
+        "completion_tokens_per_probe": settings.openrouter.max_tokens,
         "usd_per_round": per_round,
         "usd_per_day": per_round * (24 * 60 / settings.interval_minutes),
     }
+
+
+def _print_estimate(result: dict[str, Any], interval_minutes: float) -> None:
+    for row in result["models"]:
+        typer.echo(
+            f"{row['model']}: {row['endpoints']} endpoints, {row['probes']} probes, "
+            f"${row['usd']:.6f} per round"
+        )
+    typer.echo(
+        f"total ${result['usd_per_round']:.6f} per round, ${result['usd_per_day']:.4f} per day "
+        f"at one round every {interval_minutes:g} minutes (each probe counted at "
+        f"{result['prompt_tokens_per_probe']} prompt + {result['completion_tokens_per_probe']} "
+        "completion tokens; a language re-check adds 2 probes)"
+    )

@@ -22,8 +22,9 @@ def round_now(
 ) -> None:
     import asyncio
 
-    from canary.drill import round_events
-    from canary.runner import RoundRunner
+    from canary.daemon import lease_renew_s
+    from canary.runner import RoundRunner, runner_id
+    from canary.scheduler import under_round_lease
     from canary.wiring import build_wiring, openrouter_client
 
     settings = settings_from(ctx)
@@ -33,23 +34,47 @@ def round_now(
 
     async def work() -> list[Any]:
         async with openrouter_client(settings) as client:
-            return await RoundRunner(wiring, client).run()
+            return await RoundRunner(wiring, client, holder=holder).run()
 
-    reports = asyncio.run(work())
-    _refresh_and_notify(wiring)
+    holder = runner_id()
+    try:
+        ran, result = asyncio.run(
+            under_round_lease(
+                wiring.store,
+                holder,
+                work,
+                ttl_s=settings.lease_ttl_s,
+                renew_every_s=lease_renew_s(settings),
+            )
+        )
+        if not ran:
+            fail("another replica holds the round lease: it runs the rounds now", code=1)
+        reports = result or []
+        _refresh_and_notify(wiring)
+        _print_reports(reports, json_output)
+    finally:
+        wiring.store.dispose()
+    failed = [f"{r.model}: {r.error}" for r in reports if r.error is not None]
+    if failed:
+        fail("round failed: " + "; ".join(failed), code=1)
+
+
+def _print_reports(reports: list[Any], json_output: bool) -> None:
+    from canary.drill import round_events
+
     for report in reports:
         if json_output:
             for line in round_events(1, report):
                 print_json(line)
-        else:
-            counts: dict[str, int] = {}
-            for v in report.verdicts.values():
-                counts[v.verdict.value] = counts.get(v.verdict.value, 0) + 1
-            decisions = [e.kind.value for e in report.events if e.kind.value != "verdict"]
-            typer.echo(
-                f"{report.model}: round {report.round_id} {report.status}; "
-                f"verdicts {counts or '-'}; decisions {decisions or '-'}; cost ${report.cost_usd:.6f}"
-            )
+            continue
+        counts: dict[str, int] = {}
+        for v in report.verdicts.values():
+            counts[v.verdict.value] = counts.get(v.verdict.value, 0) + 1
+        decisions = [e.kind.value for e in report.events if e.kind.value != "verdict"]
+        typer.echo(
+            f"{report.model}: round {report.round_id} {report.status}; "
+            f"verdicts {counts or '-'}; decisions {decisions or '-'}; cost ${report.cost_usd:.6f}"
+        )
 
 
 def _refresh_and_notify(wiring: Any) -> None:
@@ -80,7 +105,8 @@ def drill(
     import asyncio
     import os
 
-    from canary.drill import run_drill
+    from canary.drill import DrillError, run_drill
+    from canary.sim.scenario import ScenarioError
 
     if mode not in (None, "observe", "enforce"):
         fail(f"--mode must be observe or enforce, not {mode!r}")
@@ -92,17 +118,20 @@ def drill(
         else:
             typer.echo(_human(line))
 
-    asyncio.run(
-        run_drill(
-            scenario,
-            rounds,
-            settings,
-            mode=mode,
-            interval_minutes=interval_minutes,
-            database_url=os.environ.get("CANARY_DATABASE_URL") or None,
-            emit=emit,
+    try:
+        asyncio.run(
+            run_drill(
+                scenario,
+                rounds,
+                settings,
+                mode=mode,
+                interval_minutes=interval_minutes,
+                database_url=os.environ.get("CANARY_DATABASE_URL") or None,
+                emit=emit,
+            )
         )
-    )
+    except (ScenarioError, DrillError) as exc:
+        fail(str(exc), code=2 if isinstance(exc, ScenarioError) else 1)
 
 
 def _human(line: dict[str, Any]) -> str:

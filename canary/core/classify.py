@@ -12,7 +12,7 @@ failure before acting on it"):
   relays from the upstream provider (``metadata.provider_name`` is set) is the provider's;
 - 400, 413, 422 and the other 4xx are bad requests (our bug); a 3xx means the base URL is wrong.
 - A body with a top-level ``error`` sent with HTTP 200 (seen in 2025 for an upstream 429) is
-  classified by its ``error.code``.
+  classified by its ``error.code``; a 2xx other than 200 is not an answer: a provider error.
 """
 
 from __future__ import annotations
@@ -121,7 +121,10 @@ def classify_status(status: int, body: dict[str, Any] | None, *, pinned: bool = 
     if 200 <= status < 300:
         code = error_code(body)
         if code is None:
-            return Transport.provider_error if error_of(body) is not None else Transport.ok
+            # an error object, or a 2xx other than 200 (201, 204, 206...): no answer was served
+            if error_of(body) is not None or status != 200:
+                return Transport.provider_error
+            return Transport.ok
         if 200 <= code < 300:
             return Transport.provider_error  # an error object that claims success: still an error
         return classify_status(code, body, pinned=pinned)

@@ -29,6 +29,7 @@ from canary.core.classify import (
 from canary.core.model import OPERATOR_TRANSPORTS, Contract, Endpoint, Observation, Transport
 from canary.logs import get_logger, register_secret, scrub
 from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
+from canary.openrouter.h1 import H1Pool, H1Response, encode_json, usable
 from canary.openrouter.sse import SSEError, SSEParser
 from canary.openrouter.stream import StreamAssembler, StreamOutcome
 from canary.openrouter.wire import (
@@ -110,6 +111,18 @@ class OpenRouterClient:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         )
+        # The probes' streams go through the lean HTTP/1.1 client (see canary.openrouter.h1),
+        # unless a proxy is configured for the base URL: then httpx, which honours it, does.
+        self._h1 = (
+            H1Pool(
+                self.base_url,
+                headers,
+                connect_timeout_s=connect_timeout_s,
+                max_connections=max_connections,
+            )
+            if usable(self.base_url)
+            else None
+        )
 
     async def __aenter__(self) -> OpenRouterClient:
         return self
@@ -123,6 +136,8 @@ class OpenRouterClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._h1 is not None:
+            self._h1.close()
         await self._http.aclose()
 
     # -- the endpoints listing -------------------------------------------------------------
@@ -230,13 +245,25 @@ class OpenRouterClient:
         try:
             first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
             async with asyncio.timeout_at(timing.loop_started + first_deadline) as deadline:
-                async with self._http.stream(
-                    "POST", "/chat/completions", json=payload, extensions={"trace": timing.trace}
-                ) as response:
-                    status = response.status_code
-                    early = await self._early_answer(response)
-                    if early is None:
-                        await self._read_stream(response, assembler, timing, deadline)
+                if self._h1 is not None:
+                    async with self._h1.post(
+                        "/chat/completions", encode_json(payload), timing.mark_sent
+                    ) as h1:
+                        status = h1.status_code
+                        early = await self._early_answer(h1)
+                        if early is None:
+                            await self._read_h1(h1, assembler, timing, deadline)
+                else:
+                    async with self._http.stream(
+                        "POST",
+                        "/chat/completions",
+                        json=payload,
+                        extensions={"trace": timing.trace},
+                    ) as response:
+                        status = response.status_code
+                        early = await self._early_answer(response)
+                        if early is None:
+                            await self._read_stream(response, assembler, timing, deadline)
         except TimeoutError:
             failure = self._timed_out(assembler)
         except (httpx.HTTPError, OSError) as exc:
@@ -266,6 +293,44 @@ class OpenRouterClient:
             return classify_exception("first_token_timeout"), message
         message = f"stream not finished within {self.stream_timeout_s:g} s"
         return classify_exception("stream_timeout"), message + (" (no token)" if no_token else "")
+
+    async def _read_h1(
+        self, response: H1Response, assembler: StreamAssembler, timing: _Timing, deadline: asyncio.Timeout
+    ) -> None:
+        """Parse and assemble the stream inside the connection's callback, as the bytes arrive
+        (each event timed then); this task only acts on the first token, the end or an error."""
+        parser = SSEParser()
+        clock, limit = self._clock, self.max_stream_bytes
+        sent = timing.sent if timing.sent is not None else timing.started
+        received = 0
+
+        def sink(piece: bytes) -> bool:
+            nonlocal received
+            received += len(piece)
+            if received > limit:
+                raise _TooLarge(f"stream larger than {limit} bytes")
+            first = assembler.first_token_s
+            for event in parser.feed(piece):
+                assembler.feed(event.data, clock() - sent)
+            return (
+                assembler.done
+                or assembler.failed
+                or (first is None and assembler.first_token_s is not None)
+            )
+
+        rescheduled = False
+        async for _ in response.follow(sink):
+            if not rescheduled and assembler.first_token_s is not None:
+                deadline.reschedule(timing.loop_started + self.stream_timeout_s)
+                rescheduled = True
+            if assembler.failed:
+                return  # nothing after an error chunk can change the outcome
+            if assembler.done:
+                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
+                await response.finish(DRAIN_S)
+                return
+        for event in parser.close():
+            assembler.feed(event.data, timing.since_sent())
 
     async def _read_stream(
         self,
@@ -297,7 +362,7 @@ class OpenRouterClient:
             assembler.feed(event.data, timing.since_sent())
 
     async def _early_answer(
-        self, response: httpx.Response
+        self, response: httpx.Response | H1Response
     ) -> tuple[Transport, str, str | None] | None:
         """For an HTTP error or a body that is not an event stream: (transport, message, the
         provider the error names). None when the response is a 200 event stream to be read."""
@@ -305,7 +370,7 @@ class OpenRouterClient:
         content_type = response.headers.get("content-type", "")
         if status == 200 and content_type.lower().startswith("text/event-stream"):
             return None
-        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)  # type: ignore[arg-type]
         body = load_json(raw)
         served_by = error_provider(body)
         if status != 200:
@@ -396,6 +461,10 @@ class _Timing:
     async def trace(self, name: str, info: dict[str, Any]) -> None:
         if self.sent is None and name.endswith("send_request_headers.started"):
             self.sent = self._clock()
+
+    def mark_sent(self) -> None:
+        """The request is being written (again, after a stale kept-alive connection)."""
+        self.sent = self._clock()
 
     def since_sent(self) -> float:
         return self._clock() - (self.sent if self.sent is not None else self.started)

@@ -19,6 +19,7 @@ that move between fetches. The result is sorted by tag.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -45,7 +46,7 @@ def _float(value: Any) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if number == number else None  # drop NaN
+    return number if math.isfinite(number) else None  # drop NaN and ±inf (`1e400` reads as inf)
 
 
 def _int(value: Any) -> int | None:

@@ -174,3 +174,12 @@ def test_removing_an_exclusion_unpublishes_it_and_audits_the_reason(api: Api) ->
 def test_removing_needs_an_integer_id(api: Api) -> None:
     response = api.client.delete("/v1/exclusions/abc", headers=api.admin())
     assert response.status_code == 400 and "integer" in response.json()["error"]
+
+
+def test_an_oversized_body_is_413_and_changes_nothing(api: Api) -> None:
+    body = b'{"model": "m", "provider": "p", "reason": "' + b"x" * 70_000 + b'"}'
+    response = api.client.post(
+        "/v1/exclusions", content=body, headers={**api.admin(), "Content-Type": "application/json"}
+    )
+    assert response.status_code == 413 and "larger than" in response.json()["error"]
+    assert api.ignore() == ["bravo", "delta", "echo"]

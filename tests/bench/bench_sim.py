@@ -210,6 +210,68 @@ async def run(base: str, root: str, spec: dict[str, Any], args: argparse.Namespa
     print(f"                        server sends token -> client sees it: {percentiles(outbound)}")
 
 
+class SimProcess:
+    """`canary sim --scenario FILE --port N` in a separate process, for as long as the block runs:
+    its CPU and its event loop are apart from the benchmark's."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.port = free_port()
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.base_url = f"{self.root}/api/v1"
+        self._tmp = tempfile.TemporaryDirectory()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> SimProcess:
+        path = Path(self._tmp.name) / "generated.yaml"
+        path.write_text(yaml.safe_dump(self.spec), encoding="utf-8")
+        canary = shutil.which("canary", path=str(Path(sys.executable).parent)) or "canary"
+        self._proc = proc = subprocess.Popen(
+            [canary, "sim", "--scenario", str(path), "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ},
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__()
+                raise SystemExit("canary sim did not start")
+            time.sleep(0.2)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stderr is not None:
+                self._proc.stderr.close()
+        self._tmp.cleanup()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.root}/_sim/requests", timeout=30).json()["requests"])
+
+    def clear_requests(self) -> None:
+        httpx.delete(f"{self.root}/_sim/requests", timeout=30)
+
+
+def run_loop(coro: Any) -> Any:
+    """Run on uvloop when it is installed (as `canary serve` does), else on asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--streams", type=int, default=200)
@@ -226,38 +288,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20, help="httpx.AsyncClient instances")
     args = parser.parse_args()
     spec = scenario(args.models, args.providers)
-    port = free_port()
-    canary = shutil.which("canary", path=str(Path(sys.executable).parent)) or "canary"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.yaml"
-        path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-        proc = subprocess.Popen(
-            [canary, "sim", "--scenario", str(path), "--port", str(port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={**os.environ},
-        )
-        root = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{root}/api/v1/models", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"canary sim did not start: {proc.stderr.read().decode()}")
-                time.sleep(0.2)
-            try:
-                import uvloop
-
-                uvloop.run(run(f"{root}/api/v1", root, spec, args))
-            except ImportError:
-                asyncio.run(run(f"{root}/api/v1", root, spec, args))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with SimProcess(spec) as sim:
+        run_loop(run(sim.base_url, sim.root, spec, args))
+    print(f"load average: {Path('/proc/loadavg').read_text().strip() if Path('/proc/loadavg').exists() else '?'}")
 
 
 if __name__ == "__main__":

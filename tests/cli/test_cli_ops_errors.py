@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -32,3 +33,19 @@ def test_status_with_no_model_anywhere_says_so(tmp_path: Path) -> None:
     config.write_text(f'database_url = "{url}"\n', encoding="utf-8")
     result = CliRunner().invoke(app, ["--config", str(config), "status"], catch_exceptions=False)
     assert result.exit_code == 2 and "no model is watched" in result.stderr
+
+
+def test_before_the_first_round_any_provider_can_be_excluded(tmp_path: Path) -> None:
+    from canary.store.repository import Store
+
+    url = f"sqlite:///{(tmp_path / 'canary.db').as_posix()}"
+    store = Store(url)
+    store.upgrade()
+    config = tmp_path / "canary.toml"
+    config.write_text(f'database_url = "{url}"\n[[models]]\nid = "acme/new"\n', encoding="utf-8")
+    runner = CliRunner()
+    args = ["--config", str(config), "exclude", "add", "--model", "acme/new"]
+    result = runner.invoke(app, [*args, "--provider", "badhost", "--reason", "known bad"])
+    assert result.exit_code == 0, result.output
+    assert [e.tag for e in store.active_exclusions("acme/new", datetime.now(UTC))] == ["badhost"]
+    store.dispose()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from canary.core.contracts.common import no_evidence
 from canary.core.model import Contract, ContractResult, Observation, Result
 from canary.text.hygiene import degenerate_repetition, leading_garbage
 
@@ -25,6 +26,9 @@ def judge_hygiene(observations: Sequence[Observation]) -> ContractResult:
         o for o in observations if o.completed and o.contract not in NOT_PROSE and o.content.strip()
     ]
     n = len(answers)
+    prose = [o for o in observations if o.contract not in NOT_PROSE]
+    if prose and not any(o.completed for o in prose):
+        return no_evidence(Contract.hygiene, prose)  # transport only: no evidence either way
     if n < MIN_ANSWERS:
         return ContractResult(
             Contract.hygiene,

@@ -5,7 +5,9 @@ One completed answer fails when:
 - ``finish_reason`` is ``content_filter`` (the host's filter cut it), or
 - it is empty (no content, whitespace only), or
 - a high-confidence refusal pattern of the probe's language (or English) matches its head: the
-  first ``head_chars`` characters after :func:`refusal_head` normalises them.
+  first ``head_chars`` characters after :func:`refusal_head` normalises them, or
+- it stopped on ``length`` after fewer than half of our ``max_tokens`` (when the caller passes
+  it): the host cut the answer short (the mission's "truncated answers" policy mismatch).
 
 An empty answer that stopped on ``length`` is not counted as a refusal: the model spent the whole
 ``max_tokens`` budget before writing (a reasoning model thinking); it is an inconclusive sample.
@@ -57,7 +59,7 @@ def find_refusal(
 
 
 def _judge_one(
-    o: Observation, patterns_for_language: PatternsFor, head_chars: int
+    o: Observation, patterns_for_language: PatternsFor, head_chars: int, max_tokens: int | None
 ) -> tuple[str | None, str]:
     """(failure reason or None, explanation). Reason "truncated_empty" marks an inconclusive one."""
     if o.finish_reason == "content_filter":
@@ -69,6 +71,10 @@ def _judge_one(
     match = find_refusal(o.content, patterns_for_language(o.language or "en"), head_chars)
     if match is not None:
         return "refusal_pattern", f"refusal pattern matched {match.group(0)!r}"
+    used = o.usage.completion_tokens
+    if o.finish_reason == "length" and max_tokens and used is not None and 2 * used < max_tokens:
+        why = f"cut after {used} tokens (finish_reason length, max_tokens {max_tokens})"
+        return "truncated", why
     return None, ""
 
 
@@ -76,16 +82,17 @@ def judge_refusal(
     observations: Sequence[Observation],
     patterns_for_language: PatternsFor,
     head_chars: int = HEAD_CHARS,
+    max_tokens: int | None = None,
 ) -> ContractResult:
     done = completed(observations)
     if not done:
         return no_evidence(Contract.refusal, observations)
     language = done[0].language
-    judged = [(o, *_judge_one(o, patterns_for_language, head_chars)) for o in done]
+    judged = [(o, *_judge_one(o, patterns_for_language, head_chars, max_tokens)) for o in done]
     failing = [(o, r, why) for o, r, why in judged if r is not None and r != "truncated_empty"]
     unsure = [(o, r, why) for o, r, why in judged if r == "truncated_empty"]
     result = majority_result(len(failing), len(unsure), len(done))
-    rule = "fails on content_filter, empty output or a refusal pattern in most answers"
+    rule = "fails on content_filter, empty or cut-short output or a refusal pattern in most answers"
     counts = f"{len(failing)}/{len(done)} answers refused"
     if failing:
         reason = most_common(r for _, r, _ in failing)

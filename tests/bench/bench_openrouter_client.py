@@ -1,6 +1,6 @@
 """Benchmark of the OpenRouter client: parsing cost, and how exact the measured TTFT is.
 
-Run: .venv/bin/python tests/openrouter/bench_openrouter_client.py
+Run: .venv/bin/python tests/bench/bench_openrouter_client.py
 
 1. CPU cost of reading one probe stream (SSE parsing + chunk assembly) for a 400-token answer
    sent in 7-byte pieces, and for every real capture under ../shared/fixtures/openrouter/stream.
@@ -20,7 +20,7 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "openrouter"))
 
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, sse, usage_chunk  # noqa: E402
 

@@ -1,0 +1,101 @@
+"""What the status page shows, gathered from the store and the ignore-list service (no HTML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from canary.api import readmodel as rm
+from canary.ignorelist import IgnoreListService, Published
+
+if TYPE_CHECKING:
+    from canary.settings import Settings
+
+TIMELINE_DAYS = 14
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    model: str
+    controls: tuple[str, ...]  # positive-control hosts: expected to filter
+    providers: list[rm.ProviderView]
+    published: Published | None
+    quarantines: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PageContext:
+    now: datetime
+    mode: str
+    interval_minutes: float
+    sections: list[ModelSection]
+    store_ok: bool
+    list_stale: bool
+    last_refresh_at: datetime | None
+    ttft_bound_s: float = 10.0
+    slow_s: float = 5.0
+
+
+def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datetime) -> PageContext:
+    store_ok = True
+    try:
+        models = rm.known_models(settings.model_ids, store)
+    except Exception:
+        store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
+    sections = []
+    for model in models:
+        try:
+            published: Published | None = ignore.published(model)
+        except LookupError:
+            published = None
+        controls = tuple(settings.model(model).positive_controls)
+        if not store_ok:
+            sections.append(
+                ModelSection(model, controls, [], published, [], [], "the store is unreachable")
+            )
+            continue
+        try:
+            providers = rm.provider_views(
+                store,
+                model,
+                builtin=ignore.builtin,
+                now=now,
+                degraded_p95_s=settings.latency_degraded_p95_s,
+            )
+            since = now - timedelta(days=TIMELINE_DAYS)
+            quarantines = [
+                rm.quarantine_json(q)
+                for q in store.quarantines(model=model, active_only=False, now=now)
+                if (q.until or now) >= since
+            ]
+            events = [rm.audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
+            sections.append(
+                ModelSection(model, controls, providers, published, quarantines, events, None)
+            )
+        except Exception as exc:
+            store_ok = False
+            sections.append(
+                ModelSection(
+                    model,
+                    controls,
+                    [],
+                    published,
+                    [],
+                    [],
+                    f"the store failed: {type(exc).__name__}",
+                )
+            )
+    return PageContext(
+        now=now,
+        mode=settings.mode,
+        interval_minutes=settings.interval_minutes,
+        sections=sections,
+        store_ok=store_ok,
+        list_stale=ignore.stale,
+        last_refresh_at=ignore.last_refresh_at,
+        ttft_bound_s=settings.ttft_threshold_s,
+        slow_s=settings.latency_degraded_p95_s,
+    )

@@ -1,0 +1,156 @@
+"""``canary drift --model M [--since T] [--json]``: the endpoint changes the rounds recorded.
+
+Every round compares the model's endpoints list with the previous round's and stores one drift
+row per change (price, quantization, context length, supported parameters, status, an endpoint
+appearing or vanishing, the endpoint count under the capacity floor). This command lists them
+from the store, newest first, like ``canary audit`` and ``canary history``: the latest change is
+what an operator usually came for, and ``--since`` bounds how far back to go.
+
+The JSON form is an array of ``{at, round_id, model, provider, field, old, new, alert, reason}``
+with the values exactly as stored (prices in USD per token, as OpenRouter publishes them); the
+table shows prices per million tokens and parameter lists as what was added or dropped.
+Everything heavy is imported inside the command, so it starts fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+from canary.cli.common import fail, print_json, settings_from
+
+PER_MILLION = 1_000_000
+JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
+
+
+def drift(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="Model id, author/slug.")],
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only changes at or after this ISO-8601 time.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=100_000, help="At most this many, newest first.")
+    ] = 500,
+    alerts_only: Annotated[
+        bool, typer.Option("--alerts", help="Only the changes that can break routing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """Endpoint drift of a model (price, quantization, parameters, presence), newest first."""
+    start = _when(since) if since is not None else None
+    settings = settings_from(ctx)
+    from canary.settings import redact_url
+    from canary.store.repository import Store
+
+    store = Store(settings.database_url)
+    try:
+        known = sorted({*settings.model_ids, *store.known_models()})
+        if model not in known:
+            fail(f"unknown model {model!r} (known: {', '.join(known) or 'none'})")
+        rows = store.drift(model, since=start, limit=limit)
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        fail(
+            f"cannot read the store at {redact_url(settings.database_url)}: "
+            f"{type(exc).__name__}: {first} (has `canary db upgrade` been run?)",
+            code=1,
+        )
+    finally:
+        store.dispose()
+    records = [drift_json(r) for r in rows if r.alert or not alerts_only]
+    if as_json:
+        print_json(records)
+        return
+    _print_table(model, records, since=start is not None, truncated=len(rows) >= limit)
+
+
+def drift_json(row: Any) -> dict[str, Any]:
+    """One stored drift row (``canary.store.rows.DriftRow``) in the CLI's JSON shape."""
+    from canary.api.readmodel import iso
+
+    return {
+        "at": iso(row.at),
+        "round_id": row.round_id,
+        "model": row.model,
+        "provider": row.tag,
+        "field": row.field,
+        "old": row.old,
+        "new": row.new,
+        "alert": bool(row.alert),
+        "reason": row.reason,
+    }
+
+
+def describe(field: str, old: Any, new: Any) -> str:
+    """A change as a person reads it: prices per million tokens, parameters added or dropped."""
+    if field == "presence":
+        return "appeared" if new is not None else "vanished"
+    if field == "capacity":
+        return f"{_plain(old)} → {_plain(new)} endpoints"
+    if field.startswith("pricing."):
+        return f"{_per_million(old)} → {_per_million(new)} USD/M tokens"
+    if isinstance(old, list | tuple) or isinstance(new, list | tuple):
+        was, now = set(old or ()), set(new or ())
+        parts = [f"-{p}" for p in sorted(was - now)] + [f"+{p}" for p in sorted(now - was)]
+        return " ".join(parts) or "reordered"
+    return f"{_plain(old)} → {_plain(new)}"
+
+
+def _print_table(
+    model: str, records: Sequence[dict[str, Any]], *, since: bool, truncated: bool
+) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    if not records:
+        console.print(f"no endpoint drift recorded for {model}{' in that window' if since else ''}")
+        return
+    table = Table(title=f"endpoint drift of {model}, newest first", title_justify="left")
+    for column in ("At", "Round", "Provider", "Field", "Change", "Alert"):
+        table.add_column(column, no_wrap=column in ("At", "Provider", "Field"))
+    for r in records:
+        alert = f"[bold red]{escape(r['reason'] or 'alert')}[/]" if r["alert"] else ""
+        table.add_row(
+            r["at"] or "",
+            "" if r["round_id"] is None else str(r["round_id"]),
+            escape(r["provider"] or "(model)"),
+            escape(r["field"]),
+            escape(describe(r["field"], r["old"], r["new"])),
+            alert,
+        )
+    console.print(table)
+    alerts = sum(1 for r in records if r["alert"])
+    more = " (limit reached: older changes not shown, raise --limit)" if truncated else ""
+    console.print(f"{len(records)} change(s), {alerts} alert(s){more}")
+
+
+def _when(text: str) -> Any:
+    from canary.api.readmodel import parse_when
+
+    try:
+        return parse_when(text)
+    except ValueError:
+        fail(f"--since {text!r} is not an ISO-8601 time (e.g. 2026-05-01T12:00:00Z)")
+
+
+def _per_million(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _plain(value)
+    return f"{round(value * PER_MILLION, 9):g}"
+
+
+def _plain(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("drift")(drift)

@@ -1,0 +1,340 @@
+"""A lean HTTP/1.1 client for the streaming probes: an asyncio protocol, httptools, keep-alive.
+
+Why not httpx for the probes: a probe stream is a few hundred small HTTP chunks, and httpx's
+stack (httpcore, h11, anyio) spends tens of microseconds of Python on each one, which made the
+client cost several milliseconds of CPU per probe and, with dozens of streams at once, delayed
+every stream's first token behind the others' parsing. Here the C parser (httptools, installed
+with uvicorn[standard]) runs inside ``data_received``, and every body piece is stamped with the
+reader's *sink* (SSE parsing and chunk assembly, which read the clock per event) runs right
+there, as the bytes arrive, instead of after the task reading the stream has been woken and its
+turn has come: the time to first token no longer includes the event loop's queue, and the
+reading task is woken only when something it acts on happens (first token, [DONE], an error
+chunk, the end of the body).
+
+Failures are raised as the httpx exceptions the rest of the client classifies
+(:func:`canary.openrouter.wire.exception_kind`). The endpoints listing stays on httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
+
+import httptools
+import httpx
+
+Sink = Callable[[bytes], bool]  # consumes a body piece; True when the reader should look
+
+
+def usable(base_url: str) -> bool:
+    """Whether this client can reach `base_url` itself (http or https, no proxy configured)."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    proxies = getproxies()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return True
+    return bool(proxy_bypass(parts.hostname))
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._waiter: asyncio.Future[None] | None = None
+        self.begin()
+
+    # -- state of the current exchange ------------------------------------------------------
+    def begin(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.status: int | None = None
+        self.headers: dict[str, str] = {}
+        self.head_done = False
+        self.keep_alive = False
+        self.complete = False
+        self.received = False
+        self.error: Exception | None = None
+        self.pieces: list[bytes] = []
+        self.sink: Sink | None = None
+        self.notable = False
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's are not subclasses
+
+    def data_received(self, data: bytes) -> None:
+        self.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            if self.error is None:
+                self._fail(httpx.RemoteProtocolError(f"invalid HTTP response: {exc}"))
+        if self.pieces or self.notable or self.complete or self.error is not None:
+            self._wake()
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if not self.complete and self.error is None:
+            if self.head_done and self._until_close():
+                self.complete = True  # a body delimited by the end of the connection
+            elif isinstance(exc, OSError):
+                self.error = httpx.ReadError(str(exc) or type(exc).__name__)
+            elif self.head_done:
+                self.error = httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body"
+                )
+            else:
+                self.error = httpx.RemoteProtocolError(
+                    "Server disconnected without sending a response."
+                )
+        self._wake()
+
+    # -- httptools callbacks ------------------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        if 100 <= self.status < 200:  # an interim response: the real one follows
+            self.headers = {}
+            return
+        self.head_done = True
+        self.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        if self.sink is None:
+            self.pieces.append(body)
+        else:
+            self.consume(body)
+
+    def consume(self, body: bytes) -> None:
+        if self.error is not None or self.sink is None:
+            return
+        try:
+            if self.sink(body):
+                self.notable = True
+        except Exception as exc:  # the reader's verdict on the bytes (too large, bad framing)
+            self._fail(exc)
+
+    def on_message_complete(self) -> None:
+        if self.head_done:
+            self.complete = True
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _until_close(self) -> bool:
+        return "content-length" not in self.headers and "chunked" not in self.headers.get(
+            "transfer-encoding", ""
+        ).lower()
+
+    def _fail(self, error: Exception) -> None:
+        if self.error is None:
+            self.error = error
+        self.close()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def reusable(self) -> bool:
+        return (
+            self.complete
+            and self.error is None
+            and not self.closed
+            and self.transport is not None
+            and not self.transport.is_closing()
+            and self.keep_alive
+            and self.headers.get("connection", "").lower() != "close"
+        )
+
+
+class H1Response:
+    """The answer being read: status, headers (lower-case names), then the body."""
+
+    def __init__(self, connection: _Connection) -> None:
+        self._c = connection
+
+    @property
+    def status_code(self) -> int:
+        return self._c.status or 0
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self._c.headers
+
+    async def _head(self) -> None:
+        c = self._c
+        while not c.head_done:
+            if c.error is not None:
+                raise c.error
+            await c.wait()
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        c = self._c
+        while True:
+            if c.pieces:
+                batch, c.pieces = c.pieces, []
+                for piece in batch:
+                    yield piece
+                continue
+            if c.error is not None:
+                raise c.error
+            if c.complete:
+                return
+            await c.wait()
+
+    async def follow(self, sink: Sink) -> AsyncIterator[None]:
+        """From now on every body piece goes to `sink` as it arrives (inside the protocol's
+        callback); yields each time the sink returned True, returns at the end of the body."""
+        c = self._c
+        pending, c.pieces = c.pieces, []
+        c.sink = sink
+        for piece in pending:
+            c.consume(piece)
+        while True:
+            if c.notable:
+                c.notable = False
+                yield
+                continue
+            if c.error is not None:
+                raise c.error
+            if c.complete:
+                return
+            await c.wait()
+
+    async def finish(self, timeout_s: float) -> None:
+        """Wait a moment for the end of the body so that the connection can be reused."""
+        c = self._c
+        c.sink = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not c.complete and c.error is None:
+                    c.pieces.clear()
+                    await c.wait()
+        except TimeoutError:
+            return
+        c.pieces.clear()
+
+
+class H1Pool:
+    """Keep-alive HTTP/1.1 connections to one origin, at most `max_connections` at once."""
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: dict[str, str],
+        *,
+        connect_timeout_s: float,
+        max_connections: int,
+    ) -> None:
+        parts = urlsplit(base_url)
+        self._host = parts.hostname or ""
+        self._tls = parts.scheme == "https"
+        self._port = parts.port or (443 if self._tls else 80)
+        self._prefix = parts.path.rstrip("/")
+        netloc = parts.netloc.rpartition("@")[2]
+        fixed = {"Host": netloc, "Accept": "*/*", "Connection": "keep-alive", **headers}
+        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
+        self._connect_timeout_s = connect_timeout_s
+        self._max = max_connections
+        self._slots: asyncio.Semaphore | None = None
+        self._idle: list[_Connection] = []
+        self._ssl: ssl.SSLContext | None = None
+
+    async def _open(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        if self._tls and self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                _, connection = await loop.create_connection(
+                    _Connection,
+                    self._host,
+                    self._port,
+                    ssl=self._ssl if self._tls else None,
+                    server_hostname=self._host if self._tls else None,
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"no connection within {self._connect_timeout_s:g} s")
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
+        return connection
+
+    def _reuse(self) -> _Connection | None:
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed and not connection.transport.is_closing():  # type: ignore[union-attr]
+                connection.begin()
+                return connection
+        return None
+
+    @asynccontextmanager
+    async def post(
+        self, path: str, body: bytes, on_sent: Callable[[], None]
+    ) -> AsyncIterator[H1Response]:
+        """POST `body` (JSON) to `path` under the base URL; yields once the head has arrived."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._max)
+        request = (
+            f"POST {self._prefix}{path} HTTP/1.1\r\n".encode("latin-1")
+            + self._fixed
+            + b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
+        async with self._slots:
+            connection: _Connection | None = None
+            try:
+                for _ in range(2):
+                    reused = self._reuse()
+                    connection = reused or await self._open()
+                    on_sent()
+                    connection.transport.write(request)  # type: ignore[union-attr]
+                    response = H1Response(connection)
+                    try:
+                        await response._head()
+                        break
+                    except httpx.HTTPError:
+                        # a kept-alive connection the server had closed: once, on a new one
+                        if reused is None or connection.received:
+                            raise
+                        connection.close()
+                yield response
+            finally:
+                if connection is not None:
+                    if connection.reusable():
+                        self._idle.append(connection)
+                    else:
+                        connection.close()
+
+    def close(self) -> None:
+        for connection in self._idle:
+            connection.close()
+        self._idle.clear()
+
+
+def encode_json(payload: Any) -> bytes:
+    import json
+
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,284 @@
+"""Issue 3 and 8 "Done when", end to end: every simulator fault kind, sent through the real
+OpenRouter client and the real Prober (real probe definitions, real lingua), is judged as the
+contract it breaks; transport faults give transport_error, a wrong provider gives an invalid probe,
+healthy endpoints pass, endpoints without tools/structured outputs give not_applicable, and the
+positive-control rule works both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from e2e_helpers import probe_pass, probe_set, provider
+
+from canary.core.model import Contract, ContractResult, Result, Verdict
+from canary.core.policy import PolicyRules
+from canary.core.verdict import aggregate, judge_round
+from canary.prober import EndpointProbing
+from canary.probes import ProbeSet
+from canary.sim.server import RunningSimulator, start_simulator
+from canary.text.detect import LanguageAnalyzer
+
+MODEL = "acme/e2e-faults"
+LANGUAGES = ["en", "pt", "es"]
+TTFT_THRESHOLD_S = 0.35
+SHORT_DEADLINES = {"first_token_timeout_s": 0.4, "stream_timeout_s": 0.6}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fault on one endpoint and the contract result it must produce."""
+
+    tag: str
+    faults: tuple[dict[str, Any], ...]
+    contract: Contract | None  # None: every applicable contract (transport faults, served_by)
+    result: Result
+    reason: str | None
+    language: str = "en"
+    client: dict[str, float] = field(default_factory=dict)
+
+
+QUALITY = [
+    Case("slow", ({"kind": "slow_first_token", "ttft_ms": 1000},), Contract.ttft, Result.fail,
+         "slow"),
+    Case("garbage", ({"kind": "garbage_prefix"},), Contract.hygiene, Result.fail,
+         "leading_garbage"),
+    Case("refuser", ({"kind": "refusal"},), Contract.refusal, Result.fail, "refusal_pattern"),
+    Case("filtered", ({"kind": "content_filter"},), Contract.refusal, Result.fail,
+         "content_filter"),
+    Case("empty", ({"kind": "empty"},), Contract.refusal, Result.fail, "empty"),
+    Case("truncate", ({"kind": "truncate"},), Contract.refusal, Result.fail, "truncated"),
+    Case("prose", ({"kind": "schema_break", "how": "prose"},), Contract.schema, Result.fail,
+         "invalid_json"),
+    Case("missing-field", ({"kind": "schema_break", "how": "missing_field"},), Contract.schema,
+         Result.fail, "schema_mismatch"),
+    Case("invalid-json", ({"kind": "schema_break", "how": "invalid_json"},), Contract.schema,
+         Result.fail, "invalid_json"),
+    Case("drift", ({"kind": "language_drift", "to": "es"},), Contract.language, Result.fail,
+         "language_switch"),
+    Case("mix", ({"kind": "language_mix", "with": "es", "share": 0.5},), Contract.language,
+         Result.fail, None, language="pt"),
+    Case("mojibake", ({"kind": "mojibake"},), Contract.language, Result.fail,
+         "encoding_corruption"),
+    Case("repetition", ({"kind": "repetition"},), Contract.hygiene, Result.fail,
+         "degenerate_repetition"),
+    Case("tool-no-call", ({"kind": "tool_no_call"},), Contract.tools, Result.fail, "no_call"),
+    Case("tool-unknown", ({"kind": "tool_unknown_name"},), Contract.tools, Result.fail,
+         "unknown_name"),
+    Case("tool-invalid-json", ({"kind": "tool_invalid_json"},), Contract.tools, Result.fail,
+         "invalid_json"),
+    Case("tool-schema", ({"kind": "tool_schema_mismatch"},), Contract.tools, Result.fail,
+         "schema_mismatch"),
+]  # fmt: skip
+TRANSPORT = [
+    Case("stall", ({"kind": "stall"},), None, Result.transport_error, "timeout",
+         client=SHORT_DEADLINES),
+    Case("stall-before-token", ({"kind": "stall", "after_tokens": 0},), None,
+         Result.transport_error, "timeout", client=SHORT_DEADLINES),
+    Case("http-429", ({"kind": "http_error", "status": 429},), None, Result.transport_error,
+         "rate_limited"),
+    Case("http-500", ({"kind": "http_error", "status": 500},), None, Result.transport_error,
+         "provider_error"),
+    Case("http-503", ({"kind": "http_error", "status": 503},), None, Result.transport_error,
+         "provider_error"),
+    Case("disconnect", ({"kind": "disconnect"},), None, Result.transport_error,
+         "provider_error"),
+    Case("midstream", ({"kind": "midstream_error"},), None, Result.transport_error,
+         "provider_error"),
+    Case("served-by", ({"kind": "served_by", "tag": "healthy"},), None, Result.inconclusive,
+         "attribution_mismatch"),
+]  # fmt: skip
+CASES = QUALITY + TRANSPORT
+
+
+def scenario() -> dict[str, Any]:
+    providers = [
+        provider("healthy"),
+        provider("plain", parameters=["max_tokens", "temperature"]),
+        provider("thinker", {"kind": "reasoning_first", "ms": 80}),
+        provider("filterhost", {"kind": "refusal"}, parameters=["max_tokens"]),
+        *(provider(c.tag, *c.faults) for c in CASES),
+    ]
+    return {"seed": 5, "models": [{"id": MODEL, "providers": providers}]}
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[RunningSimulator]:
+    with start_simulator(scenario()) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def probes() -> ProbeSet:
+    return probe_set(LANGUAGES)
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> LanguageAnalyzer:
+    analyzer = LanguageAnalyzer(LANGUAGES)
+    analyzer.warm()
+    return analyzer
+
+
+def run(
+    sim: RunningSimulator,
+    probes: ProbeSet,
+    analyzer: LanguageAnalyzer,
+    tags: list[str],
+    language: str = "en",
+    **client: float,
+) -> dict[str, EndpointProbing]:
+    return probe_pass(
+        sim.base_url, MODEL, tags, probes=probes, analyzer=analyzer, language=language,
+        ttft_threshold_s=TTFT_THRESHOLD_S, **client,
+    )  # fmt: skip
+
+
+def results(probing: EndpointProbing) -> dict[Contract, ContractResult]:
+    return {r.contract: r for r in probing.results}
+
+
+def shown(probing: EndpointProbing) -> str:
+    return "\n".join(f"{r.contract}: {r.result} {r.reason} | {r.detail}" for r in probing.results)
+
+
+@pytest.mark.parametrize("case", QUALITY, ids=[c.tag for c in QUALITY])
+def test_quality_fault_fails_the_contract_it_breaks(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, case: Case
+) -> None:
+    probing = run(sim, probes, analyzer, [case.tag], case.language)[case.tag]
+    assert case.contract is not None
+    judged = results(probing)[case.contract]
+    assert judged.result is case.result, shown(probing)
+    if case.reason is not None:
+        assert judged.reason == case.reason, shown(probing)
+    assert judged.detail  # the result explains itself
+    assert aggregate(MODEL, case.tag, probing.results).verdict is Verdict.fail
+
+
+def test_language_mix_names_the_foreign_language_and_is_confirmed_by_rechecks(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probing = run(sim, probes, analyzer, ["mix"], "pt")["mix"]
+    judged = results(probing)[Contract.language]
+    assert judged.result is Result.fail
+    assert judged.reason in ("language_switch", "language_mixing")
+    assert "es in" in judged.detail and "of a pt answer" in judged.detail
+    language_probes = [o for o in probing.observations if o.contract is Contract.language]
+    assert sorted(o.attempt for o in language_probes) == [1, 2, 3]  # two re-checks at once
+
+
+@pytest.mark.parametrize("case", TRANSPORT, ids=[c.tag for c in TRANSPORT])
+def test_transport_fault_and_wrong_provider_are_no_evidence(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, case: Case
+) -> None:
+    probing = run(sim, probes, analyzer, [case.tag], **case.client)[case.tag]
+    judged = results(probing)
+    assert set(judged) == set(Contract)
+    for contract, r in judged.items():
+        assert r.result is case.result, shown(probing)
+        if contract is Contract.language and case.result is Result.transport_error:
+            assert case.reason in r.detail, shown(probing)  # judge_language sets no reason
+        else:
+            assert r.reason == case.reason, shown(probing)
+    expected = Verdict.inconclusive if case.tag == "served-by" else Verdict.transport_error
+    assert aggregate(MODEL, case.tag, probing.results).verdict is expected
+
+
+def test_wrong_provider_is_seen_on_the_wire_and_never_counted(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probing = run(sim, probes, analyzer, ["served-by"])["served-by"]
+    assert probing.observations
+    for o in probing.observations:
+        assert o.served_by == "Healthy" and not o.attribution_ok and not o.completed
+    assert all("answered by Healthy" in r.detail for r in probing.results
+               if r.contract is not Contract.hygiene)  # fmt: skip
+
+
+def test_stall_before_the_first_token_hits_the_first_token_deadline(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probing = run(sim, probes, analyzer, ["stall-before-token"], **SHORT_DEADLINES)
+    errors = {o.error for o in probing["stall-before-token"].observations}
+    assert errors == {"no token within 0.4 s"}
+    stalled = run(sim, probes, analyzer, ["stall"], **SHORT_DEADLINES)["stall"]
+    assert {o.error for o in stalled.observations} == {"stream not finished within 0.6 s"}
+
+
+def test_healthy_endpoint_passes_every_contract(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    for language in LANGUAGES:
+        probing = run(sim, probes, analyzer, ["healthy"], language)["healthy"]
+        assert {r.result for r in probing.results} == {Result.passed}, shown(probing)
+        assert aggregate(MODEL, "healthy", probing.results).verdict is Verdict.passed
+        for o in probing.observations:
+            assert o.completed and o.usage.cost_usd is not None and o.usage.cost_usd > 0
+
+
+def test_endpoint_without_tools_or_structured_outputs_is_not_applicable_there(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probing = run(sim, probes, analyzer, ["plain"])["plain"]
+    judged = results(probing)
+    assert judged[Contract.schema].result is Result.not_applicable
+    assert judged[Contract.tools].result is Result.not_applicable
+    others = {c: r.result for c, r in judged.items() if c not in (Contract.schema, Contract.tools)}
+    assert set(others.values()) == {Result.passed}, shown(probing)
+    sent = {o.contract for o in probing.observations}
+    assert Contract.schema not in sent and Contract.tools not in sent  # not even probed
+    assert aggregate(MODEL, "plain", probing.results).verdict is Verdict.passed
+
+
+def test_reasoning_first_passes_with_ttft_measured_to_content(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probing = run(sim, probes, analyzer, ["thinker"])["thinker"]
+    assert {r.result for r in probing.results} == {Result.passed}, shown(probing)
+    texts = [o for o in probing.observations if o.contract is Contract.ttft]
+    for o in texts:
+        assert o.reasoning_s is not None and o.ttft_s is not None
+        assert o.reasoning_s < o.ttft_s  # reasoning recorded beside it
+        assert o.ttft_s >= 0.08  # content came after the 80 ms of reasoning
+    assert results(probing)[Contract.ttft].figure >= 0.08  # type: ignore[operator]
+
+
+def test_positive_control_that_filters_keeps_the_refusal_results(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probed = run(sim, probes, analyzer, ["filterhost", "healthy", "refuser"])
+    outcome = judge_round(
+        MODEL,
+        {tag: p.results for tag, p in probed.items()},
+        positive_controls=["filterhost"],
+        rules=PolicyRules(),
+    )
+    refusal = {tag: v.result_of(Contract.refusal) for tag, v in outcome.verdicts.items()}
+    assert refusal["healthy"].result is Result.passed  # type: ignore[union-attr]
+    assert refusal["refuser"].result is Result.fail  # type: ignore[union-attr]
+    assert refusal["filterhost"].reason == "positive_control"  # type: ignore[union-attr]
+    assert outcome.verdicts["filterhost"].verdict is Verdict.passed  # its expected refusal
+    assert not [e for e in outcome.events if e.kind == "probe_weak"]
+
+
+def test_positive_control_that_does_not_filter_makes_refusal_inconclusive(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probed = run(sim, probes, analyzer, ["plain", "healthy", "refuser"])
+    outcome = judge_round(
+        MODEL,
+        {tag: p.results for tag, p in probed.items()},
+        positive_controls=["plain"],  # named as a filtering host, but it answered normally
+        rules=PolicyRules(),
+    )
+    for tag in ("healthy", "refuser"):
+        judged = outcome.verdicts[tag].result_of(Contract.refusal)
+        assert judged is not None and judged.result is Result.inconclusive
+        assert judged.reason == "probe_weak"
+    assert outcome.verdicts["healthy"].verdict is Verdict.inconclusive
+    weak = [e for e in outcome.events if e.kind == "probe_weak"]
+    assert len(weak) == 1 and "plain" in weak[0].detail["why"]

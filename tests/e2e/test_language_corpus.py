@@ -1,0 +1,116 @@
+"""The language contract on the real corpus, end to end through the simulator and the Prober:
+healthy answers made of real sentences (17 languages) do not fail it after the 2-of-3 re-check,
+and a Portuguese answer with 2 of its 6 sentences in Spanish fails it. The full-size figures
+come from tests/bench/bench_language_sim.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_helpers import CORPUS, probe_set
+from e2e_language import build_text_bank, healthy_scenario, probe_language
+
+from canary.core.model import Contract, Result
+from canary.probes import ProbeSet
+from canary.settings import SUPPORTED_LANGUAGES
+from canary.sim.server import RunningSimulator, start_simulator
+from canary.sim.text import split_sentences
+from canary.text.corpus import load_sentences
+from canary.text.detect import LanguageAnalyzer
+
+MODEL = "acme/e2e-corpus"
+PROBES_PER_LANGUAGE = 20
+
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found: {CORPUS}")
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> LanguageAnalyzer:
+    analyzer = LanguageAnalyzer(SUPPORTED_LANGUAGES)
+    analyzer.warm()
+    return analyzer
+
+
+@pytest.fixture(scope="module")
+def probes() -> ProbeSet:
+    return probe_set(SUPPORTED_LANGUAGES)
+
+
+@pytest.fixture(scope="module")
+def corpus_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSimulator]:
+    bank = tmp_path_factory.mktemp("bank")
+    build_text_bank(CORPUS, bank, SUPPORTED_LANGUAGES)
+    with start_simulator(healthy_scenario(MODEL, bank)) as sim:
+        yield sim
+
+
+def test_text_bank_drops_the_corpus_lines_with_real_encoding_damage(tmp_path: Path) -> None:
+    stats = {s.language: s for s in build_text_bank(CORPUS, tmp_path, ["fr", "pl", "en"])}
+    assert stats["fr"].damaged > 0 and stats["pl"].damaged > 0 and stats["en"].damaged == 0
+    served = (tmp_path / "fr.txt").read_text(encoding="utf-8")
+    assert "\u0092" not in served
+    assert len(served.splitlines()) == stats["fr"].passages
+
+
+@pytest.mark.parametrize("language", SUPPORTED_LANGUAGES)
+def test_healthy_corpus_answers_do_not_fail_the_language_contract(
+    corpus_sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, language: str
+) -> None:
+    tally = probe_language(
+        corpus_sim.base_url, MODEL, language, PROBES_PER_LANGUAGE, probes=probes,
+        analyzer=analyzer,
+    )  # fmt: skip
+    assert tally.probes == PROBES_PER_LANGUAGE and tally.transport == 0
+    assert tally.false_failure_rate < 0.005, tally.sample  # with 20 probes: none may fail
+
+
+def whole_sentences(language: str) -> list[str]:
+    """Corpus lines that are one ordinary sentence (60-160 characters, ending with a period)."""
+    return [
+        line
+        for line in load_sentences(CORPUS, language)
+        if line.endswith(".")
+        and 60 <= len(line) <= 160
+        and len(split_sentences(line, language)) == 1
+    ]
+
+
+def portuguese_bank(target: Path, offset: int = 0) -> Path:
+    """pt.txt holds exactly 2 passages of 3 sentences: the simulator serves 2 or 3 passages,
+    so every Portuguese answer is these 6 sentences, and a `language_mix` share of 0.34
+    replaces round(0.34 * 6) = 2 of them with sentences of es.txt (whole Spanish sentences)."""
+    pt = whole_sentences("pt")[offset : offset + 6]
+    target.mkdir(parents=True, exist_ok=True)
+    passages = [" ".join(pt[0:3]), " ".join(pt[3:6])]
+    assert all(len(split_sentences(p, "pt")) == 3 for p in passages)
+    (target / "pt.txt").write_text("\n".join(passages) + "\n", encoding="utf-8")
+    (target / "es.txt").write_text("\n".join(whole_sentences("es")) + "\n", encoding="utf-8")
+    return target
+
+
+def test_portuguese_answer_with_two_of_six_sentences_in_spanish_fails(
+    tmp_path: Path, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    bank = portuguese_bank(tmp_path / "bank")
+    scenario = healthy_scenario(MODEL, bank, endpoints=1)
+    mix = {"kind": "language_mix", "with": "es", "share": 0.34}
+    scenario["models"][0]["providers"][0]["faults"] = [mix]  # type: ignore[index]
+    with start_simulator(scenario) as sim:
+        tally = probe_language(sim.base_url, MODEL, "pt", 10, probes=probes, analyzer=analyzer)
+        answers = [r for r in sim.state.requests() if r.get("language") == "pt"]
+    assert answers and all("language_mix" in r["faults"] for r in answers)
+    assert tally.fails == tally.probes == 10, tally
+    assert "a pt answer" in tally.sample and "es in" in tally.sample
+
+
+def test_the_same_portuguese_answers_without_spanish_pass(
+    tmp_path: Path, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    bank = portuguese_bank(tmp_path / "bank")
+    with start_simulator(healthy_scenario(MODEL, bank, endpoints=1)) as sim:
+        tally = probe_language(sim.base_url, MODEL, "pt", 5, probes=probes, analyzer=analyzer)
+    assert tally.fails == 0 and tally.inconclusive == 0, tally
+    assert Contract.language  # the contract under test
+    assert Result.passed

@@ -1,0 +1,183 @@
+"""`canary probe` through typer's runner against the real simulator: the --json shape,
+--provider, a clear error for an unknown provider, --estimate checked by hand, and no state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import provider
+from typer.testing import CliRunner, Result
+
+from canary.cli.main import app
+from canary.sim.server import RunningSimulator, start_simulator
+
+MODEL = "acme/e2e-cli"
+OTHER = "acme/e2e-cli-small"
+CONTRACTS = {"ttft", "refusal", "schema", "language", "hygiene", "tools"}
+# A database canary could never open: if `canary probe` touched the store, it would fail.
+UNUSABLE_DATABASE = "postgresql+psycopg://nobody@127.0.0.1:9/never"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[RunningSimulator]:
+    scenario = {
+        "seed": 9,
+        "models": [
+            {
+                "id": MODEL,
+                "providers": [
+                    provider("alpha", price={"prompt": 0.2, "completion": 0.6}),
+                    provider("bravo/fp8", parameters=["max_tokens"],
+                             price={"prompt": 0.3, "completion": 0.9}),
+                    provider("refuser", {"kind": "refusal"}, parameters=["max_tokens"]),
+                ],
+            },
+            {
+                "id": OTHER,
+                "providers": [
+                    provider("solo", parameters=["max_tokens", "structured_outputs"],
+                             price={"prompt": 1.0, "completion": 2.0}),
+                ],
+            },
+        ],
+    }  # fmt: skip
+    with start_simulator(scenario) as running:
+        yield running
+
+
+@pytest.fixture
+def env(sim: RunningSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.chdir(tmp_path)  # no ./canary.toml; a default sqlite file would land here
+    for name in ("CANARY_CONFIG", "CANARY_MODELS", "CANARY_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return {
+        "CANARY_OPENROUTER_BASE_URL": sim.base_url,
+        "OPENROUTER_API_KEY": "sk-or-e2e-secret-key",
+        "CANARY_LANGUAGES": "en,pt",
+        "CANARY_LOG_FORMAT": "json",
+    }
+
+
+def invoke(args: list[str], env: dict[str, str]) -> Result:
+    return CliRunner().invoke(app, args, env=env)
+
+
+def document(result: Result) -> dict[str, Any]:
+    assert result.exit_code == 0, result.output + result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stdout  # exactly one object, nothing else on stdout
+    parsed: dict[str, Any] = json.loads(lines[0])
+    return parsed
+
+
+def test_json_prints_one_object_of_the_documented_shape(env: dict[str, str]) -> None:
+    doc = document(invoke(["probe", "--model", MODEL, "--json"], env))
+    assert doc["model"] == MODEL
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    assert set(by_tag) == {"alpha", "bravo/fp8", "refuser"}
+    for p in doc["providers"]:
+        assert set(p["contracts"]) == CONTRACTS
+        for c in p["contracts"].values():
+            assert {"result", "detail"} <= set(c)
+            assert c["result"] in {"pass", "fail", "inconclusive", "transport_error",
+                                   "not_applicable"}  # fmt: skip
+            assert c["detail"]
+        assert p["language"] in ("en", "pt")
+    assert by_tag["alpha"]["verdict"] == "pass"
+    assert {c["result"] for c in by_tag["alpha"]["contracts"].values()} == {"pass"}
+    bravo = by_tag["bravo/fp8"]
+    assert bravo["verdict"] == "pass"
+    assert bravo["contracts"]["schema"]["result"] == "not_applicable"
+    assert bravo["contracts"]["tools"]["result"] == "not_applicable"
+    refuser = by_tag["refuser"]
+    assert refuser["verdict"] == "fail"
+    assert refuser["contracts"]["refusal"]["result"] == "fail"
+    assert refuser["contracts"]["refusal"]["reason"] == "refusal_pattern"
+    assert refuser["contracts"]["refusal"]["sample"]  # a short sample of the answer
+
+
+def test_provider_option_limits_the_pass_to_that_endpoint(
+    env: dict[str, str], sim: RunningSimulator
+) -> None:
+    sim.state.clear_requests()
+    doc = document(invoke(["probe", "--model", MODEL, "--provider", "bravo/fp8", "--json"], env))
+    assert [p["provider"] for p in doc["providers"]] == ["bravo/fp8"]
+    chats = [r for r in sim.state.requests() if r["model"] == MODEL]
+    assert len(chats) == 5  # 3 ttft + refusal + language: no schema or tools advertised
+    assert all(r["pinned"] == ["bravo/fp8"] and r["provider"] == "bravo/fp8" for r in chats)
+
+
+def test_unknown_provider_is_a_clear_error_naming_the_known_ones(env: dict[str, str]) -> None:
+    result = invoke(["probe", "--model", MODEL, "--provider", "zulu"], env)
+    assert result.exit_code != 0
+    assert "unknown provider zulu" in result.stderr
+    assert "known: alpha, bravo/fp8, refuser" in result.stderr
+    assert result.stdout == ""
+
+
+def test_unknown_model_is_a_clear_error(env: dict[str, str]) -> None:
+    result = invoke(["probe", "--model", "acme/nope", "--json"], env)
+    assert result.exit_code != 0
+    assert "cannot list the endpoints of acme/nope" in result.stderr
+    assert "sk-or-e2e-secret-key" not in result.output + result.stderr
+
+
+def test_human_output_shows_each_verdict_and_evidence(env: dict[str, str]) -> None:
+    result = invoke(["probe", "--model", MODEL, "--provider", "refuser"], env)
+    assert result.exit_code == 0, result.stderr
+    assert "refuser" in result.stdout and "fail" in result.stdout
+    assert "refusal pattern matched" in result.stdout
+
+
+def test_estimate_prints_the_cost_per_round_and_per_day(env: dict[str, str]) -> None:
+    env = {**env, "CANARY_MODELS": f"{MODEL},{OTHER}", "CANARY_INTERVAL_MINUTES": "20"}
+    # One round sends 3 ttft + refusal + language probes to every endpoint, plus schema and
+    # tools where advertised; each counted at 250 prompt and 400 completion (max_tokens) tokens.
+    alpha = 7 * (250 * 0.2 + 400 * 0.6) / 1e6  # tools and structured outputs: 7 probes
+    bravo = 5 * (250 * 0.3 + 400 * 0.9) / 1e6
+    refuser = 5 * (250 * 0.2 + 400 * 0.6) / 1e6  # the default price
+    solo = 6 * (250 * 1.0 + 400 * 2.0) / 1e6  # structured outputs, no tools
+    per_round = alpha + bravo + refuser + solo  # 0.00203 + 0.002175 + 0.00145 + 0.0063
+    assert per_round == pytest.approx(0.011955)
+    per_day = per_round * 72  # one round every 20 minutes
+
+    doc = document(invoke(["probe", "--estimate", "--json"], env))
+    rows = {r["model"]: r for r in doc["models"]}
+    assert rows[MODEL]["endpoints"] == 3 and rows[MODEL]["probes"] == 17
+    assert rows[MODEL]["usd"] == pytest.approx(alpha + bravo + refuser)
+    assert rows[OTHER]["probes"] == 6 and rows[OTHER]["usd"] == pytest.approx(solo)
+    assert doc["usd_per_round"] == pytest.approx(per_round)
+    assert doc["usd_per_day"] == pytest.approx(per_day)
+
+    text = invoke(["probe", "--estimate"], env)
+    assert text.exit_code == 0, text.stderr
+    assert f"{MODEL}: 3 endpoints, 17 probes, $0.005655 per round" in text.stdout
+    assert "total $0.011955 per round, $0.8608 per day at one round every 20 minutes" in (
+        text.stdout
+    )
+
+
+def test_estimate_without_models_says_how_to_configure_them(env: dict[str, str]) -> None:
+    result = invoke(["probe", "--estimate"], env)
+    assert result.exit_code != 0
+    assert "no models configured" in result.stderr
+
+
+def test_probe_never_touches_the_store(env: dict[str, str], tmp_path: Path) -> None:
+    sqlite_file = tmp_path / "state" / "canary.db"
+    for url in (f"sqlite:///{sqlite_file}", UNUSABLE_DATABASE):
+        doc = document(
+            invoke(["probe", "--model", MODEL, "--json"], {**env, "CANARY_DATABASE_URL": url})
+        )
+        assert len(doc["providers"]) == 3
+    estimate = invoke(
+        ["probe", "--estimate", "--json"],
+        {**env, "CANARY_MODELS": MODEL, "CANARY_DATABASE_URL": UNUSABLE_DATABASE},
+    )
+    assert estimate.exit_code == 0, estimate.stderr
+    assert not sqlite_file.exists() and not sqlite_file.parent.exists()
+    assert list(tmp_path.iterdir()) == []  # not even the default ./canary.db

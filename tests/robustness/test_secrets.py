@@ -1,0 +1,321 @@
+"""Secrets in every sink: after a run that used them (real rounds against the simulator, which
+demands the key; a round with a wrong key; admin calls with right and wrong tokens; notifications;
+CLI commands), the OpenRouter key and the admin token appear in no log line (structlog and stdlib),
+no column of any table, no audit record, no webhook body, no API body or header, no CLI output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from pydantic import SecretStr
+from notify_receiver import Receiver
+from sqlalchemy import MetaData, select
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from canary.api.app import create_app
+from canary.cli.main import app as cli
+from canary.ignorelist import IgnoreListService
+from canary.logs import configure_logging, scrub
+from canary.notify import Notifier
+from canary.runner import RoundRunner, slot_of
+from canary.settings import ModelSettings, OpenRouterSettings, Settings, Webhook
+from canary.sim.server import start_simulator
+from canary.wiring import build_wiring, openrouter_client
+
+KEY = "sk-or-v1-SECRETKEY123abcdef0123456789"
+WRONG_KEY = "sk-or-v1-WRONGKEY999fedcba9876543210"
+TOKEN = "admin-SECRET-TOKEN-456"
+# Distinctive pieces too, so a truncated or re-encoded leak is caught as well.
+NEEDLES = (KEY, TOKEN, "SECRETKEY123", "SECRET-TOKEN-456", WRONG_KEY, "WRONGKEY999")
+MODEL = "acme/secret-1"
+START = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
+FAST = {"ttft_ms": 5, "tokens_per_second": 4000}
+SCENARIO: dict[str, Any] = {
+    "seed": 11,
+    "api_key": KEY,
+    "models": [
+        {
+            "id": MODEL,
+            "providers": [
+                {"tag": "alpha", **FAST},
+                {"tag": "bravo", **FAST, "faults": [{"kind": "garbage_prefix", "rate": 1.0}]},
+                {"tag": "charlie", **FAST, "faults": [{"kind": "http_error", "status": 500}]},
+                {"tag": "delta", **FAST, "faults": [{"kind": "midstream_error"}]},
+                {"tag": "echo", **FAST, "faults": [{"kind": "http_error", "status": 429}]},
+                {"tag": "foxtrot", **FAST},
+            ],
+        }
+    ],
+}
+
+
+@dataclass
+class Sinks:
+    logs: str = ""
+    stdlib_logs: str = ""
+    tables: dict[str, list[str]] = field(default_factory=dict)
+    audit: list[str] = field(default_factory=list)
+    webhooks: list[str] = field(default_factory=list)
+    api: list[str] = field(default_factory=list)
+    cli: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def leaks(text: str) -> list[str]:
+    return [needle for needle in NEEDLES if needle in text]
+
+
+def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
+    return Settings(
+        database_url=f"sqlite:///{db}",
+        mode="enforce",
+        languages=("en", "es"),
+        ttft_samples=2,
+        admin_token=TOKEN,
+        log_format="json",
+        models=(ModelSettings(id=MODEL),),
+        webhooks=(Webhook(url=hook),),
+        openrouter=OpenRouterSettings(
+            base_url=sim_url, api_key=KEY, first_token_timeout_s=5, stream_timeout_s=10
+        ),
+    )
+
+
+def run_rounds(settings: Settings, sinks: Sinks) -> Any:
+    wiring = build_wiring(settings)
+    wrong = settings.model_copy(
+        update={"openrouter": settings.openrouter.model_copy(update={"api_key": SecretStr(WRONG_KEY)})}
+    )
+
+    async def go(s: Settings, at: datetime) -> None:
+        async with openrouter_client(s) as client:
+            await RoundRunner(wiring, client, clock=lambda: at).run(slot_of(at, 30))
+
+    for k, s in enumerate((settings, settings, wrong)):  # two failing rounds, then a 401 round
+        asyncio.run(go(s, START + timedelta(minutes=30 * k)))
+    sinks.quarantined = [q.tag for q in wiring.store.quarantines(MODEL, active_only=False)]
+    Notifier(wiring.store, settings.webhooks).send_pending()
+    return wiring
+
+
+def call_api(settings: Settings, wiring: Any, sinks: Sinks) -> None:
+    now = START + timedelta(hours=2)
+    service = IgnoreListService(
+        wiring.store, wiring.probes.builtin_exclusions, [MODEL], wiring.policy_version, lambda: now
+    )
+    service.refresh()
+    client = TestClient(create_app(settings, wiring.store, service, clock=lambda: now))
+    right = {"Authorization": f"Bearer {TOKEN}"}
+    wrongs = [
+        {},
+        {"Authorization": f"Bearer {TOKEN}x"},
+        {"Authorization": f"Bearer {KEY}"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": TOKEN},
+    ]
+    calls: list[tuple[str, str, dict[str, Any] | None, dict[str, str]]] = []
+    body = {"model": MODEL, "provider": "alpha", "reason": f"token {TOKEN} must not be echoed"}
+    for headers in wrongs:
+        calls += [
+            ("post", "/v1/exclusions", body, headers),
+            ("post", "/v1/quarantines/release", {**body, "provider": "bravo"}, headers),
+            ("delete", "/v1/exclusions/1", None, headers),
+        ]
+    calls += [
+        ("post", "/v1/exclusions", {**body, "reason": "incident 42"}, right),
+        ("post", "/v1/exclusions", {**body, "until": "not a time"}, right),
+        ("post", "/v1/exclusions", {"model": MODEL, "provider": KEY, "reason": "r"}, right),
+        ("post", "/v1/quarantines/release", {**body, "provider": "bravo", "reason": "fixed"}, right),
+        ("post", "/v1/quarantines/release", {**body, "provider": "alpha", "reason": "x"}, right),
+        ("delete", "/v1/exclusions/1", None, right),
+        ("delete", f"/v1/exclusions/{TOKEN}", None, right),
+    ]
+    for path in ("/v1/ignore-list", "/v1/providers", "/v1/rounds", "/v1/audit"):
+        calls.append(("get", f"{path}?model={MODEL}", None, {}))
+    for path in ("/", "/healthz", "/readyz", "/metrics", "/openapi.json", f"/v1/audit?since={KEY}"):
+        calls.append(("get", path, None, {}))
+    for method, path, payload, headers in calls:
+        if method == "post":
+            response = client.post(path, json=payload, headers=headers)
+        elif method == "delete":
+            response = client.delete(path, headers=headers)
+        else:
+            response = client.get(path, headers=headers)
+        sinks.statuses[f"{method} {path} {bool(headers)}"] = response.status_code
+        sinks.api.append(f"{response.status_code} {dict(response.headers)} {response.text}")
+
+
+def call_cli(sim_url: str, db: Path, hook: str, sinks: Sinks) -> None:
+    env = {
+        "CANARY_DATABASE_URL": f"sqlite:///{db}",
+        "OPENROUTER_API_KEY": KEY,
+        "CANARY_ADMIN_TOKEN": TOKEN,
+        "CANARY_OPENROUTER_BASE_URL": sim_url,
+        "CANARY_MODELS": MODEL,
+        "CANARY_LANGUAGES": "en",
+        "CANARY_MODE": "enforce",
+        "CANARY_LOG_FORMAT": "json",
+    }
+    runner = CliRunner()
+    commands = [
+        ["round", "--json"],
+        ["probe", "--model", MODEL, "--provider", "alpha", "--provider", "charlie", "--json"],
+        ["status", "--json"],
+        ["status"],
+        ["audit", "--json"],
+        ["audit"],
+        ["quarantine", "list", "--all", "--json"],
+        ["history", "-m", MODEL, "-p", "bravo", "--json"],
+        ["ignore-list", "-m", MODEL, "--json"],
+        ["exclude", "add", "-m", MODEL, "-p", "foxtrot", "-r", "manual test"],
+        ["exclude", "list", "--json"],
+    ]
+    for args in commands:
+        result = runner.invoke(cli, args, env=env)
+        sinks.cli.append(f"{args} exit={result.exit_code} {result.output} {result.exception!r}")
+        assert result.exit_code == 0, (args, result.output, result.exception)
+    # a configuration error that names the database must not show its password
+    broken = {**env, "CANARY_DATABASE_URL": f"postgresql://canary:{TOKEN}@127.0.0.1:1/x"}
+    for args in (["status"], ["round"]):
+        result = runner.invoke(cli, args, env=broken)
+        sinks.cli.append(f"{args} exit={result.exit_code} {result.output} {result.exception!r}")
+
+
+def dump_tables(db: Path, sinks: Sinks) -> None:
+    from sqlalchemy import create_engine
+
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        meta = MetaData()
+        meta.reflect(engine)
+        with engine.connect() as conn:
+            for name, table in meta.tables.items():
+                rows = conn.execute(select(table)).all()
+                sinks.tables[name] = [json.dumps([str(v) for v in row]) for row in rows]
+                if name == "audit":
+                    sinks.audit = sinks.tables[name]
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
+    out = Sinks()
+    db = tmp_path_factory.mktemp("secrets") / "canary.db"
+    saved = structlog.get_config()
+    log_stream, stdlib_stream = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(stdlib_stream)
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        with start_simulator(SCENARIO) as sim, Receiver() as receiver:
+            hook = f"{receiver.url}/hook"
+            settings = settings_for(sim.base_url, db, hook)
+            configure_logging(settings, stream=log_stream)
+            wiring = run_rounds(settings, out)
+            try:
+                call_api(settings, wiring, out)
+            finally:
+                wiring.store.dispose()
+            call_cli(sim.base_url, db, hook, out)
+            out.webhooks = [json.dumps([p, h, b]) for p, h, b in receiver.requests]
+        dump_tables(db, out)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        structlog.configure(**saved)
+    out.logs, out.stdlib_logs = log_stream.getvalue(), stdlib_stream.getvalue()
+    yield out
+
+
+def test_the_run_used_the_secrets_and_produced_evidence(sinks: Sinks) -> None:
+    """The run is worth searching: quarantines, 401s, notifications and admin calls happened."""
+    assert "bravo" in sinks.quarantined
+    assert any('"operator_alert"' in row for row in sinks.audit)
+    assert any('"auth_config"' in row or "auth_config" in row for row in sinks.tables["probes"])
+    assert len(sinks.webhooks) >= 2
+    assert sinks.statuses["post /v1/exclusions True"] in (201, 401, 422)
+    assert any(s.startswith("201 ") for s in sinks.api)  # an admin call succeeded
+    assert sum(s.startswith("401 ") for s in sinks.api) >= 10
+    assert "probe_transport_error" in sinks.logs
+
+
+def test_no_log_line_holds_a_secret(sinks: Sinks) -> None:
+    lines = sinks.logs.splitlines()
+    assert len(lines) > 20
+    assert [line for line in lines if leaks(line)] == []
+
+
+def test_no_stdlib_log_record_holds_a_secret(sinks: Sinks) -> None:
+    assert [line for line in sinks.stdlib_logs.splitlines() if leaks(line)] == []
+
+
+def test_no_column_of_any_table_holds_a_secret(sinks: Sinks) -> None:
+    assert {"rounds", "probes", "audit", "endpoint_state", "quarantines"} <= set(sinks.tables)
+    assert sum(len(rows) for rows in sinks.tables.values()) > 50
+    found = {name: [r for r in rows if leaks(r)] for name, rows in sinks.tables.items()}
+    assert {name: rows for name, rows in found.items() if rows} == {}
+
+
+def test_no_audit_record_or_notification_holds_a_secret(sinks: Sinks) -> None:
+    assert sinks.audit
+    assert [row for row in sinks.audit if leaks(row)] == []
+    assert [body for body in sinks.webhooks if leaks(body)] == []
+
+
+def test_no_api_answer_holds_a_secret(sinks: Sinks) -> None:
+    assert len(sinks.api) > 30
+    assert [answer for answer in sinks.api if leaks(answer)] == []
+
+
+def test_no_cli_output_holds_a_secret(sinks: Sinks) -> None:
+    assert len(sinks.cli) >= 12
+    assert [output for output in sinks.cli if leaks(output)] == []
+
+
+def test_scrub_masks_bearer_headers_url_passwords_and_registered_secrets() -> None:
+    from canary.logs import register_secret
+
+    register_secret("registered-secret-789")
+    text = (
+        "Authorization: Bearer abc.DEF-123_456 "
+        "url=postgresql://canary:hunter2pass@db:5432/canary "
+        "and registered-secret-789 inline"
+    )
+    masked = scrub(text)
+    assert "abc.DEF-123_456" not in masked and "Bearer ***" in masked
+    assert "hunter2pass" not in masked and "postgresql://canary:***@db:5432" in masked
+    assert "registered-secret-789" not in masked
+
+
+def test_log_events_mask_secret_keys_and_values_anywhere() -> None:
+    saved = structlog.get_config()
+    stream = io.StringIO()
+    try:
+        configure_logging(Settings(admin_token=TOKEN, log_format="json"), stream=stream)
+        log = structlog.get_logger("test")
+        log.info("call", api_key="plain-value", headers={"Authorization": f"Bearer {KEY}"})
+        log.info("nested", detail=[f"token={TOKEN}", {"password": "pw-123456"}])
+        log.info(f"event text with {TOKEN}")
+    finally:
+        structlog.configure(**saved)
+    out = stream.getvalue()
+    assert len(out.splitlines()) == 3
+    assert "plain-value" not in out and "pw-123456" not in out
+    assert not leaks(out)
