@@ -45,7 +45,9 @@ class DrillResult:
         return [e for e in self.events if e["event"] == kind]
 
 
-def iso(at: datetime | None) -> str | None:
+def iso(at: datetime | str | None) -> str | None:
+    if isinstance(at, str):
+        return at
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z") if at else None
 
 

@@ -103,7 +103,8 @@ class IgnoreListService:
         self._model_ids = model_ids
         self.policy_version = policy_version
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
+        self._swap = threading.Lock()  # short: replacing the snapshot; never held during I/O
         self._snapshot = _Snapshot({}, {}, None, False, None)
 
     # -- reading ---------------------------------------------------------------------------
@@ -176,7 +177,8 @@ class IgnoreListService:
             published = {
                 model: self._build(model, layers[model], now, now, False) for model in models
             }
-            self._snapshot = _Snapshot(published, layers, now, False, None)
+            with self._swap:
+                self._snapshot = _Snapshot(published, layers, now, False, None)
             return True
 
     def _resolve_model_ids(self) -> Collection[str]:
@@ -192,16 +194,18 @@ class IgnoreListService:
             return ()
 
     def _mark_stale(self, error: str) -> None:
-        snapshot = self._snapshot
-        now = self._clock()
-        published = {
-            model: self._build(model, snapshot.layers[model], now, item.generated_at, True)
-            for model, item in snapshot.published.items()
-        }
-        self._snapshot = _Snapshot(published, snapshot.layers, snapshot.read_at, True, error)
+        with self._swap:
+            snapshot = self._snapshot
+            now = self._clock()
+            published = {
+                model: self._build(model, snapshot.layers[model], now, item.generated_at, True)
+                for model, item in snapshot.published.items()
+            }
+            self._snapshot = _Snapshot(published, snapshot.layers, snapshot.read_at, True, error)
 
     def _remerge(self, model: str, now: datetime) -> Published:
-        with self._lock:
+        """Drop ended entries from memory; called on the serving path, so it never waits on I/O."""
+        with self._swap:
             snapshot = self._snapshot
             current = snapshot.published[model]
             if current.next_change is None or now < current.next_change:

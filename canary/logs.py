@@ -8,8 +8,6 @@ import sys
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 if TYPE_CHECKING:
     from canary.settings import Settings
 
@@ -51,16 +49,43 @@ def _mask_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> Muta
     return event_dict
 
 
+class _StderrLogger:
+    """Writes to whatever sys.stderr is at the time of the call (tests swap it)."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+
+_config: dict[str, Any] = {"fmt": "auto", "stream": None, "level": logging.INFO}
+_applied = False
+
+
 def configure_logging(
     settings: Settings | None = None, stream: Any = None, level: int = logging.INFO
 ) -> None:
+    """Remember how to log; structlog itself is imported when the first line is logged."""
+    global _applied
     if settings is not None:
         register_secret(settings.openrouter.api_key.get_secret_value())
         register_secret(settings.admin_token.get_secret_value())
-    stream = stream or sys.stderr
-    fmt = settings.log_format if settings is not None else "auto"
+    _config.update(
+        fmt=settings.log_format if settings is not None else "auto", stream=stream, level=level
+    )
+    _applied = False
+    if "structlog" in sys.modules:
+        _apply()
+
+
+def _apply() -> None:
+    global _applied
+    import structlog
+
+    stream = _config["stream"]
+    fmt = _config["fmt"]
     if fmt == "auto":
-        fmt = "console" if getattr(stream, "isatty", lambda: False)() else "json"
+        fmt = "console" if getattr(stream or sys.stderr, "isatty", lambda: False)() else "json"
     renderer: Any = (
         structlog.dev.ConsoleRenderer(colors=True)
         if fmt == "console"
@@ -75,11 +100,30 @@ def configure_logging(
             _mask_secrets,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        wrapper_class=structlog.make_filtering_bound_logger(_config["level"]),
+        logger_factory=(
+            structlog.PrintLoggerFactory(file=stream)
+            if stream is not None
+            else lambda *_: _StderrLogger()
+        ),
         cache_logger_on_first_use=False,
     )
+    _applied = True
+
+
+class _LazyLogger:
+    """A logger that imports and configures structlog on its first use (keeps start-up fast)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if not _applied:
+            _apply()
+        import structlog
+
+        return getattr(structlog.get_logger(self._name), attribute)
 
 
 def get_logger(name: str = "canary") -> Any:
-    return structlog.get_logger(name)
+    return _LazyLogger(name)

@@ -294,7 +294,7 @@ class RoundRunner:
             min_quantization=model.min_quantization,
             capacity_floor=model.capacity_floor,
             quantization_order=QUANTIZATION_ORDER,
-        ) if before else ()
+        )
         store.record_snapshots(round_id, model.id, endpoints, now)
         store.record_drift(round_id, model.id, changes, now)
         events = []

@@ -185,21 +185,12 @@ def _state_of(
     return "healthy" if seen else "unknown"
 
 
-def _group(samples: Iterable[Any]) -> dict[str, list[float]]:
+def _group(samples: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
+    """(tag, seconds) samples, oldest first, grouped by tag."""
     grouped: dict[str, list[float]] = {}
-    for sample in samples:
-        tag, seconds = _sample_pair(sample)
-        if seconds is not None:
-            grouped.setdefault(tag, []).append(float(seconds))
+    for tag, seconds in samples:
+        grouped.setdefault(tag, []).append(float(seconds))
     return grouped
-
-
-def _sample_pair(sample: Any) -> tuple[str, float | None]:
-    if isinstance(sample, tuple) and len(sample) >= 2:
-        first, second = sample[0], sample[-1]
-        tag = first if isinstance(first, str) else str(field(sample, "tag", default=""))
-        return tag, second
-    return str(field(sample, "tag", default="")), field(sample, "ttft_s", "seconds", "value")
 
 
 def provider_views(

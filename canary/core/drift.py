@@ -105,9 +105,10 @@ def diff_snapshots(
     """Changes from ``before`` to ``after`` (tag -> :func:`snapshot_of`), alerts marked.
 
     ``max_price`` is (prompt, completion) in USD per million tokens, either may be ``None``.
-    An empty or missing ``before`` means the first round ever: nothing to compare, no changes.
+    ``before`` None means the first round ever: nothing to compare, no changes. An empty
+    ``before`` is a previous listing with no endpoints: whatever is listed now appeared.
     """
-    if not before:
+    if before is None:
         return ()
     rules = _Rules(max_price, min_quantization, tuple(quantization_order))
     changes: list[DriftChange] = []

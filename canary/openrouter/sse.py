@@ -20,7 +20,7 @@ class SSEError(ValueError):
     """The byte stream cannot be an event stream (a line exceeds the size limit)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SSEEvent:
     data: str
     event: str | None = None
@@ -45,6 +45,44 @@ class SSEParser:
         self.comments = 0  # keep-alive comments seen, for diagnostics
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        # The common case, LF line ends only: split in C. The buffer never holds an LF, and a CR
+        # only as its last byte (the general path below consumes every other one).
+        if b"\r" not in chunk and not self._buffer.endswith(b"\r"):
+            return self._feed_lf(chunk)
+        return self._feed_any(chunk)
+
+    def _feed_lf(self, chunk: bytes) -> list[SSEEvent]:
+        buf = self._buffer
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            buf.extend(chunk)
+            self._scanned = len(buf)
+            if len(buf) > self._max_line:
+                raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
+            return []
+        if buf:
+            buf.extend(chunk[:end])
+            data = bytes(buf)
+        else:
+            data = chunk[:end]
+        self._buffer = bytearray(chunk[end + 1 :])
+        self._scanned = len(self._buffer)
+        events: list[SSEEvent] = []
+        for raw in data.split(b"\n"):
+            if raw[:6] == b"data: " and not self._first_line:
+                self._data.append(raw[6:].decode("utf-8", errors="replace"))
+            elif raw:
+                self._line(raw)
+            else:
+                self._first_line = False
+                event = self._dispatch()
+                if event is not None:
+                    events.append(event)
+        if len(self._buffer) > self._max_line:
+            raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
+        return events
+
+    def _feed_any(self, chunk: bytes) -> list[SSEEvent]:
         self._buffer.extend(chunk)
         events: list[SSEEvent] = []
         start = 0

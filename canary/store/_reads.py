@@ -14,6 +14,8 @@ from canary.store._rounds import contract_result_row
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow
 
+EMPTY_LISTING = ""  # marker tag of a snapshot row that records an empty endpoints list
+
 
 def endpoint_meta(e: Endpoint) -> dict[str, Any]:
     """What a snapshot keeps of an endpoint: every published field but the raw payload."""
@@ -43,7 +45,9 @@ class ReadsMixin(StoreBase):
     def known_tags(self, model: str) -> list[str]:
         stmt = union(
             select(t.endpoint_state.c.tag).where(t.endpoint_state.c.model == model),
-            select(t.endpoint_snapshots.c.tag).where(t.endpoint_snapshots.c.model == model),
+            select(t.endpoint_snapshots.c.tag).where(
+                t.endpoint_snapshots.c.model == model, t.endpoint_snapshots.c.tag != EMPTY_LISTING
+            ),
         )
         with self._read() as conn:
             return sorted(conn.execute(stmt).scalars())
@@ -150,30 +154,29 @@ class ReadsMixin(StoreBase):
                 conn.execute(
                     delete(t.endpoint_snapshots).where(s.round_id == round_id, s.model == model)
                 )
-            if endpoints:
-                conn.execute(
-                    insert(t.endpoint_snapshots),
-                    [
-                        {
-                            "round_id": round_id,
-                            "model": model,
-                            "tag": e.tag,
-                            "at": at,
-                            "meta": endpoint_meta(e),
-                        }
-                        for e in endpoints
-                    ],
-                )
+            rows = [
+                {"round_id": round_id, "model": model, "tag": e.tag, "at": at, "meta": endpoint_meta(e)}
+                for e in endpoints
+            ]
+            # An empty listing is remembered too, so the next round compares against it.
+            rows = rows or [{"round_id": round_id, "model": model, "tag": EMPTY_LISTING, "at": at, "meta": {}}]
+            conn.execute(insert(t.endpoint_snapshots), rows)
 
-    def latest_snapshot(self, model: str) -> dict[str, dict[str, Any]]:
-        """The most recent snapshot of the model's endpoint list: meta by tag (empty when none)."""
+    def latest_snapshot(self, model: str) -> dict[str, dict[str, Any]] | None:
+        """The most recent snapshot of the model's endpoint list: meta by tag.
+
+        None when the model was never listed; empty after a listing with no endpoints.
+        """
         s = t.endpoint_snapshots.c
         latest_at = select(func.max(s.at)).where(s.model == model).scalar_subquery()
         stmt = (
             select(s.tag, s.meta).where(s.model == model, s.at == latest_at).order_by(s.tag, s.id)
         )
         with self._read() as conn:
-            return {row.tag: dict(row.meta) for row in conn.execute(stmt)}
+            rows = list(conn.execute(stmt))
+        if not rows:
+            return None
+        return {row.tag: dict(row.meta) for row in rows if row.tag != EMPTY_LISTING}
 
     def record_drift(
         self, round_id: int | None, model: str, changes: Sequence[DriftChangeLike], at: datetime

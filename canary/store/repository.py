@@ -9,7 +9,6 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from canary.store import migrate
 from canary.store._audit import AuditMixin
 from canary.store._reads import ReadsMixin
 from canary.store._rounds import RoundsMixin
@@ -21,9 +20,13 @@ class Store(RoundsMixin, StateMixin, AuditMixin, ReadsMixin):
 
     def upgrade(self) -> str | None:
         """Bring the schema to head (Alembic); safe when two processes do it at once."""
+        from canary.store import migrate  # alembic is heavy: only when migrating
+
         return migrate.upgrade(self.engine)
 
     def current_revision(self) -> str | None:
+        from canary.store import migrate
+
         return migrate.current_revision(self.engine)
 
     def ping(self) -> bool:

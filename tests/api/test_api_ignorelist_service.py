@@ -134,3 +134,39 @@ def test_builtin_entries_of_other_models_are_left_out() -> None:
     service = IgnoreListService(LayerStore(), (other, mine), [M], "p-1", Clock())
     service.refresh()
     assert service.document(M)[0]["ignore"] == ["y"]
+
+
+def test_serving_never_waits_for_a_refresh_stuck_on_the_store() -> None:
+    import threading
+
+    class StuckStore(LayerStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered, self.release = threading.Event(), threading.Event()
+            self.stuck = False
+
+        def active_exclusions(self, model: str | None, now: datetime) -> Sequence[Exclusion]:
+            if self.stuck:
+                self.entered.set()
+                self.release.wait(30)
+            return super().active_exclusions(model, now)
+
+    store = StuckStore()
+    store.quarantines = [_q("bad", NOW + timedelta(hours=1))]
+    clock = Clock()
+    service = IgnoreListService(store, (), [M], "p-1", clock)
+    service.refresh()
+    store.stuck = True
+    refresher = threading.Thread(target=service.refresh)
+    refresher.start()
+    assert store.entered.wait(30)
+    clock.now = NOW + timedelta(hours=1)  # an entry ends: serving re-merges from memory
+    served: list[list[str]] = []
+    reader = threading.Thread(target=lambda: served.append(service.document(M)[0]["ignore"]))
+    reader.start()
+    reader.join(5)
+    stuck_while_serving = reader.is_alive()
+    store.release.set()
+    refresher.join(30)
+    reader.join(30)
+    assert not stuck_while_serving and served == [[]]

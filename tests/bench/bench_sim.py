@@ -221,6 +221,7 @@ class SimProcess:
         self.base_url = f"{self.root}/api/v1"
         self._tmp = tempfile.TemporaryDirectory()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._http = httpx.Client(timeout=30)  # one client: each new one loads the CA bundle
 
     def __enter__(self) -> SimProcess:
         path = Path(self._tmp.name) / "generated.yaml"
@@ -235,7 +236,7 @@ class SimProcess:
         deadline = time.monotonic() + 120
         while True:
             try:
-                if httpx.get(f"{self.base_url}/models", timeout=1).status_code == 200:
+                if self._http.get(f"{self.base_url}/models", timeout=1).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
@@ -255,12 +256,13 @@ class SimProcess:
             if self._proc.stderr is not None:
                 self._proc.stderr.close()
         self._tmp.cleanup()
+        self._http.close()
 
     def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.root}/_sim/requests", timeout=30).json()["requests"])
+        return list(self._http.get(f"{self.root}/_sim/requests").json()["requests"])
 
     def clear_requests(self) -> None:
-        httpx.delete(f"{self.root}/_sim/requests", timeout=30)
+        self._http.delete(f"{self.root}/_sim/requests")
 
 
 def run_loop(coro: Any) -> Any:

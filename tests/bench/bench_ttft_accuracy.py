@@ -69,6 +69,20 @@ def scenario(models: int, providers: int) -> dict[str, Any]:
     }
 
 
+class LoopLag:
+    """How late a 1 ms timer fires: the time this event loop (or this process) was busy."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self.running = True
+
+    async def run(self) -> None:
+        while self.running:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.lags.append(max(0.0, time.perf_counter() - before - 0.001) * 1000)
+
+
 class TaskClock:
     """time.perf_counter, noting each task's readings: the client reads it when a probe starts
     and when its request headers go out (then for every event)."""
@@ -115,15 +129,23 @@ async def run(sim: SimProcess, spec: dict[str, Any], args: argparse.Namespace) -
         await asyncio.gather(
             *(one_probe(client, clock, e, PROMPTS[0]) for e in endpoints[: args.streams])
         )
+        lag = LoopLag()
+        cpu = 0.0
         for _ in range(args.rounds):
             sim.clear_requests()
             picks = rng.sample(endpoints, args.streams)
+            lag.running = True
+            ticker = asyncio.ensure_future(lag.run())
+            started = time.process_time()
             results = await asyncio.gather(
                 *(
                     one_probe(client, clock, e, PROMPTS[i % len(PROMPTS)])
                     for i, e in enumerate(picks)
                 )
             )
+            cpu += time.process_time() - started
+            lag.running = False
+            await ticker
             log = {(e["model"], e.get("provider")): e for e in sim.requests() if "attempts" in e}
             for endpoint, sent, ttft, transport in results:
                 entry = log.get((endpoint.model, endpoint.tag))
@@ -143,6 +165,9 @@ async def run(sim: SimProcess, spec: dict[str, Any], args: argparse.Namespace) -
         f"streams at once: {args.streams}   rounds: {args.rounds}   matched: {len(errors)}   "
         f"unmatched or failed: {failed}"
     )
+    print(f"client CPU per probe: {cpu / (args.rounds * args.streams) * 1000:.2f} ms")
+    if lag.lags:
+        print(f"event-loop lag (a 1 ms timer firing late):            {percentiles(lag.lags)}")
     if errors:
         print(f"|client ttft - server (first token sent - request sent)|: {percentiles(errors)}")
         print(f"  signed (client - server):                              {percentiles(signed)}")

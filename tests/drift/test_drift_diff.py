@@ -67,8 +67,14 @@ def test_snapshot_keeps_the_tracked_metadata_with_sorted_parameters() -> None:
 
 
 def test_first_round_ever_gives_no_changes() -> None:
-    assert diff({}, fleet()) == ()
     assert diff(None, fleet()) == ()
+
+
+def test_after_an_empty_listing_everything_listed_appeared() -> None:
+    changes = diff({}, fleet())
+    appeared = {c.tag for c in changes if c.field == "presence"}
+    assert appeared == set(fleet())
+    assert all(c.old is None for c in changes if c.field == "presence")
 
 
 def test_identical_snapshots_give_no_changes() -> None:

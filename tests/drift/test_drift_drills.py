@@ -59,7 +59,7 @@ SCENARIO: dict[str, Any] = {
         at(2, provider="alpha", set={"price": {"prompt": 0.3, "completion": 0.9}}),
         at(2, provider="bravo", set={"quantization": "fp4"}),  # below the fp8 floor
         at(2, provider="charlie", set={"quantization": "bf16"}),  # above it
-        at(2, provider="delta", set={"context_length": 8192}),
+        at(2, provider="delta", set={"context_length": 8192, "max_completion_tokens": 2048}),
         at(2, provider="echo", set={"supported_parameters": [*PARAMS, "tools"]}),
         # round 3: over the prompt cap (completion unchanged), the schema parameters dropped,
         # and a `set` that changes nothing
@@ -86,6 +86,7 @@ EXPECTED = sorted(
         (2, "bravo", "quantization", True),
         (2, "charlie", "quantization", False),
         (2, "delta", "context_length", False),
+        (2, "delta", "max_completion_tokens", False),
         (2, "echo", "supported_parameters", False),
         (3, "alpha", "pricing.prompt", True),
         (3, "charlie", "supported_parameters", True),
@@ -188,9 +189,11 @@ def test_quantization_alerts_only_below_the_floor(drilled: Drilled) -> None:
     assert (above["old"], above["new"], above["alert"]) == ("fp8", "bf16", False)
 
 
-def test_context_length_change_is_recorded_without_alert(drilled: Drilled) -> None:
+def test_token_limit_changes_are_recorded_without_alert(drilled: Drilled) -> None:
     line = drilled.one(2, "delta", "context_length")
     assert (line["old"], line["new"], line["alert"]) == (32768, 8192, False)
+    line = drilled.one(2, "delta", "max_completion_tokens")
+    assert (line["old"], line["new"], line["alert"]) == (8192, 2048, False)
 
 
 def test_supported_parameters_alert_only_when_schema_support_is_dropped(drilled: Drilled) -> None:
@@ -293,13 +296,6 @@ def test_every_alert_has_exactly_one_audit_record(drilled: Drilled, store: Store
 EMPTIED = "acme/drift-emptied"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an empty listing stores no snapshot, so every later round diffs against the last "
-        "non-empty one and reports the same endpoints vanished again (store/core change needed)"
-    ),
-)
 def test_an_emptied_endpoints_list_alerts_once_not_every_round(tmp_path: Path) -> None:
     scenario = {
         "seed": 3,

@@ -20,6 +20,7 @@ from canary.core.model import Contract, EndpointState, Result
 from canary.openrouter.client import OpenRouterClient
 from canary.prober import EndpointProbing, Prober
 from canary.probes import ProbeSet
+from canary.sim.text import split_sentences
 from canary.text.corpus import load_sentences
 from canary.text.detect import LanguageAnalyzer
 
@@ -46,6 +47,7 @@ class Tally:
     rechecked: int = 0  # first answer was an anomaly: two re-checks were sent
     seconds: float = 0.0
     sample: str = ""  # the detail of one failure, to show
+    answer: str = ""  # the first language answer, as served
 
     @property
     def false_failure_rate(self) -> float:
@@ -147,6 +149,7 @@ def probe_language(
         judged = next(r for r in p.results if r.contract is Contract.language)
         attempts = [o for o in p.observations if o.contract is Contract.language]
         tally.rechecked += len(attempts) > 1
+        tally.answer = tally.answer or attempts[0].content
         if judged.result is Result.fail:
             tally.fails += 1
             tally.sample = tally.sample or f"{judged.detail}: {judged.sample}"
@@ -155,3 +158,29 @@ def probe_language(
         elif judged.result is Result.transport_error:
             tally.transport += 1
     return tally
+
+
+def whole_sentences(corpus: Path, language: str) -> list[str]:
+    """Corpus lines that are one ordinary sentence (60-160 characters, ending with a period)."""
+    return [
+        line
+        for line in load_sentences(corpus, language)
+        if line.endswith(".")
+        and 60 <= len(line) <= 160
+        and len(split_sentences(line, language)) == 1
+    ]
+
+
+def portuguese_bank(corpus: Path, target: Path, offset: int = 0) -> Path:
+    """pt.txt holds exactly 2 passages of 3 sentences: the simulator serves 2 or 3 passages,
+    so every Portuguese answer is these 6 sentences, and a `language_mix` share of 0.34
+    replaces round(0.34 * 6) = 2 of them with sentences of es.txt (whole Spanish sentences)."""
+    pt = whole_sentences(corpus, "pt")[offset : offset + 6]
+    target.mkdir(parents=True, exist_ok=True)
+    passages = [" ".join(pt[0:3]), " ".join(pt[3:6])]
+    assert all(len(split_sentences(p, "pt")) == 3 for p in passages)
+    (target / "pt.txt").write_text("\n".join(passages) + "\n", encoding="utf-8")
+    (target / "es.txt").write_text(
+        "\n".join(whole_sentences(corpus, "es")) + "\n", encoding="utf-8"
+    )
+    return target

@@ -1,4 +1,4 @@
-"""The robustness tests reuse tests/openrouter's raw-TCP server and tests/notify's webhook receiver."""
+"""The robustness tests reuse tests/openrouter's wire server and tests/notify's receiver."""
 
 from __future__ import annotations
 

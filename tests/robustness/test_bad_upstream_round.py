@@ -31,7 +31,9 @@ BAD: dict[str, Misbehaviour] = {
     "hang": Misbehaviour(before_head="hang"),
     "stall": Misbehaviour(body=sse(chunk("Hel"), done=False), ending="hang"),
     "garbage": Misbehaviour(body=bytes(range(256)) * 8, piece=100),
-    "badjson": Misbehaviour(body=sse(chunk("Hi"), "data: {'not': json}\n\n", chunk(None, finish="stop"))),
+    "badjson": Misbehaviour(
+        body=sse(chunk("Hi"), "data: {'not': json}\n\n", chunk(None, finish="stop"))
+    ),
     "huge": Misbehaviour(body=b"data: " + b"x" * 1_500_000, piece=65536),
     "json-200": Misbehaviour(200, "application/json", b'{"id": "gen-1"}', chunked=False),
     "ratelimit": Misbehaviour(
@@ -132,7 +134,9 @@ def test_rounds_against_a_misbehaving_upstream_finish_and_quarantine_nothing(
         Misbehaviour(before_head="hang"),
         Misbehaviour(200, "application/json", b"[" * 50_000, chunked=False),
         Misbehaviour(200, "application/json", b'{"data": {"endpoints": 7}}', chunked=False),
-        Misbehaviour(401, "application/json", b'{"error": {"code": 401, "message": "no"}}', chunked=False),
+        Misbehaviour(
+            401, "application/json", b'{"error": {"code": 401, "message": "no"}}', chunked=False
+        ),
     ],
     ids=["html-502", "hang", "deep-json", "not-a-listing", "unauthorised"],
 )

@@ -1,0 +1,93 @@
+"""A crash at any point of a round leaves the store consistent, and the next round proceeds."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from drill_kit import MODEL, fault, provider, scenario, settings
+
+from canary.drill import DRILL_START, SIM_KEY
+from canary.openrouter.client import OpenRouterClient
+from canary.runner import ModelRound, RoundRunner
+from canary.sim.server import start_simulator
+from canary.store.repository import Store
+from canary.wiring import build_wiring
+
+INTERVAL = timedelta(minutes=30)
+STEPS = ("record_snapshots", "record_observations", "record_verdicts", "apply_decision",
+         "finish_round")  # in the order a round calls them
+
+
+class StoreGoneAway(RuntimeError):
+    pass
+
+
+class FlakyStore(Store):
+    """A real store whose `step` raises once, the first time it is called."""
+
+    def __init__(self, url: str, step: str) -> None:
+        super().__init__(url)
+        self.armed_step: str | None = step
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if name == object.__getattribute__(self, "__dict__").get("armed_step"):
+            def once(*args: Any, **kwargs: Any) -> Any:
+                self.armed_step = None
+                raise StoreGoneAway(f"{name}: connection lost")
+            return once
+        return attr
+
+
+async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakyStore]:
+    fleet = scenario(provider("alpha"), provider("bravo"), provider("charlie"),
+                     provider("delta", fault("garbage_prefix")))
+    store = FlakyStore(url, step)
+    with start_simulator(fleet) as sim:
+        base = settings(database_url=url, mode="enforce")
+        base = base.model_copy(
+            update={"openrouter": base.openrouter.model_copy(update={"base_url": sim.base_url})}
+        )
+        wiring = build_wiring(base, store=store)
+        reports = []
+        async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
+            for k in range(3):
+                at = DRILL_START + k * INTERVAL
+                (report,) = await RoundRunner(wiring, client, clock=lambda at=at: at).run(at)
+                reports.append(report)
+    return reports, store
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
+    tmp_path: Path, step: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    reports, store = asyncio.run(_three_rounds(url, step))
+    crashed, second, third = reports
+    assert crashed.error is not None and "connection lost" in crashed.error
+    assert second.error is None and third.error is None
+    assert second.status == third.status == "finished"
+    with store:
+        row = store.get_round(crashed.round_id or 0)
+        audit = [a for a in store.audit(MODEL) if a.round_id == crashed.round_id]
+        quarantines = store.quarantines(MODEL, active_only=False)
+    assert row.status != "running" and row.detail == {"error": "StoreGoneAway"}
+    if crashed.decided:
+        # the crash came after the decision's transaction: the decision stands in full
+        assert step == "finish_round" and row.status == "finished"
+        first_quarantine = 2
+    else:
+        # nothing of the decision was written: no state, no audit row, no quarantine
+        assert row.status == "abandoned"
+        assert audit == []
+        first_quarantine = 3
+    # delta fails every round; the crashed round counts only if its decision was committed
+    quarantined_in = [i + 1 for i, r in enumerate(reports)
+                      if any(e.kind.value == "quarantine" for e in r.events)]
+    assert quarantined_in == [first_quarantine]
+    assert [q.tag for q in quarantines] == ["delta"]
