@@ -122,9 +122,7 @@ def decision_event(k: int, at: datetime, event: Event) -> dict[str, Any]:
 def round_events(k: int, report: ModelRound) -> list[dict[str, Any]]:
     lines = [verdict_event(k, report.at, v) for _, v in sorted(report.verdicts.items())]
     lines += [
-        decision_event(k, report.at, e)
-        for e in report.events
-        if e.kind is not EventKind.verdict
+        decision_event(k, report.at, e) for e in report.events if e.kind is not EventKind.verdict
     ]
     return lines
 
@@ -136,7 +134,9 @@ def ignore_lists(wiring: Wiring, models: Sequence[str], now: datetime) -> dict[s
             model,
             wiring.builtin_for(model),
             wiring.store.active_exclusions(model, now),
-            wiring.store.active_quarantines(model, now) if wiring.settings.mode == "enforce" else [],
+            wiring.store.active_quarantines(model, now)
+            if wiring.settings.mode == "enforce"
+            else [],
             now,
         )
         lists[model] = sorted({e.tag for e in entries})
@@ -194,8 +194,10 @@ async def run_drill(
                     for entry in [e for e in timeline if e.round == k]:
                         sim.state.apply(entry)
                     now = start + (k - 1) * timedelta(minutes=settings.interval_minutes) + offset
-                    runner = RoundRunner(wiring, client, clock=lambda at=now: at)
-                    for report in await runner.run(scheduled_at=slot_of(now, settings.interval_minutes)):
+                    runner = RoundRunner(wiring, client, clock=_fixed(now))
+                    for report in await runner.run(
+                        scheduled_at=slot_of(now, settings.interval_minutes)
+                    ):
                         if report.error is not None:
                             raise DrillError(k, report.model, report.error)
                         for line in round_events(k, report):
@@ -216,7 +218,14 @@ async def run_drill(
     return result
 
 
-def split_clock_entries(source: Path | str | Mapping[str, Any] | Any) -> tuple[Any, dict[int, float]]:
+def _fixed(at: datetime) -> Callable[[], datetime]:
+    """A clock that stays at ``at``: the virtual time of one drill round."""
+    return lambda: at
+
+
+def split_clock_entries(
+    source: Path | str | Mapping[str, Any] | Any,
+) -> tuple[Any, dict[int, float]]:
     """The scenario without its ``{round: k, advance_hours: H}`` entries, and those hours by round.
 
     Clock entries belong to drills, not to the simulator, so they are taken out before the

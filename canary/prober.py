@@ -9,15 +9,15 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from canary.core.contracts.hygiene import judge_hygiene
-from canary.core.contracts.language import judge_language, needs_recheck
+from canary.core.contracts.language import Analyze, judge_language, needs_recheck
 from canary.core.contracts.refusal import judge_refusal
 from canary.core.contracts.schema import judge_schema
-from canary.core.contracts.ttft import judge_ttft
 from canary.core.contracts.tools import judge_tools
+from canary.core.contracts.ttft import judge_ttft
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -48,7 +48,7 @@ class Prober:
         self,
         client: OpenRouterClient,
         probes: ProbeSet,
-        analyze: Callable[[str, str], object],
+        analyze: Analyze,
         *,
         languages: Sequence[str],
         ttft_threshold_s: float,
@@ -128,7 +128,7 @@ class Prober:
             judge_schema(
                 of[Contract.schema], probes.schema, self.applicable(Contract.schema, endpoint)
             ),
-            judge_language(of[Contract.language], language, self._analyze),  # type: ignore[arg-type]
+            judge_language(of[Contract.language], language, self._analyze),
             judge_hygiene(text),
             judge_tools(
                 of[Contract.tools],
@@ -166,7 +166,9 @@ def _by_contract(observations: Sequence[Observation]) -> dict[Contract, list[Obs
     return grouped
 
 
-def _mark_invalid_probes(result: ContractResult, observations: Sequence[Observation]) -> ContractResult:
+def _mark_invalid_probes(
+    result: ContractResult, observations: Sequence[Observation]
+) -> ContractResult:
     """A probe answered by another provider than the pinned one is invalid: never pass or fail."""
     mismatched = [o for o in observations if o.transport == "ok" and not o.attribution_ok]
     if not mismatched or any(o.completed for o in observations):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +25,6 @@ from canary.core.model import (
     EndpointState,
     Event,
     EventKind,
-    Layer,
     Mode,
     RoundVerdict,
     Verdict,
@@ -106,10 +105,7 @@ class RoundRunner:
         stale_before = now - timedelta(minutes=self.settings.interval_minutes * 3)
         self.w.store.abandon_stale_rounds(stale_before, now=now)
         budget = self._budget_plan(now)
-        reports = []
-        for model in self.settings.models:
-            reports.append(await self.run_model(model, slot, now, budget))
-        return reports
+        return [await self.run_model(m, slot, now, budget) for m in self.settings.models]
 
     async def run_model(
         self, model: ModelSettings, slot: datetime, now: datetime, budget: _Budget | None = None
@@ -176,9 +172,11 @@ class RoundRunner:
         try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
-            events = [Event(EventKind.operator_alert, model.id, None, {"listing": str(exc)})] if (
-                exc.transport in OPERATOR_TRANSPORTS
-            ) else []
+            events = (
+                [Event(EventKind.operator_alert, model.id, None, {"listing": str(exc)})]
+                if (exc.transport in OPERATOR_TRANSPORTS)
+                else []
+            )
             for event in events:
                 store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)
             report.events += events
@@ -191,14 +189,15 @@ class RoundRunner:
 
         report.events += self._record_drift(model, round_id, endpoints, now)
         states = store.load_states(model.id)
-        chosen, skipped = self._apply_budget(model.id, endpoints, budget)
+        index = round_index(slot.timestamp(), self.settings.interval_minutes)
+        chosen, skipped = self._apply_budget(model.id, endpoints, states, budget, index)
         report.skipped = skipped
-        probings = await self.prober.probe_endpoints(
-            chosen, states, round_index(slot.timestamp(), self.settings.interval_minutes)
-        )
+        probings = await self.prober.probe_endpoints(chosen, states, index)
         report.probings = probings
         observations = [o for p in probings for o in p.observations]
-        report.cost_usd = sum(self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations)
+        report.cost_usd = sum(
+            self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
+        )
         store.record_observations(round_id, model.id, observations, now)
         for o in observations:
             if o.ttft_s is not None:
@@ -211,7 +210,7 @@ class RoundRunner:
             rules=self.w.rules,
         )
         verdicts = dict(outcome.verdicts)
-        for tag, reason in skipped:
+        for tag, _reason in skipped:
             verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
         store.record_verdicts(round_id, model.id, verdicts)
         for p in probings:
@@ -274,7 +273,9 @@ class RoundRunner:
             if applied:
                 report.decided = True
                 report.events += list(decision.events)
-                self.w.metrics.set_quarantines(model.id, len(store.active_quarantines(model.id, now)))
+                self.w.metrics.set_quarantines(
+                    model.id, len(store.active_quarantines(model.id, now))
+                )
                 return
             log.warning("decision_conflict_retry", model=model.id, round_id=round_id)
         raise RuntimeError(f"could not apply the decision of round {round_id} for {model.id}")
@@ -323,7 +324,12 @@ class RoundRunner:
                 EventKind.operator_alert,
                 model,
                 None,
-                {"transports": kinds, "count": len(ours), "status": sample.status, "error": sample.error},
+                {
+                    "transports": kinds,
+                    "count": len(ours),
+                    "status": sample.status,
+                    "error": sample.error,
+                },
             )
         ]
 
@@ -335,24 +341,33 @@ class RoundRunner:
             return None
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         spent = self.w.store.spend(day_start)
-        alerted = any(row.event == EventKind.budget.value for row in self.w.store.audit(since=day_start))
+        alerted = bool(self.w.store.audit(since=day_start, limit=1, events=[EventKind.budget]))
         return _Budget(remaining=max(0.0, limit - spent), alerted=alerted)
 
     def _apply_budget(
-        self, model: str, endpoints: Sequence[Endpoint], budget: _Budget | None
+        self,
+        model: str,
+        endpoints: Sequence[Endpoint],
+        states: Mapping[str, EndpointState],
+        budget: _Budget | None,
+        index: int,
     ) -> tuple[list[Endpoint], list[tuple[str, str]]]:
+        """What this round can afford. The sample of unprotected endpoints is seeded by the
+        round's slot: the same on every replica, and a different one every round, so no
+        endpoint is skipped all day long."""
         if budget is None:
             return list(endpoints), []
-        states = self.w.store.load_states(model)
         per_endpoint = {
-            e.tag: estimate_round_cost([e], self._probes_per_endpoint(e), 250, self.settings.openrouter.max_tokens)
+            e.tag: estimate_round_cost(
+                [e], self._probes_per_endpoint(e), 250, self.settings.openrouter.max_tokens
+            )
             for e in endpoints
         }
         candidates = [
             BudgetCandidate(model, e.tag, _priority(states.get(e.tag)), per_endpoint[e.tag])
             for e in endpoints
         ]
-        plan = plan_budget(candidates, budget.remaining, rng_seed=len(endpoints))
+        plan = plan_budget(candidates, budget.remaining, rng_seed=index)
         chosen_tags = {tag for _, tag in plan.probe}
         budget.remaining -= sum(per_endpoint[t] for t in chosen_tags)
         skipped = [(tag, reason) for _, tag, reason in plan.skipped]
@@ -378,7 +393,9 @@ class RoundRunner:
         ]
 
     def _probes_per_endpoint(self, endpoint: Endpoint) -> int:
-        extra = sum(1 for c in (Contract.schema, Contract.tools) if self.prober.applicable(c, endpoint))
+        extra = sum(
+            1 for c in (Contract.schema, Contract.tools) if self.prober.applicable(c, endpoint)
+        )
         return self.settings.ttft_samples + 2 + extra
 
 
@@ -394,10 +411,6 @@ def _priority(state: EndpointState | None) -> int:
     if state.quarantined_until is not None:
         return 0
     return 1 if state.failing_streak > 0 else 2
-
-
-def layer_name(layer: Layer) -> str:
-    return layer.value
 
 
 __all__ = ["ModelRound", "RoundRunner", "Mode", "slot_of"]

@@ -119,7 +119,9 @@ def build_scheduler(
     first_run: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
         run_round,
-        IntervalTrigger(minutes=interval_minutes, start_date=aligned_start(interval_minutes), timezone=UTC),
+        IntervalTrigger(
+            minutes=interval_minutes, start_date=aligned_start(interval_minutes), timezone=UTC
+        ),
         id="round",
         max_instances=1,
         coalesce=True,

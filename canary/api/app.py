@@ -26,16 +26,22 @@ from canary.api.common import (
     bad_request,
     http_error,
     limit_param,
+    log,
     store_down,
     unknown_name,
 )
+from canary.api.cost import cost_view, model_cost
 from canary.api.ignore_endpoint import IgnoreListEndpoint
+from canary.api.latency import model_latencies
 from canary.api.openapi import openapi_document
 from canary.core.model import Layer
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 
 if TYPE_CHECKING:
     from canary.settings import Settings
+
+# Latency and cost gauges are read from the store at scrape time, at most this often.
+STORE_METRICS_EVERY = timedelta(seconds=30)
 
 
 class _Api(AdminHandlers, Handlers):
@@ -48,6 +54,7 @@ class _Api(AdminHandlers, Handlers):
     ) -> None:
         super().__init__(settings, store, ignore, clock)
         self.openapi_body = json.dumps(openapi_document()).encode()
+        self._store_metrics_at: datetime | None = None
 
     async def providers(self, request: Request) -> Response:
         model = await self._model(request)
@@ -60,9 +67,25 @@ class _Api(AdminHandlers, Handlers):
             now=now,
             degraded_p95_s=self.settings.latency_degraded_p95_s,
         )
-        return JSONResponse(
-            {"model": model, "at": rm.iso(now), "providers": [v.as_json() for v in views]}
+        spend = await self._store(
+            cost_view, self.store, [model], now, self.settings.daily_budget_usd
         )
+        return JSONResponse(
+            {
+                "model": model,
+                "at": rm.iso(now),
+                "providers": [v.as_json() for v in views],
+                "cost": model_cost(spend, model),
+            }
+        )
+
+    async def cost(self, request: Request) -> Response:
+        now = self.clock()
+        models = await self._store(self._models)
+        spend = await self._store(
+            cost_view, self.store, models, now, self.settings.daily_budget_usd
+        )
+        return JSONResponse({"at": rm.iso(now), **spend})
 
     async def rounds(self, request: Request) -> Response:
         model = await self._model(request)
@@ -135,6 +158,10 @@ class _Api(AdminHandlers, Handlers):
             metrics.set_quarantines(
                 model, sum(1 for e in entries if e.get("layer") == Layer.quarantine.value)
             )
+        now = self.clock()
+        due = self._store_metrics_at is None or now - self._store_metrics_at >= STORE_METRICS_EVERY
+        if due and await run_in_threadpool(self._store_metrics, now):
+            self._store_metrics_at = now
         body, content_type = metrics.render()
         return Response(body, headers={"Content-Type": content_type})
 
@@ -149,6 +176,32 @@ class _Api(AdminHandlers, Handlers):
             gather, self.settings, self.store, self.ignore, self.clock()
         )
         return HTMLResponse(render(context))
+
+    def _store_metrics(self, now: datetime) -> bool:
+        """Latency and cost gauges from the store (a few reads per model); False if it failed."""
+        try:
+            models = self._models()
+            bound = self.settings.latency_degraded_p95_s
+            figures = []
+            for model in models:
+                for tag, lat in model_latencies(self.store, model, now, bound).items():
+                    p95s = {"24h": lat.day.get("p95"), "7d": lat.week.get("p95")}
+                    figures.append((model, tag, p95s, lat.state == "degraded"))
+            spend = cost_view(self.store, models, now, self.settings.daily_budget_usd)
+        except Exception as exc:
+            log.warning("store_metrics_unavailable", error=type(exc).__name__)
+            return False
+        metrics.set_latency(figures)
+        metrics.set_cost(
+            spend["day"]["today_usd"] or 0.0,
+            {
+                m["model"]: m["last_round"]["cost_usd"]
+                for m in spend["models"]
+                if m["last_round"] is not None
+            },
+            spend["day"]["budget_left_usd"],
+        )
+        return True
 
 
 def _ping(store: Any) -> bool:
@@ -176,6 +229,7 @@ def create_app(
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/v1/providers", api.providers, methods=["GET"]),
         Route("/v1/rounds", api.rounds, methods=["GET"]),
+        Route("/v1/cost", api.cost, methods=["GET"]),
         Route("/v1/audit", api.audit, methods=["GET"]),
         Route("/v1/quarantines/release", api.release, methods=["POST"]),
         Route("/v1/exclusions", api.add_exclusion, methods=["POST"]),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from canary import __version__
+from canary.api.openapi_schemas import SCHEMAS
 
-_TIME = {"type": ["string", "null"], "format": "date-time"}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -42,121 +42,6 @@ _LIMIT = {
     "in": "query",
     "required": False,
     "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-}
-
-_SCHEMAS: dict[str, Any] = {
-    "Error": {
-        "type": "object",
-        "required": ["error"],
-        "properties": {
-            "error": {"type": "string"},
-            "known": {"type": "array", "items": {"type": "string"}},
-        },
-    },
-    "IgnoreEntry": {
-        "type": "object",
-        "required": ["provider", "layer", "reason", "since", "until"],
-        "properties": {
-            "provider": {"type": "string"},
-            "layer": {"enum": ["builtin", "runtime", "quarantine"]},
-            "reason": {"type": "string"},
-            "since": _TIME,
-            "until": _TIME,
-        },
-    },
-    "IgnoreList": {
-        "type": "object",
-        "required": [
-            "model",
-            "ignore",
-            "provider",
-            "entries",
-            "generated_at",
-            "stale",
-            "policy_version",
-        ],
-        "properties": {
-            "model": {"type": "string"},
-            "ignore": {"type": "array", "items": {"type": "string"}},
-            "provider": {
-                "type": "object",
-                "description": "Merge as-is into an OpenRouter request's `provider` object.",
-                "required": ["ignore"],
-                "properties": {"ignore": {"type": "array", "items": {"type": "string"}}},
-            },
-            "entries": {"type": "array", "items": {"$ref": "#/components/schemas/IgnoreEntry"}},
-            "generated_at": {"type": "string", "format": "date-time"},
-            "stale": {
-                "type": "boolean",
-                "description": "True: the store is unreachable and this is the last good list.",
-            },
-            "policy_version": {"type": "string"},
-        },
-    },
-    "Percentiles": {
-        "type": "object",
-        "properties": {
-            "p50": {"type": ["number", "null"]},
-            "p95": {"type": ["number", "null"]},
-            "p99": {"type": ["number", "null"]},
-            "n": {"type": "integer"},
-        },
-    },
-    "Provider": {
-        "type": "object",
-        "required": ["provider", "state", "failing_rounds", "last_round", "ttft_s"],
-        "properties": {
-            "provider": {"type": "string"},
-            "state": {
-                "enum": [
-                    "healthy",
-                    "suspect",
-                    "quarantined",
-                    "excluded",
-                    "degraded-latency",
-                    "unknown",
-                ]
-            },
-            "failing_rounds": {"type": "integer"},
-            "passing_rounds": {"type": "integer"},
-            "quarantine": {
-                "type": ["object", "null"],
-                "properties": {
-                    "since": _TIME,
-                    "until": _TIME,
-                    "step": {"type": ["integer", "null"]},
-                },
-            },
-            "exclusions": {"type": "array", "items": {"type": "object"}},
-            "last_round": {
-                "type": "object",
-                "description": "Per contract: {result, detail, round_id} of the latest round.",
-                "additionalProperties": {"type": "object"},
-            },
-            "ttft_s": {
-                "type": "object",
-                "properties": {
-                    "24h": {"$ref": "#/components/schemas/Percentiles"},
-                    "7d": {"$ref": "#/components/schemas/Percentiles"},
-                },
-            },
-        },
-    },
-    "AuditRecord": {
-        "type": "object",
-        "required": ["at", "event", "actor", "model", "provider", "detail"],
-        "properties": {
-            "id": {"type": ["integer", "null"]},
-            "at": _TIME,
-            "event": {"type": "string"},
-            "actor": {"type": ["string", "null"]},
-            "model": {"type": ["string", "null"]},
-            "provider": {"type": ["string", "null"]},
-            "detail": {"type": "object"},
-        },
-    },
-    "Reason": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
-    "Name": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
 }
 
 
@@ -204,7 +89,7 @@ def openapi_document() -> dict[str, Any]:
                         "200": _json(
                             {
                                 "type": "object",
-                                "required": ["model", "providers"],
+                                "required": ["model", "providers", "cost"],
                                 "properties": {
                                     "model": {"type": "string"},
                                     "at": {"type": "string"},
@@ -212,11 +97,35 @@ def openapi_document() -> dict[str, Any]:
                                         "type": "array",
                                         "items": {"$ref": "#/components/schemas/Provider"},
                                     },
+                                    "cost": {"$ref": "#/components/schemas/ModelCost"},
                                 },
                             },
-                            "Providers, worst state first.",
+                            "Providers, worst state first, and the model's probe cost.",
                         ),
                         **_errors(400, 404, 503),
+                    },
+                }
+            },
+            "/v1/cost": {
+                "get": {
+                    "summary": "Probe cost: latest round and last 24 h per model, today, budget.",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["at", "day", "models"],
+                                "properties": {
+                                    "at": {"type": "string", "format": "date-time"},
+                                    "day": {"$ref": "#/components/schemas/CostDay"},
+                                    "models": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/ModelCost"},
+                                    },
+                                },
+                            },
+                            "Cost, from the rounds' recorded cost.",
+                        ),
+                        **_errors(503),
                     },
                 }
             },
@@ -386,7 +295,7 @@ def openapi_document() -> dict[str, Any]:
             },
         },
         "components": {
-            "schemas": _SCHEMAS,
+            "schemas": SCHEMAS,
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
         },
     }

@@ -20,11 +20,12 @@ CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
 STATE_COLOURS = {
     "healthy": "#1a7f37",
     "suspect": "#bf8700",
-    "degraded-latency": "#bc4c00",
     "quarantined": "#cf222e",
     "excluded": "#6e40c9",
     "unknown": "#6e7781",
 }
+# Latency is information beside the routing state, drawn as an outlined tag, not a pill.
+LATENCY_COLOURS = {"healthy": "#1a7f37", "degraded": "#bc4c00", "unknown": "#8c959f"}
 RESULT_COLOURS = {
     "pass": "#2da44e",
     "fail": "#cf222e",
@@ -71,6 +72,51 @@ def _until(now: datetime, until: datetime | None) -> str:
     if until is None:
         return ""
     return f"until {rm.iso(until)} ({_ago(now, until)})"
+
+
+def _latency(p: rm.ProviderView) -> str:
+    lat = p.latency
+    colour = LATENCY_COLOURS.get(lat.state, "#8c959f")
+    figures = [f"p95 {_seconds(lat.day.get('p95'))} s / 7 d {_seconds(lat.week.get('p95'))} s"]
+    if lat.peers_p95_24h_s is not None:
+        figures.append(f"peers {lat.peers_p95_24h_s:.2f} s")
+    if lat.openrouter_ms:
+        shown = " / ".join(
+            f"{q} {lat.openrouter_ms[q]:g}" for q in ("p50", "p99") if q in lat.openrouter_ms
+        )
+        figures.append(f"OpenRouter {shown} ms")
+    title = f"latency {lat.state}: 24 h p95 over {lat.bound_p95_s:g} s is degraded (information)"
+    return (
+        f'<span class="lat" style="border-color:{colour};color:{colour}" '
+        f'title="{escape(title)}">{escape(lat.state)}</span>'
+        f'<div class="latfig">{escape(" · ".join(figures))}</div>'
+    )
+
+
+def _usd(value: Any) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+def _cost_line(section: ModelSection, day: dict[str, Any] | None) -> str:
+    cost = section.cost
+    if cost is None:
+        return ""
+    last = cost.get("last_round") or {}
+    parts = [
+        f"last round {_usd(last.get('cost_usd'))}",
+        f"24 h {_usd(cost.get('last_24h_usd'))}",
+        f"today {_usd(cost.get('today_usd'))}",
+    ]
+    if day is not None and day.get("daily_budget_usd") is not None:
+        parts.append(
+            f"budget {_usd(day['daily_budget_usd'])}/day (all models), "
+            f"{_usd(day.get('budget_left_usd'))} left"
+        )
+    skipped = last.get("skipped") or []
+    if skipped:
+        names = ", ".join(str(s.get("provider")) for s in skipped)
+        parts.append(f"skipped last round: {names} ({skipped[0].get('reason') or 'budget'})")
+    return f'<p class="cost">Probe cost: {escape(" · ".join(parts))}</p>'
 
 
 def _pill(state: str) -> str:
@@ -257,13 +303,15 @@ def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: flo
             f"<td>{_pill(p.state)}</td><td class=num>{p.failing_streak}</td>"
             f"<td>{_chips(p.results)}</td>"
             f"<td class=num>{_percentiles(p.ttft_24h)}</td>"
+            f"<td>{_latency(p)}</td>"
             f"<td>{sparkline(p.spark, slow_s=slow, bound_s=bound)}</td>"
             f"<td class=note>{escape('; '.join(notes))}</td></tr>"
         )
     return (
         "<table><thead><tr><th>Provider</th><th>State</th><th>Failing rounds</th>"
         "<th>Last round</th>"
-        "<th>TTFT p50 / p95 / p99 s (24 h)</th><th>Recent TTFT</th><th>Notes</th></tr></thead>"
+        "<th>TTFT p50 / p95 / p99 s (24 h)</th><th>Latency</th><th>Recent TTFT</th>"
+        "<th>Notes</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -286,7 +334,9 @@ def _events(section: ModelSection, now: datetime) -> str:
     return f"<h3>Latest decisions</h3><ul class=events>{''.join(items)}</ul>"
 
 
-def _section(section: ModelSection, now: datetime, bound: float, slow: float) -> str:
+def _section(
+    section: ModelSection, now: datetime, bound: float, slow: float, day: dict[str, Any] | None
+) -> str:
     counts: dict[str, int] = {}
     for p in section.providers:
         counts[p.state] = counts.get(p.state, 0) + 1
@@ -298,6 +348,7 @@ def _section(section: ModelSection, now: datetime, bound: float, slow: float) ->
     return (
         f'<section><h2>{escape(section.model)} <span class="summary">{summary}</span></h2>{error}'
         f"{_ignore_block(section, now)}{_provider_rows(section, now, bound, slow)}"
+        f"{_cost_line(section, day)}"
         f"<h3>Quarantine timeline ({TIMELINE_DAYS} days back, {AHEAD_DAYS} ahead)</h3>"
         f"{timeline(section.quarantines, now)}"
         f"{_events(section, now)}</section>"
@@ -314,7 +365,11 @@ def render(context: PageContext) -> str:
         if context.store_ok
         else '<span class="pill" style="background:#cf222e">store unreachable</span>'
     )
-    sections = "".join(_section(s, now, bound_s, context.slow_s) for s in context.sections)
+    sections = "".join(
+        _section(s, now, bound_s, context.slow_s, context.cost_day) for s in context.sections
+    )
+    day = context.cost_day
+    spend = f" · probes today {_usd(day.get('today_usd'))}" if day else ""
     if not sections:
         sections = (
             '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'
@@ -327,7 +382,8 @@ def render(context: PageContext) -> str:
         f"<style>{CSS}</style></head><body><header><h1>canary</h1>"
         f'<span class="meta">mode <b>{escape(context.mode)}</b> · '
         f"round every {context.interval_minutes:g} min · "
-        f"list read {_ago(now, context.last_refresh_at)} · {escape(rm.iso(now) or '')}</span> "
+        f"list read {_ago(now, context.last_refresh_at)}{escape(spend)} · "
+        f"{escape(rm.iso(now) or '')}</span> "
         f"{store}</header>"
         f"<main>{sections}</main></body></html>"
     )

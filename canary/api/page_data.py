@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from canary.api import readmodel as rm
+from canary.api.cost import cost_view
 from canary.ignorelist import IgnoreListService, Published
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ class ModelSection:
     quarantines: list[dict[str, Any]]
     events: list[dict[str, Any]]
     error: str | None
+    cost: dict[str, Any] | None = None  # {last_round, last_24h_usd, today_usd}
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class PageContext:
     last_refresh_at: datetime | None
     ttft_bound_s: float = 10.0
     slow_s: float = 5.0
+    cost_day: dict[str, Any] | None = None  # {today_usd, daily_budget_usd, budget_left_usd}
 
 
 def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datetime) -> PageContext:
@@ -45,6 +48,13 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
         models = rm.known_models(settings.model_ids, store)
     except Exception:
         store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
+    spend: dict[str, Any] | None = None
+    if store_ok:
+        try:
+            spend = cost_view(store, models, now, settings.daily_budget_usd)
+        except Exception:
+            spend = None
+    costs = {m["model"]: m for m in spend["models"]} if spend else {}
     sections = []
     for model in models:
         try:
@@ -73,7 +83,16 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
             ]
             events = [rm.audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
             sections.append(
-                ModelSection(model, controls, providers, published, quarantines, events, None)
+                ModelSection(
+                    model,
+                    controls,
+                    providers,
+                    published,
+                    quarantines,
+                    events,
+                    None,
+                    costs.get(model),
+                )  # fmt: skip
             )
         except Exception as exc:
             store_ok = False
@@ -98,4 +117,5 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
         last_refresh_at=ignore.last_refresh_at,
         ttft_bound_s=settings.ttft_threshold_s,
         slow_s=settings.latency_degraded_p95_s,
+        cost_day=spend["day"] if spend else None,
     )

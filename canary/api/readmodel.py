@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+from canary.api.latency import Latency, model_latencies
 from canary.core.model import Exclusion, Layer
 
-# Worst first: the order the status page and the CLI sort providers in.
-STATES = ("quarantined", "excluded", "suspect", "degraded-latency", "healthy", "unknown")
-SPARK_POINTS = 40
+# Routing states, worst first: the order the status page and the CLI sort providers in.
+# Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
+STATES = ("quarantined", "excluded", "suspect", "healthy", "unknown")
 
 
 def iso(value: datetime | None) -> str | None:
@@ -103,21 +104,11 @@ def require_provider(store: Any, model: str, tag: str, extra: Iterable[str] = ()
     return tag
 
 
-def ttft_summary(values: Sequence[float]) -> dict[str, Any]:
-    from canary.core.stats import percentiles
-
-    summary: dict[str, Any] = {
-        k: None if v is None else round(v, 3) for k, v in percentiles(list(values)).items()
-    }
-    summary["n"] = len(values)
-    return summary
-
-
 @dataclasses.dataclass(frozen=True)
 class ProviderView:
     model: str
     provider: str
-    state: str
+    state: str  # routing state: quarantined | excluded | suspect | healthy | unknown
     failing_streak: int
     passing_streak: int
     quarantine_since: datetime | None
@@ -125,9 +116,19 @@ class ProviderView:
     quarantine_step: int | None
     exclusions: tuple[Exclusion, ...]  # builtin and runtime entries naming this provider
     results: dict[str, dict[str, Any]]  # contract -> {result, detail, round_id}
-    ttft_24h: dict[str, Any]
-    ttft_7d: dict[str, Any]
-    spark: tuple[float, ...]  # recent ttft samples, oldest first
+    latency: Latency  # information only: never part of the routing state
+
+    @property
+    def ttft_24h(self) -> dict[str, Any]:
+        return self.latency.day
+
+    @property
+    def ttft_7d(self) -> dict[str, Any]:
+        return self.latency.week
+
+    @property
+    def spark(self) -> tuple[float, ...]:
+        return self.latency.spark
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -154,6 +155,7 @@ class ProviderView:
             ],
             "last_round": self.results,
             "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
+            "latency": self.latency.as_json(),
         }
 
 
@@ -165,32 +167,14 @@ def _result_json(row: Any) -> dict[str, Any]:
     }
 
 
-def _state_of(
-    *,
-    quarantined: bool,
-    excluded: bool,
-    failing: int,
-    p95: float | None,
-    degraded_p95_s: float,
-    seen: bool,
-) -> str:
+def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) -> str:
     if quarantined:
         return "quarantined"
     if excluded:
         return "excluded"
     if failing > 0:
         return "suspect"
-    if p95 is not None and p95 > degraded_p95_s:
-        return "degraded-latency"
     return "healthy" if seen else "unknown"
-
-
-def _group(samples: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
-    """(tag, seconds) samples, oldest first, grouped by tag."""
-    grouped: dict[str, list[float]] = {}
-    for tag, seconds in samples:
-        grouped.setdefault(tag, []).append(float(seconds))
-    return grouped
 
 
 def provider_views(
@@ -213,14 +197,12 @@ def provider_views(
     for entry in (*[b for b in builtin if b.model == model], *store.active_exclusions(model, now)):
         if entry.active(now):
             layered.setdefault(entry.tag, []).append(entry)
-    day = _group(store.ttft_samples(model, None, now - timedelta(hours=24)))
-    week = _group(store.ttft_samples(model, None, now - timedelta(days=7)))
     tags = known_tags(store, model, (*states, *latest, *quarantines, *layered))
+    latency = model_latencies(store, model, now, degraded_p95_s, tags)
     views = []
     for tag in tags:
         state = states.get(tag)
         quarantine = quarantines.get(tag)
-        summary_24h = ttft_summary(day.get(tag, []))
         views.append(
             ProviderView(
                 model=model,
@@ -229,8 +211,6 @@ def provider_views(
                     quarantined=quarantine is not None,
                     excluded=tag in layered,
                     failing=state.failing_streak if state else 0,
-                    p95=summary_24h.get("p95"),
-                    degraded_p95_s=degraded_p95_s,
                     seen=bool(latest.get(tag)) or state is not None,
                 ),
                 failing_streak=state.failing_streak if state else 0,
@@ -243,9 +223,7 @@ def provider_views(
                     str(jsonable(c)): _result_json(r)
                     for c, r in sorted(latest.get(tag, {}).items())
                 },
-                ttft_24h=summary_24h,
-                ttft_7d=ttft_summary(week.get(tag, [])),
-                spark=tuple(day.get(tag, [])[-SPARK_POINTS:]),
+                latency=latency[tag],
             )
         )
     views.sort(key=lambda v: (STATES.index(v.state), v.provider))

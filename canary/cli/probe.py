@@ -8,7 +8,6 @@ costs at the endpoints' published prices.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,6 +44,8 @@ def probe(
 ) -> None:
     settings = settings_from(ctx)
     if estimate:
+        import asyncio
+
         result = asyncio.run(_estimate(settings))
         if json_output:
             print_json(result)
@@ -53,6 +54,8 @@ def probe(
         return
     if model is None:
         fail("--model is required (or use --estimate)")
+    import asyncio
+
     document = asyncio.run(_probe(settings, model, provider or []))
     if json_output:
         print_json(document)

@@ -1,4 +1,4 @@
-"""`canary round`, `canary serve`, `canary drill`: rounds now, on a schedule, or on a virtual clock."""
+"""`canary round`, `canary serve`, `canary drill`: rounds now, on a schedule, on a virtual clock."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def register(app: typer.Typer) -> None:
 
 def round_now(
     ctx: typer.Context,
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per decision.")] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object per decision.")
+    ] = False,
 ) -> None:
     import asyncio
 
@@ -96,7 +98,9 @@ def serve(
 
 def drill(
     ctx: typer.Context,
-    scenario: Annotated[Path, typer.Option(help="Scenario YAML file.", exists=True, dir_okay=False)],
+    scenario: Annotated[
+        Path, typer.Option(help="Scenario YAML file.", exists=True, dir_okay=False)
+    ],
     rounds: Annotated[int, typer.Option(min=1, help="How many rounds.")] = 6,
     interval_minutes: Annotated[float, typer.Option(help="Virtual minutes between rounds.")] = 30,
     mode: Annotated[str | None, typer.Option(help="observe | enforce (default: settings).")] = None,
@@ -138,9 +142,12 @@ def _human(line: dict[str, Any]) -> str:
     kind = line["event"]
     if kind == "summary":
         return f"summary: ignore lists {line['ignore']}"
-    head = f"round {line['round']:>3} {line['at']} {kind:<16} {line.get('model')} {line.get('provider') or ''}"
+    where = f"{line.get('model')} {line.get('provider') or ''}"
+    head = f"round {line['round']:>3} {line['at']} {kind:<16} {where}"
     if kind == "verdict":
         failed = [c for c, r in line["contracts"].items() if r["result"] == "fail"]
         return f"{head} {line['verdict']}" + (f" ({', '.join(failed)})" if failed else "")
-    extras = {k: v for k, v in line.items() if k not in ("round", "at", "event", "model", "provider")}
+    extras = {
+        k: v for k, v in line.items() if k not in ("round", "at", "event", "model", "provider")
+    }
     return f"{head} {extras}"

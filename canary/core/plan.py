@@ -23,9 +23,7 @@ def round_index(epoch_seconds: float, interval_minutes: float) -> int:
     return int(epoch_seconds // (interval_minutes * 60))
 
 
-def pick_language(
-    tag: str, index: int, languages: Sequence[str], next_language: str | None
-) -> str:
+def pick_language(tag: str, index: int, languages: Sequence[str], next_language: str | None) -> str:
     """Rotate through the languages, offset per endpoint; repeat a language after an anomaly."""
     if next_language is not None and next_language in languages:
         return next_language
@@ -51,7 +49,9 @@ def plan_endpoint(
     ]
     probes.append(PlannedProbe(endpoint.model, endpoint.tag, Contract.refusal, language))
     probes.append(PlannedProbe(endpoint.model, endpoint.tag, Contract.language, language))
-    for contract in (Contract.schema, Contract.tools):
-        if applicable(contract, endpoint):
-            probes.append(PlannedProbe(endpoint.model, endpoint.tag, contract, language))
+    probes.extend(
+        PlannedProbe(endpoint.model, endpoint.tag, contract, language)
+        for contract in (Contract.schema, Contract.tools)
+        if applicable(contract, endpoint)
+    )
     return tuple(probes)

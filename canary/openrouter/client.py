@@ -56,6 +56,7 @@ log = get_logger("canary.openrouter")
 MAX_LISTING_BYTES = 16 * 1024 * 1024
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 DRAIN_S = 0.5
+COALESCE_S = 0.05  # after the first token: how long pieces may gather before they are read
 
 
 class ListingError(RuntimeError):
@@ -323,6 +324,7 @@ class OpenRouterClient:
             if not rescheduled and assembler.first_token_s is not None:
                 deadline.reschedule(timing.loop_started + self.stream_timeout_s)
                 rescheduled = True
+                response.coalesce(COALESCE_S)
             if assembler.failed:
                 return  # nothing after an error chunk can change the outcome
             if assembler.done:

@@ -62,6 +62,8 @@ class _Connection(asyncio.Protocol):
         self.pieces: list[bytes] = []
         self.sink: Sink | None = None
         self.notable = False
+        self.coalesce_s = 0.0
+        self._received: list[bytes] = []
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -74,8 +76,19 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             if self.error is None:
                 self._fail(httpx.RemoteProtocolError(f"invalid HTTP response: {exc}"))
+        if self._received:  # every HTTP chunk of this read, to the sink at once
+            received, self._received = self._received, []
+            self.consume(received[0] if len(received) == 1 else b"".join(received))
         if self.pieces or self.notable or self.complete or self.error is not None:
             self._wake()
+        elif self.coalesce_s and self.transport is not None and not self.closed:
+            # Let the next pieces gather in the socket buffer: one read, one parse, for many.
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(self.coalesce_s, self._resume)
+
+    def _resume(self) -> None:
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport: connection_lost follows
@@ -113,7 +126,7 @@ class _Connection(asyncio.Protocol):
         if self.sink is None:
             self.pieces.append(body)
         else:
-            self.consume(body)
+            self._received.append(body)
 
     def consume(self, body: bytes) -> None:
         if self.error is not None or self.sink is None:
@@ -203,9 +216,15 @@ class H1Response:
                 return
             await c.wait()
 
+    def coalesce(self, seconds: float) -> None:
+        """From now on, after each read, leave the socket alone for `seconds` (once the first
+        token is in, nothing needs a finer time: this trades that for far fewer wake-ups)."""
+        self._c.coalesce_s = seconds
+
     async def follow(self, sink: Sink) -> AsyncIterator[None]:
-        """From now on every body piece goes to `sink` as it arrives (inside the protocol's
-        callback); yields each time the sink returned True, returns at the end of the body."""
+        """From now on the body goes to `sink` as it arrives (inside the protocol's callback,
+        all the HTTP chunks of one read at once); yields each time the sink returned True,
+        returns at the end of the body."""
         c = self._c
         pending, c.pieces = c.pieces, []
         c.sink = sink
@@ -226,6 +245,8 @@ class H1Response:
         """Wait a moment for the end of the body so that the connection can be reused."""
         c = self._c
         c.sink = None
+        c.coalesce_s = 0.0
+        c._resume()
         try:
             async with asyncio.timeout(timeout_s):
                 while not c.complete and c.error is None:

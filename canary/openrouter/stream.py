@@ -24,6 +24,8 @@ from canary.core.classify import classify_status, error_message, error_of
 from canary.core.model import ToolCall, Transport, Usage
 from canary.openrouter.sse import DONE
 
+_loads = json.JSONDecoder().decode  # json.loads without its per-call checks
+
 
 @dataclass(frozen=True)
 class StreamOutcome:
@@ -101,11 +103,11 @@ class StreamAssembler:
     def feed(self, data: str, at: float) -> None:
         """One SSE event's data, received ``at`` seconds after the request was sent."""
         self._events += 1
-        if data.strip() == DONE:
+        if data == DONE or (data[:1] != "{" and data.strip() == DONE):
             self.done = True
             return
         try:
-            chunk = json.loads(data)
+            chunk = _loads(data)
         except json.JSONDecodeError as exc:
             if self._malformed is None:
                 self._malformed = f"malformed event #{self._events}: {exc.msg} at char {exc.pos}"
@@ -122,13 +124,12 @@ class StreamAssembler:
 
     def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
         provider = chunk.get("provider")
-        if isinstance(provider, str) and provider and provider not in self._providers:
+        if provider and type(provider) is str and provider not in self._providers:
             self._providers.append(provider)
-        error = error_of(chunk)
-        if error is not None and self._error is None:
+        if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
         usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._usage = Usage(
                 prompt_tokens=_int(usage.get("prompt_tokens")),
                 completion_tokens=_int(usage.get("completion_tokens")),
@@ -143,33 +144,35 @@ class StreamAssembler:
 
     def _choice(self, choice: dict[str, Any], at: float) -> None:
         delta = choice.get("delta")
-        if not isinstance(delta, dict):
+        if type(delta) is not dict:
             delta = choice.get("message")  # a non-streaming choice, fed by assemble_completion
-        if isinstance(delta, dict):
-            content = _text(delta.get("content"))
-            if content:
+        if type(delta) is dict:
+            content = delta.get("content")
+            if content and type(content) is str:
                 self._content.append(content)
                 if self._ttft is None:
                     self._ttft = at
-                self._token(at)
-            details = delta.get("reasoning_details")
-            if _text(delta.get("reasoning")) or (isinstance(details, list) and details):
-                if self._reasoning is None:
-                    self._reasoning = at
-                self._token(at)
+                if self._first_token is None:
+                    self._first_token = at
+            if "reasoning" in delta or "reasoning_details" in delta:
+                details = delta.get("reasoning_details")
+                if _text(delta.get("reasoning")) or (isinstance(details, list) and details):
+                    if self._reasoning is None:
+                        self._reasoning = at
+                    self._token(at)
             tool_calls = delta.get("tool_calls")
-            if isinstance(tool_calls, list):
+            if tool_calls is not None and isinstance(tool_calls, list):
                 for position, part in enumerate(tool_calls):
                     if isinstance(part, dict):
                         self._tool_call(position, part)
                         self._token(at)
         finish = choice.get("finish_reason")
-        if isinstance(finish, str) and finish:
+        if finish and type(finish) is str:
             self._finish = finish
         native = choice.get("native_finish_reason")
-        if isinstance(native, str) and native:
+        if native and type(native) is str:
             self._native = native
-        if self._error is None:
+        if self._error is None and ("error" in choice or finish == "error"):
             if isinstance(choice.get("error"), dict):
                 self._error = "mid-stream " + error_message(None, {"error": choice["error"]})
             elif finish == "error":

@@ -10,9 +10,9 @@ from sqlalchemy import delete, func, insert, select, union
 
 from canary.core.model import Endpoint
 from canary.store import tables as t
-from canary.store._rounds import contract_result_row
+from canary.store._rounds import contract_result_row, round_row
 from canary.store.engine import StoreBase
-from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow
+from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
 
 EMPTY_LISTING = ""  # marker tag of a snapshot row that records an empty endpoints list
 
@@ -141,6 +141,40 @@ class ReadsMixin(StoreBase):
             stmt = stmt.where(c.model == model)
         with self._read() as conn:
             return float(conn.execute(stmt).scalar_one())
+
+    def round_spend(self, since: datetime, model: str | None = None) -> dict[str, float]:
+        """USD per model of the rounds started since ``since`` (``rounds.cost_usd``: reported
+        costs, estimated from prices where a probe had none). Running rounds count once closed."""
+        r = t.rounds.c
+        stmt = (
+            select(r.model, func.coalesce(func.sum(r.cost_usd), 0.0))
+            .where(r.started_at >= since, r.cost_usd.is_not(None))
+            .group_by(r.model)
+            .order_by(r.model)
+        )
+        if model is not None:
+            stmt = stmt.where(r.model == model)
+        with self._read() as conn:
+            return {row[0]: float(row[1]) for row in conn.execute(stmt)}
+
+    def last_closed_rounds(self, model: str | None = None) -> dict[str, RoundRow]:
+        """Per model, its latest round that has ended (finished or abandoned)."""
+        r = t.rounds.c
+        latest = (
+            select(r.model, func.max(r.scheduled_at).label("scheduled_at"))
+            .where(r.finished_at.is_not(None))
+            .group_by(r.model)
+        )
+        if model is not None:
+            latest = latest.where(r.model == model)
+        sub = latest.subquery()
+        stmt = (
+            select(t.rounds)
+            .join(sub, (sub.c.model == r.model) & (sub.c.scheduled_at == r.scheduled_at))
+            .order_by(r.model)
+        )
+        with self._read() as conn:
+            return {row.model: round_row(row) for row in conn.execute(stmt)}
 
     # --- snapshots and drift ------------------------------------------------------------------
 

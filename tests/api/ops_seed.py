@@ -2,7 +2,8 @@
 
 One model, six providers, two finished rounds, in states that cover every case the ops surface
 shows: alpha healthy, bravo quarantined, charlie/fp8 suspect (one failing round), delta excluded
-at runtime, echo excluded by the built-in list, foxtrot slow (degraded latency).
+at runtime, echo excluded by the built-in list, foxtrot healthy but slow (latency degraded: a
+separate field, information only).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 MODEL = "acme/chat-1"
 TAGS = ("alpha", "bravo", "charlie/fp8", "delta", "echo", "foxtrot")
 TTFT = {"alpha": 0.8, "bravo": 1.1, "charlie/fp8": 1.4, "delta": 0.9, "echo": 1.0, "foxtrot": 7.5}
+# OpenRouter's advertised time to first token (ms), as the endpoints list gives it.
+ADVERTISED = {"p50": 640.0, "p75": 900.0, "p90": 1500.0, "p99": 4000.0}
+ROUND_COSTS = (0.0015, 0.0025)  # USD of the first and the second round
 TOKEN = "s3cret-admin-token"
 POLICY = "p-test000001"
 
@@ -63,12 +67,15 @@ def builtin(model: str = MODEL) -> tuple[Exclusion, ...]:
     )
 
 
-def settings(url: str, *models: str, token: str = TOKEN) -> Settings:
+def settings(
+    url: str, *models: str, token: str = TOKEN, daily_budget_usd: float | None = None
+) -> Settings:
     return Settings(
         database_url=url,
         models=tuple(ModelSettings(id=m) for m in (models or (MODEL,))),
         admin_token=token,
         interval_minutes=30,
+        daily_budget_usd=daily_budget_usd,
     )
 
 
@@ -96,6 +103,7 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
             tag=tag,
             provider_name=tag.split("/")[0].title(),
             pricing=Pricing(1e-7, 2e-7),
+            latency_last_30m=dict(ADVERTISED),
         )
         for tag in TAGS
     ]
@@ -119,7 +127,9 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
         ]
         s.record_observations(rid, model, observations, at)
         s.record_verdicts(rid, model, {tag: _verdict(model, tag, round_no) for tag in TAGS})
-        s.finish_round(rid, "finished", cost_usd=0.002, at=at + timedelta(minutes=2))
+        s.finish_round(
+            rid, "finished", cost_usd=ROUND_COSTS[round_no - 1], at=at + timedelta(minutes=2)
+        )
     since = now - timedelta(minutes=30)
     until = since + timedelta(days=1)
     evidence = tuple(rounds)
@@ -184,12 +194,21 @@ class Clock:
 class Api:
     """One seeded model of its own, with the service and a client over the ASGI app."""
 
-    def __init__(self, store: Store, *, token: str = TOKEN, model: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        token: str = TOKEN,
+        model: str | None = None,
+        daily_budget_usd: float | None = None,
+    ) -> None:
         self.model = model or f"acme/model-{next(_models)}"
         self.seeded = seed(store, self.model)
         self.store = store
         self.clock = Clock()
-        self.settings = settings(store.url, self.model, token=token)
+        self.settings = settings(
+            store.url, self.model, token=token, daily_budget_usd=daily_budget_usd
+        )
         self.service = IgnoreListService(
             store, builtin(self.model), [self.model], POLICY, self.clock
         )

@@ -34,6 +34,7 @@ def _assert_degrades_without_5xx_on_the_list(api: Api) -> None:
     assert ready.status_code == 503 and "the store is unreachable" in ready.json()["reasons"]
     providers = api.client.get("/v1/providers", params={"model": api.model})
     assert providers.status_code == 503 and "unreachable" in providers.json()["error"]
+    assert api.client.get("/v1/cost").status_code == 503
     page = api.client.get("/")
     assert (
         page.status_code == 200

@@ -96,7 +96,11 @@ def test_providers_show_each_state_failing_rounds_results_and_ttft(api: Api) -> 
         "charlie/fp8": "suspect",
         "delta": "excluded",
         "echo": "excluded",
-        "foxtrot": "degraded-latency",
+        "foxtrot": "healthy",  # slow, but latency never changes the routing state
+    }
+    assert {tag: p["latency"]["state"] for tag, p in providers.items()} == {
+        **{tag: "healthy" for tag in TAGS},
+        "foxtrot": "degraded",
     }
     bravo = providers["bravo"]
     assert bravo["failing_rounds"] == 2
@@ -188,7 +192,7 @@ def test_readyz_is_503_when_the_last_round_is_older_than_three_intervals(api: Ap
 
 def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
     metrics.observe_probe("hygiene", "fail")
-    metrics.observe_round(12.5, 0.004)
+    metrics.observe_round(12.5, 0.004, model="acme/observed")
     metrics.observe_ttft(api.model, "alpha", 0.8)
     response = api.client.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
@@ -197,7 +201,8 @@ def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
     assert f'canary_quarantines_active{{model="{api.model}"}} 1.0' in text
     assert f'canary_ignore_list_age_seconds{{model="{api.model}"}} 0.0' in text
     assert f'canary_ignore_list_stale{{model="{api.model}"}} 0.0' in text
-    assert "canary_round_duration_seconds_bucket" in text and "canary_round_cost_usd 0.004" in text
+    assert "canary_round_duration_seconds_bucket" in text
+    assert 'canary_round_cost_usd{model="acme/observed"} 0.004' in text
     assert f'canary_ttft_seconds_count{{model="{api.model}",provider="alpha"}}' in text
     assert not re.search(
         r"^(?!#)(?!canary_)\w", text, re.M
@@ -219,8 +224,9 @@ def test_status_page_shows_every_provider_with_its_state_and_uses_no_external_as
     html = response.text
     for tag in TAGS:
         assert f"<code>{tag}</code>" in html
-    for state in ("quarantined", "suspect", "excluded", "degraded-latency", "healthy"):
+    for state in ("quarantined", "suspect", "excluded", "healthy"):
         assert f">{state}</span>" in html
+    assert "degraded-latency" not in html and ">degraded</span>" in html
     assert '<meta http-equiv="refresh"' in html and "<svg" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "<script" not in html and "<link" not in html

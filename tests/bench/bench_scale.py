@@ -18,8 +18,10 @@ canary/drill.py does, with the default settings (concurrency 32, per-provider 4)
   of requests the simulator logged (target <= 2 ms; includes judging and the store);
 - whether the round finished within 2 minutes.
 
-`--parallel-models` also runs a second round in which the models' rounds (RoundRunner.run_model)
-run concurrently instead of one after another, to show what the runner's sequential loop costs.
+`--what-if` also runs a second round with two changes to canary/runner.py and canary/prober.py
+applied from here, to show what they are worth: the models' rounds (RoundRunner.run_model) run
+concurrently instead of one after another, and a probe takes its provider's slot before a global
+one (so that probes waiting for a busy provider do not hold global slots).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import cProfile
 import io
 import pstats
 import random
+import secrets
 import sys
+import types
 import tempfile
 import time
 from collections import defaultdict
@@ -42,7 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, run_loop  # noqa: E402
 
+from canary.core.model import Endpoint, Observation  # noqa: E402
+from canary.core.plan import PlannedProbe  # noqa: E402
 from canary.drill import drill_settings  # noqa: E402
+from canary.prober import Prober  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
 from canary.runner import RoundRunner, slot_of  # noqa: E402
 from canary.settings import Settings  # noqa: E402
@@ -87,6 +94,24 @@ def scenario(models: int, providers: int, ttfts: list[int], speeds: list[int]) -
     }
 
 
+async def _send_provider_first(self: Prober, endpoint: Endpoint, planned: PlannedProbe) -> Observation:
+    """Prober._send with the two semaphores taken the other way round (the what-if)."""
+    nonce = secrets.token_hex(6)
+    request = self._probes.request(
+        planned.contract, planned.language, nonce, endpoint, self._max_tokens
+    )
+    async with self._per_provider[endpoint.tag.split("/", 1)[0]], self._global:
+        return await self._client.probe(
+            endpoint,
+            request.body,
+            contract=planned.contract,
+            language=planned.language,
+            attempt=planned.attempt,
+            checksum=request.checksum,
+            nonce=nonce,
+        )
+
+
 def ideal_of(log: list[dict[str, Any]], concurrency: int, per_provider: int) -> dict[str, float]:
     planned = [e["planned_ms"] / 1000 for e in log if e.get("planned_ms") is not None]
     by_slug: dict[str, float] = defaultdict(float)
@@ -129,9 +154,11 @@ async def one_round(
                 max_connections=max(settings.concurrency, 8),
             ) as client:
                 runner = RoundRunner(wiring, client, clock=lambda: now)
+                if parallel:
+                    runner.prober._send = types.MethodType(_send_provider_first, runner.prober)  # type: ignore[method-assign]
                 slot = slot_of(now, settings.interval_minutes)
                 sim.clear_requests()
-                profiler = cProfile.Profile() if profile else None
+                profiler = cProfile.Profile(time.process_time) if profile else None
                 cpu, wall = time.process_time(), time.perf_counter()
                 if profiler:
                     profiler.enable()
@@ -157,7 +184,11 @@ async def one_round(
             verdicts[v.verdict.value] += 1
     parts = ideal_of(chats, settings.concurrency, settings.per_provider_concurrency)
     ideal = max(parts.values())
-    how = "models in parallel (run_model gathered)" if parallel else "RoundRunner.run"
+    how = (
+        "what-if: models in parallel, provider slot before global slot"
+        if parallel
+        else "RoundRunner.run as it is"
+    )
     print(f"== {how}: {len(reports)} models, {sum(len(r.probings) for r in reports)} endpoints, "
           f"{len(chats)} requests ({probes} probes, {ok} completed), verdicts {dict(verdicts)}")  # fmt: skip
     print(f"  concurrency {settings.concurrency}, per-provider {settings.per_provider_concurrency}, "
@@ -171,7 +202,7 @@ async def one_round(
     print(f"  load average: {Path('/proc/loadavg').read_text().strip()}")
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
         print(out.getvalue())
 
 
@@ -181,7 +212,7 @@ def main() -> None:
     parser.add_argument("--providers", type=int, default=15)
     parser.add_argument("--ttft-ms", default="300,500,800,1200", help="choices, comma-separated")
     parser.add_argument("--tps", default="80,120,200", help="tokens/s choices, comma-separated")
-    parser.add_argument("--parallel-models", action="store_true")
+    parser.add_argument("--what-if", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the round")
     args = parser.parse_args()
     ttfts = [int(x) for x in args.ttft_ms.split(",")]
@@ -189,7 +220,7 @@ def main() -> None:
     spec = scenario(args.models, args.providers, ttfts, speeds)
     with SimProcess(spec) as sim:
         run_loop(one_round(sim, spec, False, args.profile, 1))
-        if args.parallel_models:
+        if args.what_if:
             run_loop(one_round(sim, spec, True, args.profile, 2))
 
 

@@ -158,6 +158,17 @@ def wait_round_after(store: Store, since: datetime, timeout: float = ROUND_WAIT_
     return None
 
 
+def spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "median": round(ordered[len(ordered) // 2], 2),
+        "max": round(ordered[-1], 2),
+    }
+
+
 def is_running(store: Store) -> bool:
     return any(r.status == "running" for r in store.recent_rounds(MODEL, limit=3))
 
@@ -219,8 +230,12 @@ def sqlite_chaos(
         stderr=subprocess.DEVNULL,
     )
     store = Store(db_url)
-    recoveries: list[float] = []
+    recoveries: list[float] = []  # restart -> next round finished, after a kill between rounds
+    after_mid_round: list[
+        float
+    ] = []  # the same after a kill inside a round (its lease must expire)
     mid_round = 0
+    running = False
     try:
         wait_http(f"{sim_root}/_sim/state")
         faulty = "bravo"
@@ -235,12 +250,12 @@ def sqlite_chaos(
             if took is None:
                 violations.append(f"cycle {cycle}: no round finished within {ROUND_WAIT_S:g} s")
             else:
-                recoveries.append(took)
+                (after_mid_round if running else recoveries).append(took)
             if cycle % 2:  # aim inside a round: wait until one runs, then a random moment of it
                 end = time.monotonic() + INTERVAL_MIN * 60 * 3
                 while time.monotonic() < end and not is_running(store):
                     time.sleep(0.02)
-                time.sleep(rng.uniform(0.0, 1.5))
+                time.sleep(rng.uniform(0.0, 0.6))
             else:
                 time.sleep(rng.uniform(0.0, INTERVAL_MIN * 60 * 1.5))
             running = is_running(store)
@@ -256,8 +271,11 @@ def sqlite_chaos(
             )
         serve = start_serve(config, api_port, log)  # the final run: the outbox must drain
         try:
-            if wait_round_after(store, datetime.now(UTC)) is None:
+            took = wait_round_after(store, datetime.now(UTC))
+            if took is None:
                 violations.append("final: no round finished")
+            else:
+                (after_mid_round if running else recoveries).append(took)
             wanted = notifiable(db_url)
             end = time.monotonic() + 180  # a dead notifier's claim (120 s) must run out first
             while time.monotonic() < end and not wanted <= set(receiver.deliveries):
@@ -284,10 +302,15 @@ def sqlite_chaos(
             deliveries=sum(receiver.deliveries.values()),
             notifications_lost=len(lost),
             notifications_duplicated=len(duplicated),
-            next_round_after_restart_s_max=round(max(recoveries, default=0.0), 1),
-            next_round_after_restart_s_median=round(sorted(recoveries)[len(recoveries) // 2], 1)
-            if recoveries
-            else None,
+            next_round_after_restart_s=spread(recoveries),
+            next_round_after_mid_round_kill_s=spread(after_mid_round),
+            round_duration_s=spread(
+                [
+                    (r.finished_at - r.started_at).total_seconds()
+                    for r in rounds
+                    if r.finished_at and r.status == "finished"
+                ]
+            ),
         )
     finally:
         store.dispose()

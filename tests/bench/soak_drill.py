@@ -75,13 +75,22 @@ def main() -> None:
         for name, r in e["contracts"].items()
         if r["result"] in ("fail", "transport_error")
     )
+    unsure = Counter(
+        (name, r["reason"] or "-")
+        for e in result.of_kind("verdict")
+        for name, r in e["contracts"].items()
+        if r["result"] == "inconclusive"
+    )
     events = Counter(e["event"] for e in result.events if e["event"] not in ("verdict", "summary"))
-    print(f"rounds:            {args.rounds} ({args.mode} mode, {len(settings.languages)} languages)")
+    print(
+        f"rounds:            {args.rounds} ({args.mode} mode, {len(settings.languages)} languages)"
+    )
     print(f"quarantines:       {len(result.of_kind('quarantine'))}")
     print(f"would_quarantine:  {len(result.of_kind('would_quarantine'))}")
     print(f"ignore list:       {result.summary['ignore']}")
     print(f"verdicts:          {dict(sorted(verdicts.items()))}")
     print(f"failing/transport: {dict(sorted(contracts.items()))}")
+    print(f"inconclusive:      {dict(sorted(unsure.items()))}")
     print(f"other events:      {dict(sorted(events.items()))}")
     print(f"time taken:        {took:.1f} s ({took / args.rounds * 1000:.0f} ms per round)")
 

@@ -32,7 +32,7 @@ def test_status_json_shows_every_provider_state_and_the_list(fleet: Fleet) -> No
     states = {p["provider"]: p["state"] for p in model["providers"]}
     assert states == {
         "alpha": "healthy", "bravo": "quarantined", "charlie/fp8": "suspect",
-        "delta": "excluded", "echo": "excluded", "foxtrot": "degraded-latency",
+        "delta": "excluded", "echo": "excluded", "foxtrot": "healthy",
     }  # fmt: skip
     assert model["ignore_list"]["ignore"] == ["bravo", "delta", "echo"]
     bravo = next(p for p in model["providers"] if p["provider"] == "bravo")
@@ -48,8 +48,9 @@ def test_status_table_names_providers_and_states(fleet: Fleet) -> None:
         "charlie/fp8",
         "quarantined",
         "suspect",
-        "degraded-latency",
+        "degraded",
         "ignore list",
+        "probe cost",
     ):
         assert word in result.stdout
 

@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 
 def _provider(tag: str) -> dict[str, Any]:
-    # half a second of first-token latency: a round lasts long enough to be killed in the middle of it
+    # half a second to the first token: a round lasts long enough to be killed in its middle
     return {"tag": tag, "ttft_ms": 500, "tokens_per_second": 3000}
 
 

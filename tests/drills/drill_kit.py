@@ -88,8 +88,11 @@ def rounds_of(result: DrillResult, kind: str, tag: str | None = None) -> list[in
 
 def verdicts(result: DrillResult, tag: str) -> list[str]:
     """`tag`'s verdict per round, in round order."""
-    return [e["verdict"] for e in sorted(result.of_kind("verdict"), key=lambda e: e["round"])
-            if e["provider"] == tag]
+    return [
+        e["verdict"]
+        for e in sorted(result.of_kind("verdict"), key=lambda e: e["round"])
+        if e["provider"] == tag
+    ]
 
 
 def verdict_line(result: DrillResult, round_no: int, tag: str) -> dict[str, Any]:

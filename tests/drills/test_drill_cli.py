@@ -43,8 +43,18 @@ def test_drill_json_prints_one_object_per_line_and_a_summary_last(tmp_path: Path
     config, path = _files(tmp_path, [advance(3, 30)])
     result = CliRunner().invoke(
         app,
-        ["--config", str(config), "drill", "--scenario", str(path), "--rounds", "3",
-         "--mode", "enforce", "--json"],
+        [
+            "--config",
+            str(config),
+            "drill",
+            "--scenario",
+            str(path),
+            "--rounds",
+            "3",
+            "--mode",
+            "enforce",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]

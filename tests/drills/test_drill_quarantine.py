@@ -85,7 +85,11 @@ def test_repeat_offender_climbs_the_1_3_7_day_ladder() -> None:
     assert [q["days"] for q in quarantines] == [1.0, 3.0, 7.0, 7.0]
     assert [q["step"] for q in quarantines] == [1, 2, 3, 4]
     releases = result.of_kind("release")
-    assert [(r["round"], r["why"]) for r in releases] == [(3, "expired"), (5, "expired"), (7, "expired")]
+    assert [(r["round"], r["why"]) for r in releases] == [
+        (3, "expired"),
+        (5, "expired"),
+        (7, "expired"),
+    ]
     # after an expiry the endpoint must fail two rounds in a row again: never straight back
     assert rounds_of(result, "quarantine") == [2] + [r + 1 for r in rounds_of(result, "release")]
     assert ignored(result) == ["delta"]

@@ -36,7 +36,9 @@ def test_capacity_floor_holds_the_last_endpoints_and_alerts() -> None:
 def test_capacity_floor_removes_the_first_candidate_and_keeps_the_next_deterministically() -> None:
     base = settings(model=ModelSettings(id=MODEL, capacity_floor=4))
     fleet = [provider(t) for t in ("alpha", "bravo", "charlie")]
-    result = drill(scenario(*fleet, provider("delta", PREFIX), provider("echo", PREFIX)), 2, base=base)
+    result = drill(
+        scenario(*fleet, provider("delta", PREFIX), provider("echo", PREFIX)), 2, base=base
+    )
     # 5 endpoints, floor 4: delta (first by tag among equal streaks) leaves, echo must stay
     assert rounds_of(result, "quarantine", "delta") == [2]
     (held,) = result.of_kind("floor_held")
@@ -46,7 +48,9 @@ def test_capacity_floor_removes_the_first_candidate_and_keeps_the_next_determini
 
 def test_observe_mode_records_would_quarantine_and_changes_no_list() -> None:
     result = drill(
-        scenario(provider("alpha"), provider("bravo"), provider("charlie"), provider("delta", PREFIX)),
+        scenario(
+            provider("alpha"), provider("bravo"), provider("charlie"), provider("delta", PREFIX)
+        ),
         3,
         mode="observe",
     )

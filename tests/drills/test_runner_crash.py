@@ -18,8 +18,13 @@ from canary.store.repository import Store
 from canary.wiring import build_wiring
 
 INTERVAL = timedelta(minutes=30)
-STEPS = ("record_snapshots", "record_observations", "record_verdicts", "apply_decision",
-         "finish_round")  # in the order a round calls them
+STEPS = (
+    "record_snapshots",
+    "record_observations",
+    "record_verdicts",
+    "apply_decision",
+    "finish_round",
+)  # in the order a round calls them
 
 
 class StoreGoneAway(RuntimeError):
@@ -36,16 +41,22 @@ class FlakyStore(Store):
     def __getattribute__(self, name: str) -> Any:
         attr = super().__getattribute__(name)
         if name == object.__getattribute__(self, "__dict__").get("armed_step"):
+
             def once(*args: Any, **kwargs: Any) -> Any:
                 self.armed_step = None
                 raise StoreGoneAway(f"{name}: connection lost")
+
             return once
         return attr
 
 
 async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakyStore]:
-    fleet = scenario(provider("alpha"), provider("bravo"), provider("charlie"),
-                     provider("delta", fault("garbage_prefix")))
+    fleet = scenario(
+        provider("alpha"),
+        provider("bravo"),
+        provider("charlie"),
+        provider("delta", fault("garbage_prefix")),
+    )
     store = FlakyStore(url, step)
     with start_simulator(fleet) as sim:
         base = settings(database_url=url, mode="enforce")
@@ -87,7 +98,8 @@ def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
         assert audit == []
         first_quarantine = 3
     # delta fails every round; the crashed round counts only if its decision was committed
-    quarantined_in = [i + 1 for i, r in enumerate(reports)
-                      if any(e.kind.value == "quarantine" for e in r.events)]
+    quarantined_in = [
+        i + 1 for i, r in enumerate(reports) if any(e.kind.value == "quarantine" for e in r.events)
+    ]
     assert quarantined_in == [first_quarantine]
     assert [q.tag for q in quarantines] == ["delta"]

@@ -51,7 +51,7 @@ def whole(body: bytes) -> tuple[list[SSEEvent], int]:
     return parser.feed(body) + parser.close(), parser.comments
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(body=STREAMS, cuts=st.lists(st.integers(0, 400), max_size=40))
 def test_any_split_of_any_bytes_gives_the_same_events(body: bytes, cuts: list[int]) -> None:
     assert split_feed(body, cuts) == whole(body)
@@ -72,7 +72,7 @@ EVENTS = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     events=EVENTS,
     newline=st.sampled_from([b"\n", b"\r\n", b"\r"]),

@@ -1,0 +1,85 @@
+"""What probing costs, as operators see it: the latest round per model, each model's last 24 h,
+today (UTC) for all models, and the daily budget with what is left of it.
+
+Figures come from ``rounds.cost_usd`` (reported costs, estimated from the endpoint's prices
+where a probe had none); a round counts once it has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from canary.api.readmodel import field, iso
+
+
+def day_start(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _usd(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def skipped_json(skipped: Iterable[Any]) -> list[dict[str, Any]]:
+    """A round's skipped endpoints as ``[{provider, reason}]`` whatever shape they were kept in."""
+    out = []
+    for item in skipped:
+        if isinstance(item, Mapping):
+            out.append({"provider": item.get("provider"), "reason": item.get("reason")})
+        elif isinstance(item, (list, tuple)) and item:
+            out.append({"provider": item[0], "reason": item[1] if len(item) > 1 else None})
+        else:
+            out.append({"provider": str(item), "reason": None})
+    return out
+
+
+def last_round_json(row: Any) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {
+        "id": field(row, "id"),
+        "scheduled_at": iso(field(row, "scheduled_at")),
+        "finished_at": iso(field(row, "finished_at")),
+        "status": field(row, "status"),
+        "cost_usd": _usd(field(row, "cost_usd")),
+        "skipped": skipped_json(field(row, "skipped", default=()) or ()),
+    }
+
+
+def cost_view(
+    store: Any, models: Iterable[str], now: datetime, daily_budget_usd: float | None
+) -> dict[str, Any]:
+    """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
+    start = day_start(now)
+    today = store.round_spend(start)
+    last_24h = store.round_spend(now - timedelta(hours=24))
+    last = store.last_closed_rounds()
+    spent = sum(today.values())
+    day = {
+        "day_start": iso(start),
+        "today_usd": _usd(spent),
+        "daily_budget_usd": daily_budget_usd,
+        "budget_left_usd": None
+        if daily_budget_usd is None
+        else _usd(max(0.0, daily_budget_usd - spent)),
+    }
+    return {
+        "day": day,
+        "models": [
+            {
+                "model": model,
+                "last_round": last_round_json(last.get(model)),
+                "last_24h_usd": _usd(last_24h.get(model, 0.0)),
+                "today_usd": _usd(today.get(model, 0.0)),
+            }
+            for model in sorted(set(models))
+        ],
+    }
+
+
+def model_cost(view: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """One model's entry of a :func:`cost_view`, with the day block beside it."""
+    entry = next(m for m in view["models"] if m["model"] == model)
+    return {k: v for k, v in entry.items() if k != "model"} | {"day": view["day"]}

@@ -1,0 +1,236 @@
+"""What the operator commands share: options, the store and settings of one command, output.
+
+Everything heavy is imported inside functions, so a read command starts fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from canary.cli.common import fail, settings_from
+
+if TYPE_CHECKING:
+    from canary.core.model import Exclusion
+    from canary.settings import Settings
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model id, author/slug.")]
+OptModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only this model.")]
+ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help="Provider tag (routing slug).")]
+ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why; kept in the audit log.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+STATE_STYLES = {
+    "healthy": "green",
+    "suspect": "yellow",
+    "quarantined": "bold red",
+    "excluded": "magenta",
+    "unknown": "dim",
+}
+RESULT_MARKS = {
+    "pass": "[green]✓[/]",
+    "fail": "[red]✗[/]",
+    "inconclusive": "[yellow]?[/]",
+    "transport_error": "[dim]⚡[/]",
+    "not_applicable": "[dim]–[/]",
+}
+
+
+# -- plumbing ---------------------------------------------------------------------------------
+
+
+class Ops:
+    """The settings and the store of one command, and the checks every command shares."""
+
+    def __init__(self, settings: Settings, store: Any) -> None:
+        self.settings = settings
+        self.store = store
+        self.now = datetime.now(UTC)
+
+    def models(self) -> list[str]:
+        from canary.api.readmodel import known_models
+
+        return known_models(self.settings.model_ids, self.store)
+
+    def check_model(self, model: str) -> str:
+        from canary.api.readmodel import require_model
+
+        return require_model(self.settings.model_ids, self.store, model)
+
+    def check_provider(self, model: str, tag: str, *, extra: Sequence[str] = ()) -> str:
+        from canary.api.readmodel import require_provider
+
+        return require_provider(self.store, model, tag, extra)
+
+    def builtin(self) -> tuple[Exclusion, ...]:
+        return tuple(self.wiring().probes.builtin_exclusions)
+
+    def quick_builtin(self) -> tuple[Exclusion, ...]:
+        """The built-in list read from its YAML alone (no full probe load); the full, validated
+        load (and its readable error) when the file holds anything this reader does not expect."""
+        try:
+            return read_builtin_exclusions(self.settings.probes_dir)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return self.builtin()
+
+    def quick_policy_version(self) -> str:
+        """The policy version the daemon recorded with the latest round (what it publishes);
+        computed from the local probe definitions when no round was recorded yet."""
+        latest = self.store.recent_rounds(None, 1)
+        return str(latest[0].policy_version) if latest else self.wiring().policy_version
+
+    def wiring(self) -> Any:
+        if not hasattr(self, "_wiring"):
+            from canary.probes import ProbeDefinitionError
+            from canary.wiring import build_wiring
+
+            try:
+                self._wiring = build_wiring(self.settings, store=self.store, upgrade=False)
+            except ProbeDefinitionError as exc:
+                fail(f"probe definitions: {exc}")
+        return self._wiring
+
+
+@contextmanager
+def ops_context(ctx: typer.Context) -> Iterator[Ops]:
+    settings = settings_from(ctx)
+    from canary.settings import redact_url
+    from canary.store.repository import Store
+
+    store = Store(settings.database_url)
+    try:
+        yield Ops(settings, store)
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except LookupError as exc:
+        fail(str(exc).strip("'\""))
+    except Exception as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        fail(
+            f"cannot use the store at {redact_url(settings.database_url)}: "
+            f"{type(exc).__name__}: {first} "
+            "(has `canary db upgrade` been run?)",
+            code=1,
+        )
+    finally:
+        store.dispose()
+
+
+def names(values: Sequence[str]) -> str:
+    return ", ".join(sorted(values)) or "none"
+
+
+def actor() -> str:
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:
+        return "cli:unknown"
+
+
+def when(text: str, option: str) -> datetime:
+    from canary.api.readmodel import parse_when
+
+    try:
+        return parse_when(text)
+    except ValueError:
+        fail(f"{option} {text!r} is not an ISO-8601 time (e.g. 2026-05-01T12:00:00Z)")
+
+
+def console() -> Any:
+    import sys
+
+    from rich.console import Console
+
+    # Piped output is read by people too (less, CI logs): do not squeeze it to 80 columns.
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+
+
+def table_of(title: str | None, *columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
+    for i, column in enumerate(columns):
+        table.add_column(column, no_wrap=i < 2)
+    return table
+
+
+def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], empty: str) -> None:
+    if not rows:
+        console().print(empty)
+        return
+    table = table_of(title, *columns)
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    console().print(table)
+
+
+def s(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def ignore_service(
+    ops: Ops,
+    models: Sequence[str],
+    *,
+    builtin: Sequence[Exclusion] | None = None,
+    policy_version: str | None = None,
+) -> Any:
+    from canary.ignorelist import IgnoreListService
+
+    service = IgnoreListService(
+        ops.store,
+        ops.builtin() if builtin is None else tuple(builtin),
+        list(models),
+        ops.wiring().policy_version if policy_version is None else policy_version,
+        lambda: ops.now,
+    )
+    if not service.refresh():
+        raise RuntimeError(service.last_error or "the store could not be read")
+    return service
+
+
+_BUILTIN_KEYS = frozenset({"model", "provider", "reason", "since", "until", "evidence", "rounds"})
+
+
+def read_builtin_exclusions(directory: Path) -> tuple[Exclusion, ...]:
+    """``builtin_exclusions.yaml`` as :func:`canary.probes.load_probes` reads it, without loading
+    (and validating) every other probe definition; raises on anything unexpected."""
+    import yaml
+
+    from canary.core.model import Exclusion, Layer
+
+    path = Path(directory) / "builtin_exclusions.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if set(data) - {"entries"}:
+        raise ValueError(f"{path.name}: unexpected keys")
+    out = []
+    for entry in data.get("entries") or ():
+        if set(entry) - _BUILTIN_KEYS or not entry["reason"] or not entry["evidence"]:
+            raise ValueError(f"{path.name}: an entry this reader does not expect")
+        out.append(
+            Exclusion(
+                model=str(entry["model"]),
+                tag=str(entry["provider"]),
+                layer=Layer.builtin,
+                reason=f"{entry['reason']} (evidence: {entry['evidence']})",
+                since=_midnight(entry["since"]),
+                until=None if entry.get("until") is None else _midnight(entry["until"]),
+                evidence=tuple(int(r) for r in entry.get("rounds") or ()),
+            )
+        )
+    return tuple(out)
+
+
+def _midnight(value: Any) -> datetime:
+    from datetime import date, time
+
+    if isinstance(value, datetime) or not isinstance(value, date):
+        raise TypeError(f"{value!r} is not a date")
+    return datetime.combine(value, time(), tzinfo=UTC)

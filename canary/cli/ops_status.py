@@ -1,0 +1,161 @@
+"""``canary status``: each provider's routing state, last results and latency, the published
+ignore list, and what probing costs (latest round, last 24 h, today, the daily budget).
+
+It reads the built-in list from its file alone and takes the policy version from the latest
+round, so it never loads every probe definition on its way (see :class:`Ops`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from canary.cli.common import fail, print_json
+from canary.cli.ops_base import (
+    RESULT_MARKS,
+    STATE_STYLES,
+    JsonOpt,
+    OptModelOpt,
+    console,
+    ignore_service,
+    ops_context,
+    table_of,
+)
+
+LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim"}
+
+
+def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
+    """Each provider's state, last results, latency and cost, and the published ignore list."""
+    from canary.api import readmodel as rm
+    from canary.api.cost import cost_view, model_cost
+
+    with ops_context(ctx) as ops:
+        models = [ops.check_model(model)] if model else ops.models()
+        if not models:
+            fail("no model is watched and the store has seen none: add [[models]] to the settings")
+        builtin = ops.quick_builtin()
+        service = ignore_service(
+            ops, models, builtin=builtin, policy_version=ops.quick_policy_version()
+        )
+        spend = cost_view(ops.store, models, ops.now, ops.settings.daily_budget_usd)
+        out = []
+        for m in models:
+            views = rm.provider_views(
+                ops.store, m, builtin=builtin, now=ops.now,
+                degraded_p95_s=ops.settings.latency_degraded_p95_s,
+            )  # fmt: skip
+            out.append(
+                {
+                    "model": m,
+                    "ignore": service.document(m)[0],
+                    "providers": views,
+                    "cost": model_cost(spend, m),
+                }
+            )
+    if as_json:
+        print_json(
+            {
+                "at": rm.iso(ops.now),
+                "mode": ops.settings.mode,
+                "cost": spend["day"],
+                "models": [
+                    {
+                        "model": o["model"],
+                        "ignore_list": o["ignore"],
+                        "providers": [v.as_json() for v in o["providers"]],
+                        "cost": {k: v for k, v in o["cost"].items() if k != "day"},
+                    }
+                    for o in out
+                ],
+            }
+        )
+        return
+    out_console = console()
+    for o in out:
+        out_console.print(_providers_table(o["model"], ops.settings.mode, o["providers"]))
+        doc = o["ignore"]
+        out_console.print(
+            f"ignore list: {doc['ignore'] or '[] (nothing ignored)'}  "
+            f"policy {doc['policy_version']}"
+        )
+        out_console.print(cost_line(o["cost"]) + "\n")
+    out_console.print(day_line(spend["day"]))
+
+
+def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
+    from canary.api import readmodel as rm
+
+    table = table_of(
+        f"{model}  (mode {mode})",
+        "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency",
+        "Notes",
+    )  # fmt: skip
+    for v in views:
+        marks = " ".join(
+            f"{c} {RESULT_MARKS.get(str(r['result']), '·')}" for c, r in v.results.items()
+        )
+        notes = []
+        if v.quarantine_until:
+            notes.append(f"until {rm.iso(v.quarantine_until)} (step {v.quarantine_step or '?'})")
+        notes.extend(f"{e.layer.value}: {e.reason}" for e in v.exclusions)
+        style = STATE_STYLES.get(v.state, "")
+        table.add_row(
+            v.provider,
+            f"[{style}]{v.state}[/]" if style else v.state,
+            str(v.failing_streak),
+            marks or "[dim]none yet[/]",
+            " / ".join(seconds(v.ttft_24h.get(q)) for q in ("p50", "p95", "p99")),
+            latency_cell(v.latency),
+            "; ".join(notes),
+        )
+    return table
+
+
+def seconds(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def usd(value: Any) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+def latency_cell(latency: Any) -> str:
+    """``degraded (7d p95 6.10, peers p95 1.00, OR p50 640 ms)``: the state and its context."""
+    style = LATENCY_STYLES.get(latency.state, "")
+    text = f"[{style}]{latency.state}[/]" if style else latency.state
+    beside = [f"7d p95 {seconds(latency.week.get('p95'))}"]
+    if latency.peers_p95_24h_s is not None:
+        beside.append(f"peers p95 {latency.peers_p95_24h_s:.2f}")
+    if latency.openrouter_ms and "p50" in latency.openrouter_ms:
+        beside.append(f"OR p50 {latency.openrouter_ms['p50']:g} ms")
+    return f"{text} ({', '.join(beside)})"
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    last = cost.get("last_round")
+    parts = [
+        f"last round {usd(last['cost_usd']) if last else '– (no round yet)'}",
+        f"last 24 h {usd(cost.get('last_24h_usd'))}",
+        f"today {usd(cost.get('today_usd'))}",
+    ]
+    text = "probe cost: " + ", ".join(parts)
+    skipped = (last or {}).get("skipped") or []
+    if skipped:
+        names = ", ".join(str(s.get("provider")) for s in skipped)
+        why = skipped[0].get("reason") or "?"
+        text += f"\n[dark_orange]skipped last round[/]: {names} ({why})"
+    return text
+
+
+def day_line(day: dict[str, Any]) -> str:
+    text = f"probes today (UTC, all models): {usd(day.get('today_usd'))}"
+    if day.get("daily_budget_usd") is not None:
+        text += (
+            f" of the daily budget {usd(day['daily_budget_usd'])}, "
+            f"{usd(day.get('budget_left_usd'))} left"
+        )
+    else:
+        text += " (no daily budget set)"
+    return text

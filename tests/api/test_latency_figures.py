@@ -1,0 +1,68 @@
+"""The latency read model against known inputs (pure: no store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from canary.api.cost import skipped_json
+from canary.api.latency import group, latencies
+
+BOUND = 5.0
+
+
+def test_percentiles_are_nearest_rank_over_each_window() -> None:
+    day = {"a": [float(v) for v in range(1, 21)]}  # 1..20 s
+    week = {"a": [float(v) for v in range(1, 101)]}  # 1..100 s
+    lat = latencies(day, week, {}, ["a"], BOUND)["a"]
+    assert lat.day == {"p50": 10.0, "p95": 19.0, "p99": 20.0, "n": 20}
+    assert lat.week == {"p50": 50.0, "p95": 95.0, "p99": 99.0, "n": 100}
+
+
+@pytest.mark.parametrize(
+    ("samples", "state"),
+    [
+        ([1.0] * 19 + [9.0], "healthy"),  # one slow sample in 20: p95 is still 1 s
+        ([1.0] * 18 + [9.0, 9.0], "degraded"),  # two in 20: p95 is 9 s > 5 s
+        ([5.0], "healthy"),  # at the bound is not over it
+        ([], "unknown"),
+    ],
+)
+def test_the_state_is_the_24h_p95_against_the_bound(samples: list[float], state: str) -> None:
+    lat = latencies({"a": samples} if samples else {}, {}, {}, ["a"], BOUND)["a"]
+    assert lat.state == state
+
+
+def test_the_state_ignores_the_week_only_the_last_24h_count() -> None:
+    lat = latencies({"a": [1.0]}, {"a": [30.0] * 50 + [1.0]}, {}, ["a"], BOUND)["a"]
+    assert lat.state == "healthy" and lat.week["p95"] == 30.0
+
+
+def test_peers_are_the_median_of_the_other_endpoints_24h_p95() -> None:
+    day = {"a": [1.0], "b": [2.0], "c": [4.0], "slow": [9.0]}
+    out = latencies(day, {}, {}, [*day, "silent"], BOUND)
+    assert out["slow"].peers_p95_24h_s == 2.0 and out["slow"].peers_n == 3
+    assert out["a"].peers_p95_24h_s == 4.0  # median of 2, 4, 9
+    assert out["silent"].state == "unknown" and out["silent"].peers_n == 4
+    assert latencies({"a": [1.0]}, {}, {}, ["a"], BOUND)["a"].peers_p95_24h_s is None
+
+
+def test_openrouter_figures_come_from_the_snapshot_in_ms() -> None:
+    advertised = {"a": {"latency_last_30m": {"p50": 640, "p99": 4000}}, "b": {}}
+    out = latencies({}, {}, advertised, ["a", "b"], BOUND)
+    assert out["a"].openrouter_ms == {"p50": 640, "p99": 4000}
+    assert out["b"].openrouter_ms is None
+    assert out["a"].as_json()["openrouter_last_30m_ms"] == {"p50": 640, "p99": 4000}
+
+
+def test_the_sparkline_keeps_the_latest_forty_samples_oldest_first() -> None:
+    samples = [float(v) for v in range(50)]
+    assert latencies({"a": samples}, {}, {}, ["a"], BOUND)["a"].spark == tuple(samples[10:])
+    assert group([("a", 1), ("b", 2.5), ("a", 3)]) == {"a": [1.0, 3.0], "b": [2.5]}
+
+
+def test_skipped_endpoints_read_in_any_kept_shape() -> None:
+    assert skipped_json([{"provider": "z", "reason": "budget"}, ("y", "budget"), "x"]) == [
+        {"provider": "z", "reason": "budget"},
+        {"provider": "y", "reason": "budget"},
+        {"provider": "x", "reason": None},
+    ]

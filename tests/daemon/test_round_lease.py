@@ -1,0 +1,83 @@
+"""The round lease around a round: one holder at a time, dead rounds abandoned, a lost lease
+cancels the round. A real SQLite store; time is passed in."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from canary.scheduler import ROUND_LEASE, LeaseLost, under_round_lease
+from canary.store.repository import Store
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+MODEL = "acme/lease-1"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(f"sqlite:///{tmp_path / 'lease.db'}") as s:
+        s.upgrade()
+        yield s
+
+
+def test_work_does_not_run_while_another_replica_holds_the_lease(store: Store) -> None:
+    assert store.try_acquire_lease(ROUND_LEASE, "other:1", T0, 60)
+    ran: list[str] = []
+
+    async def work() -> str:
+        ran.append("me")
+        return "done"
+
+    outcome = asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: T0, ttl_s=60))
+    assert outcome == (False, None) and ran == []
+    assert (store.lease(ROUND_LEASE) or pytest.fail("lease gone")).holder == "other:1"
+
+
+def test_the_lease_is_released_after_the_round(store: Store) -> None:
+    async def work() -> str:
+        assert (store.lease(ROUND_LEASE) or pytest.fail("no lease")).holder == "me:2"
+        return "done"
+
+    assert asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: T0)) == (True, "done")
+    assert store.lease(ROUND_LEASE) is None
+
+
+def test_taking_over_the_lease_abandons_the_dead_holders_round(store: Store) -> None:
+    # The dead replica claimed a round at T0 and never renewed its 60 s lease.
+    assert store.try_acquire_lease(ROUND_LEASE, "dead:1", T0, 60)
+    dead = store.claim_round(MODEL, T0, "dead:1", "v1", {}, started_at=T0)
+    later = T0 + timedelta(seconds=61)
+    # A round that started within the TTL could still be alive: it is left alone.
+    recent = store.claim_round(MODEL, later, "dead:1", "v1", {}, started_at=later)
+
+    async def work() -> list[str]:
+        return [store.get_round(r or 0).status for r in (dead, recent)]
+
+    ran, seen = asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: later, ttl_s=60))
+    assert ran and seen == ["abandoned", "running"]
+    assert store.get_round(dead or 0).detail == {"why": "stale"}
+
+
+def test_a_lease_lost_mid_round_cancels_the_round(store: Store) -> None:
+    cancelled = asyncio.Event()
+
+    async def work() -> None:
+        # Meanwhile this replica stalled past its TTL and another one took the lease over.
+        assert store.try_acquire_lease(ROUND_LEASE, "other:1", T0 + timedelta(seconds=61), 60)
+        try:
+            await asyncio.Event().wait()  # a round that would go on forever
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    with pytest.raises(LeaseLost, match="me:2 lost the round lease"):
+        asyncio.run(
+            under_round_lease(store, "me:2", work, clock=lambda: T0, ttl_s=60, renew_every_s=0.01)
+        )
+    assert cancelled.is_set()
+    # the new holder keeps its lease: the loser never releases what it no longer holds
+    assert (store.lease(ROUND_LEASE) or pytest.fail("lease gone")).holder == "other:1"
