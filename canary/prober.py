@@ -146,7 +146,8 @@ class Prober:
             planned.contract, planned.language, nonce, endpoint, self._max_tokens
         )
         provider_key = endpoint.tag.split("/", 1)[0]
-        async with self._global, self._per_provider[provider_key]:
+        # the provider's slot first: a probe queued behind a busy provider holds no global slot
+        async with self._per_provider[provider_key], self._global:
             observation = await self._client.probe(
                 endpoint,
                 request.body,

@@ -7,6 +7,7 @@ and a model's decisions and audit rows are written in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -105,14 +106,26 @@ class RoundRunner:
         stale_before = now - timedelta(minutes=self.settings.interval_minutes * 3)
         self.w.store.abandon_stale_rounds(stale_before, now=now)
         budget = self._budget_plan(now)
-        return [await self.run_model(m, slot, now, budget) for m in self.settings.models]
+        # Load the language models off the event loop before any probe is in flight: loading
+        # them mid-round would stall the loop and inflate every concurrent ttft measurement.
+        await asyncio.to_thread(self.w.analyzer.warm)
+        # The models' rounds run side by side (each is claimed, decided and written on its own).
+        done = await asyncio.gather(
+            *(self.run_model(m, slot, now, budget) for m in self.settings.models),
+            return_exceptions=True,
+        )
+        failures = [d for d in done if isinstance(d, BaseException)]
+        if failures:  # only the store failing before a claim gets here: nothing was written
+            raise failures[0]
+        return [d for d in done if isinstance(d, ModelRound)]
 
     async def run_model(
         self, model: ModelSettings, slot: datetime, now: datetime, budget: _Budget | None = None
     ) -> ModelRound:
-        """Claim and run one model's round. Never raises for a failure inside the round: the
-        round is then recorded ``abandoned`` (its decision, if any, was never applied) and the
-        next round starts from the states as they were."""
+        """Claim and run one model's round. A failure inside the round never escapes: the report
+        carries ``error``, and the round is recorded ``abandoned`` (nothing of its decision was
+        written, so the next round starts from the states as they were) or, when the failure
+        came after the decision's transaction committed, ``finished`` with the error noted."""
         store = self.w.store
         started = time.perf_counter()
         round_id = store.claim_round(

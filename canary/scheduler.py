@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from canary.logs import get_logger
@@ -49,8 +49,9 @@ async def under_round_lease(
     the work is cancelled and :class:`LeaseLost` raised, so two replicas never run rounds at once.
     A renewal that fails on a store error is retried at the next beat.
 
-    Having the lease means the holder of any round still ``running`` and started more than
-    `ttl_s` ago missed its renewals: it is dead, and its round is marked abandoned first.
+    Having the lease means no other replica runs a round now (every runner takes this lease,
+    and one that stalled past its TTL is cancelled at its next beat): a round still ``running``
+    was left by a dead holder, and is marked abandoned first.
     """
     now = clock()
     if not store.try_acquire_lease(ROUND_LEASE, holder, now, ttl_s):
@@ -58,7 +59,7 @@ async def under_round_lease(
         return False, None
     lost = False
     try:
-        abandoned = store.abandon_stale_rounds(now - timedelta(seconds=ttl_s), now=now)
+        abandoned = store.abandon_stale_rounds(now, now=now)
         if abandoned:
             log.warning("stale_rounds_abandoned", count=abandoned, holder=holder)
         task: asyncio.Task[T] = asyncio.ensure_future(work())

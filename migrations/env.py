@@ -13,10 +13,10 @@ from alembic import context
 from sqlalchemy import Connection
 
 from canary.store.engine import make_engine
-from canary.store.tables import Base
+from canary.store.tables import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _configure(connection: Connection) -> None:

@@ -296,7 +296,11 @@ class OpenRouterClient:
         return classify_exception("stream_timeout"), message + (" (no token)" if no_token else "")
 
     async def _read_h1(
-        self, response: H1Response, assembler: StreamAssembler, timing: _Timing, deadline: asyncio.Timeout
+        self,
+        response: H1Response,
+        assembler: StreamAssembler,
+        timing: _Timing,
+        deadline: asyncio.Timeout,
     ) -> None:
         """Parse and assemble the stream inside the connection's callback, as the bytes arrive
         (each event timed then); this task only acts on the first token, the end or an error."""

@@ -143,9 +143,10 @@ class _Connection(asyncio.Protocol):
 
     # -- helpers ------------------------------------------------------------------------------
     def _until_close(self) -> bool:
-        return "content-length" not in self.headers and "chunked" not in self.headers.get(
-            "transfer-encoding", ""
-        ).lower()
+        return (
+            "content-length" not in self.headers
+            and "chunked" not in self.headers.get("transfer-encoding", "").lower()
+        )
 
     def _fail(self, error: Exception) -> None:
         if self.error is None:
@@ -296,7 +297,8 @@ class H1Pool:
                     server_hostname=self._host if self._tls else None,
                 )
         except TimeoutError:
-            raise httpx.ConnectTimeout(f"no connection within {self._connect_timeout_s:g} s")
+            message = f"no connection within {self._connect_timeout_s:g} s"
+            raise httpx.ConnectTimeout(message) from None
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
         return connection

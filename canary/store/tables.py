@@ -1,5 +1,6 @@
-"""SQLAlchemy 2 models: the state that must survive a crash. ``migrations/`` matches them.
+"""SQLAlchemy Core tables: the state that must survive a crash. ``migrations/`` matches them.
 
+Plain Core (``Table``/``Column``), no ORM: importing the store stays cheap.
 Every datetime column is :class:`UTCDateTime`: it accepts aware datetimes only and always returns
 aware UTC datetimes, on SQLite as on PostgreSQL. No column holds a secret.
 """
@@ -7,11 +8,12 @@ aware UTC datetimes, on SQLite as on PostgreSQL. No column holds a secret.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     JSON,
     Boolean,
+    Column,
     DateTime,
     Dialect,
     Float,
@@ -24,8 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -59,217 +60,235 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {
-        datetime: UTCDateTime(),
-        dict[str, Any]: JSON(),
-        list[Any]: JSON(),
-        float: Float(),
-        bool: Boolean(),
-        str: String(200),
-    }
+metadata = MetaData(naming_convention=NAMING)
 
 
-def _round_fk(nullable: bool = False) -> Any:
-    return mapped_column(ForeignKey("rounds.id"), nullable=nullable)
+def _col(name: str, type_: TypeEngine[Any], *, null: bool = False, **kw: Any) -> Column[Any]:
+    return Column(name, type_, nullable=null, **kw)
 
 
-class Round(Base):
-    __tablename__ = "rounds"
-    __table_args__ = (UniqueConstraint("model", "scheduled_at"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model: Mapped[str]
-    scheduled_at: Mapped[datetime]
-    started_at: Mapped[datetime]
-    finished_at: Mapped[datetime | None]
-    status: Mapped[str] = mapped_column(String(16))  # running | finished | abandoned
-    policy_version: Mapped[str]
-    runner_id: Mapped[str]
-    checksums: Mapped[dict[str, Any]]
-    cost_usd: Mapped[float | None]
-    skipped: Mapped[list[Any]]
-    detail: Mapped[dict[str, Any]]
+def _id() -> Column[int]:
+    return Column("id", Integer, primary_key=True)
 
 
-class Probe(Base):
-    __tablename__ = "probes"
-    __table_args__ = (Index(None, "model", "tag", "at"), Index(None, "round_id"))
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[int] = _round_fk()
-    model: Mapped[str]
-    tag: Mapped[str]
-    contract: Mapped[str] = mapped_column(String(32))
-    language: Mapped[str | None] = mapped_column(String(16))
-    attempt: Mapped[int]
-    transport: Mapped[str] = mapped_column(String(32))
-    status: Mapped[int | None]
-    error: Mapped[str | None] = mapped_column(Text)
-    served_by: Mapped[str | None]
-    attribution_ok: Mapped[bool]
-    ttft_s: Mapped[float | None]
-    reasoning_s: Mapped[float | None]
-    total_s: Mapped[float | None]
-    finish_reason: Mapped[str | None] = mapped_column(String(64))
-    native_finish_reason: Mapped[str | None] = mapped_column(String(64))
-    sample: Mapped[str] = mapped_column(Text)  # at most 200 characters of the answer
-    prompt_tokens: Mapped[int | None]
-    completion_tokens: Mapped[int | None]
-    cost_usd: Mapped[float | None]
-    checksum: Mapped[str] = mapped_column(String(128))
-    nonce: Mapped[str] = mapped_column(String(128))
-    at: Mapped[datetime]
+def _str(name: str, length: int = 200, *, null: bool = False) -> Column[Any]:
+    return _col(name, String(length), null=null)
 
 
-class ContractResultRecord(Base):
-    __tablename__ = "contract_results"
-    __table_args__ = (Index(None, "round_id", "model", "tag"), Index(None, "model", "tag"))
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[int] = _round_fk()
-    model: Mapped[str]
-    tag: Mapped[str]
-    contract: Mapped[str] = mapped_column(String(32))
-    result: Mapped[str] = mapped_column(String(32))
-    detail: Mapped[str] = mapped_column(Text)
-    figure: Mapped[float | None]
-    reason: Mapped[str | None] = mapped_column(String(64))
-    sample: Mapped[str] = mapped_column(Text)
-    language: Mapped[str | None] = mapped_column(String(16))
-    language_anomaly: Mapped[bool]
+def _text(name: str, *, null: bool = False) -> Column[Any]:
+    return _col(name, Text(), null=null)
 
 
-class RoundVerdictRecord(Base):
-    __tablename__ = "round_verdicts"
-    __table_args__ = (UniqueConstraint("round_id", "model", "tag"), Index(None, "model", "tag"))
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[int] = _round_fk()
-    model: Mapped[str]
-    tag: Mapped[str]
-    verdict: Mapped[str] = mapped_column(String(32))
-    language_anomaly_in: Mapped[str | None] = mapped_column(String(16))
+def _int(name: str, *, null: bool = False) -> Column[Any]:
+    return _col(name, Integer(), null=null)
 
 
-class EndpointStateRecord(Base):
-    __tablename__ = "endpoint_state"
-
-    model: Mapped[str] = mapped_column(primary_key=True)
-    tag: Mapped[str] = mapped_column(primary_key=True)
-    failing_streak: Mapped[int]
-    passing_streak: Mapped[int]
-    quarantined_since: Mapped[datetime | None]
-    quarantined_until: Mapped[datetime | None]
-    ladder_step: Mapped[int]
-    last_quarantine_at: Mapped[datetime | None]
-    next_language: Mapped[str | None] = mapped_column(String(16))
-    evidence: Mapped[list[Any]]
-    version: Mapped[int]
-    updated_at: Mapped[datetime]
+def _float(name: str, *, null: bool = False) -> Column[Any]:
+    return _col(name, Float(), null=null)
 
 
-class QuarantineRecord(Base):
-    __tablename__ = "quarantines"
-    __table_args__ = (Index(None, "model", "tag", "released_at"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model: Mapped[str]
-    tag: Mapped[str]
-    started_at: Mapped[datetime]
-    until: Mapped[datetime]
-    released_at: Mapped[datetime | None]
-    release_why: Mapped[str | None] = mapped_column(String(32))
-    step: Mapped[int]
-    reason: Mapped[str] = mapped_column(Text)
-    evidence: Mapped[list[Any]]
-    policy_version: Mapped[str]
-    round_id: Mapped[int | None] = _round_fk(nullable=True)
+def _bool(name: str) -> Column[Any]:
+    return _col(name, Boolean())
 
 
-class ExclusionRecord(Base):
-    __tablename__ = "exclusions"
-    __table_args__ = (Index(None, "model", "removed_at"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model: Mapped[str]
-    tag: Mapped[str]
-    reason: Mapped[str] = mapped_column(Text)
-    actor: Mapped[str]
-    created_at: Mapped[datetime]
-    until: Mapped[datetime | None]
-    removed_at: Mapped[datetime | None]
-    removed_by: Mapped[str | None]
-    remove_reason: Mapped[str | None] = mapped_column(Text)
+def _when(name: str, *, null: bool = False) -> Column[Any]:
+    return _col(name, UTCDateTime(), null=null)
 
 
-class AuditRecord(Base):
-    """The audit log and the notification outbox in one: one row per decision."""
-
-    __tablename__ = "audit"
-    __table_args__ = (Index(None, "model", "at"), Index(None, "notified_at", "next_attempt_at"))
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    at: Mapped[datetime]
-    actor: Mapped[str]
-    event: Mapped[str] = mapped_column(String(32))
-    model: Mapped[str | None]
-    tag: Mapped[str | None]
-    detail: Mapped[dict[str, Any]]
-    evidence: Mapped[list[Any]]
-    policy_version: Mapped[str | None]
-    round_id: Mapped[int | None] = _round_fk(nullable=True)
-    notified_at: Mapped[datetime | None]
-    notify_attempts: Mapped[int]
-    next_attempt_at: Mapped[datetime | None]
+def _json(name: str, *, null: bool = False) -> Column[Any]:
+    return _col(name, JSON(), null=null)
 
 
-class EndpointSnapshot(Base):
-    __tablename__ = "endpoint_snapshots"
-    __table_args__ = (Index(None, "model", "at"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[int | None] = _round_fk(nullable=True)
-    model: Mapped[str]
-    tag: Mapped[str]
-    at: Mapped[datetime]
-    meta: Mapped[dict[str, Any]]
+def _round_fk(*, null: bool = False) -> Column[Any]:
+    return Column("round_id", Integer, ForeignKey("rounds.id"), nullable=null)
 
 
-class DriftEvent(Base):
-    __tablename__ = "drift_events"
-    __table_args__ = (Index(None, "model", "at"),)
+rounds = Table(
+    "rounds",
+    metadata,
+    _id(),
+    _str("model"),
+    _when("scheduled_at"),
+    _when("started_at"),
+    _when("finished_at", null=True),
+    _str("status", 16),  # running | finished | abandoned
+    _str("policy_version"),
+    _str("runner_id"),
+    _json("checksums"),
+    _float("cost_usd", null=True),
+    _json("skipped"),
+    _json("detail"),
+    UniqueConstraint("model", "scheduled_at"),
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    round_id: Mapped[int | None] = _round_fk(nullable=True)
-    model: Mapped[str]
-    tag: Mapped[str | None]  # None for model-wide changes (capacity)
-    at: Mapped[datetime]
-    field: Mapped[str] = mapped_column(String(64))
-    old: Mapped[Any] = mapped_column(JSON, nullable=True)
-    new: Mapped[Any] = mapped_column(JSON, nullable=True)
-    alert: Mapped[bool]
-    reason: Mapped[str | None]
+probes = Table(
+    "probes",
+    metadata,
+    _id(),
+    _round_fk(),
+    _str("model"),
+    _str("tag"),
+    _str("contract", 32),
+    _str("language", 16, null=True),
+    _int("attempt"),
+    _str("transport", 32),
+    _int("status", null=True),
+    _text("error", null=True),
+    _str("served_by", null=True),
+    _bool("attribution_ok"),
+    _float("ttft_s", null=True),
+    _float("reasoning_s", null=True),
+    _float("total_s", null=True),
+    _str("finish_reason", 64, null=True),
+    _str("native_finish_reason", 64, null=True),
+    _text("sample"),  # at most 200 characters of the answer
+    _int("prompt_tokens", null=True),
+    _int("completion_tokens", null=True),
+    _float("cost_usd", null=True),
+    _str("checksum", 128),
+    _str("nonce", 128),
+    _when("at"),
+    Index(None, "model", "tag", "at"),
+    Index(None, "round_id"),
+)
 
+contract_results = Table(
+    "contract_results",
+    metadata,
+    _id(),
+    _round_fk(),
+    _str("model"),
+    _str("tag"),
+    _str("contract", 32),
+    _str("result", 32),
+    _text("detail"),
+    _float("figure", null=True),
+    _str("reason", 64, null=True),
+    _text("sample"),
+    _str("language", 16, null=True),
+    _bool("language_anomaly"),
+    Index(None, "round_id", "model", "tag"),
+    Index(None, "model", "tag"),
+)
 
-class Lease(Base):
-    __tablename__ = "leases"
+round_verdicts = Table(
+    "round_verdicts",
+    metadata,
+    _id(),
+    _round_fk(),
+    _str("model"),
+    _str("tag"),
+    _str("verdict", 32),
+    _str("language_anomaly_in", 16, null=True),
+    UniqueConstraint("round_id", "model", "tag"),
+    Index(None, "model", "tag"),
+)
 
-    name: Mapped[str] = mapped_column(String(200), primary_key=True)
-    holder: Mapped[str]
-    acquired_at: Mapped[datetime]
-    expires_at: Mapped[datetime]
+endpoint_state = Table(
+    "endpoint_state",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+    _int("failing_streak"),
+    _int("passing_streak"),
+    _when("quarantined_since", null=True),
+    _when("quarantined_until", null=True),
+    _int("ladder_step"),
+    _when("last_quarantine_at", null=True),
+    _str("next_language", 16, null=True),
+    _json("evidence"),
+    _int("version"),
+    _when("updated_at"),
+)
 
+quarantines = Table(
+    "quarantines",
+    metadata,
+    _id(),
+    _str("model"),
+    _str("tag"),
+    _when("started_at"),
+    _when("until"),
+    _when("released_at", null=True),
+    _str("release_why", 32, null=True),
+    _int("step"),
+    _text("reason"),
+    _json("evidence"),
+    _str("policy_version"),
+    _round_fk(null=True),
+    Index(None, "model", "tag", "released_at"),
+)
 
-rounds = cast(Table, Round.__table__)
-probes = cast(Table, Probe.__table__)
-contract_results = cast(Table, ContractResultRecord.__table__)
-round_verdicts = cast(Table, RoundVerdictRecord.__table__)
-endpoint_state = cast(Table, EndpointStateRecord.__table__)
-quarantines = cast(Table, QuarantineRecord.__table__)
-exclusions = cast(Table, ExclusionRecord.__table__)
-audit = cast(Table, AuditRecord.__table__)
-endpoint_snapshots = cast(Table, EndpointSnapshot.__table__)
-drift_events = cast(Table, DriftEvent.__table__)
-leases = cast(Table, Lease.__table__)
+exclusions = Table(
+    "exclusions",
+    metadata,
+    _id(),
+    _str("model"),
+    _str("tag"),
+    _text("reason"),
+    _str("actor"),
+    _when("created_at"),
+    _when("until", null=True),
+    _when("removed_at", null=True),
+    _str("removed_by", null=True),
+    _text("remove_reason", null=True),
+    Index(None, "model", "removed_at"),
+)
+
+# The audit log and the notification outbox in one: one row per decision.
+audit = Table(
+    "audit",
+    metadata,
+    _id(),
+    _when("at"),
+    _str("actor"),
+    _str("event", 32),
+    _str("model", null=True),
+    _str("tag", null=True),
+    _json("detail"),
+    _json("evidence"),
+    _str("policy_version", null=True),
+    _round_fk(null=True),
+    _when("notified_at", null=True),
+    _int("notify_attempts"),
+    _when("next_attempt_at", null=True),
+    Index(None, "model", "at"),
+    Index(None, "notified_at", "next_attempt_at"),
+)
+
+endpoint_snapshots = Table(
+    "endpoint_snapshots",
+    metadata,
+    _id(),
+    _round_fk(null=True),
+    _str("model"),
+    _str("tag"),
+    _when("at"),
+    _json("meta"),
+    Index(None, "model", "at"),
+)
+
+drift_events = Table(
+    "drift_events",
+    metadata,
+    _id(),
+    _round_fk(null=True),
+    _str("model"),
+    _str("tag", null=True),  # None for model-wide changes (capacity)
+    _when("at"),
+    _str("field", 64),
+    _json("old", null=True),
+    _json("new", null=True),
+    _bool("alert"),
+    _str("reason", null=True),
+    Index(None, "model", "at"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    _str("holder"),
+    _when("acquired_at"),
+    _when("expires_at"),
+)

@@ -18,23 +18,18 @@ canary/drill.py does, with the default settings (concurrency 32, per-provider 4)
   of requests the simulator logged (target <= 2 ms; includes judging and the store);
 - whether the round finished within 2 minutes.
 
-`--what-if` also runs a second round with two changes to canary/runner.py and canary/prober.py
-applied from here, to show what they are worth: the models' rounds (RoundRunner.run_model) run
-concurrently instead of one after another, and a probe takes its provider's slot before a global
-one (so that probes waiting for a busy provider do not hold global slots).
+`--rounds N` runs N rounds one after the other (fresh store each), printing each.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import io
+import os
 import pstats
 import random
-import secrets
 import sys
-import types
 import tempfile
 import time
 from collections import defaultdict
@@ -44,12 +39,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sim import SimProcess, run_loop  # noqa: E402
+from bench_sim import SimProcess, load_average, run_loop  # noqa: E402
 
-from canary.core.model import Endpoint, Observation  # noqa: E402
-from canary.core.plan import PlannedProbe  # noqa: E402
 from canary.drill import drill_settings  # noqa: E402
-from canary.prober import Prober  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
 from canary.runner import RoundRunner, slot_of  # noqa: E402
 from canary.settings import Settings  # noqa: E402
@@ -94,24 +86,6 @@ def scenario(models: int, providers: int, ttfts: list[int], speeds: list[int]) -
     }
 
 
-async def _send_provider_first(self: Prober, endpoint: Endpoint, planned: PlannedProbe) -> Observation:
-    """Prober._send with the two semaphores taken the other way round (the what-if)."""
-    nonce = secrets.token_hex(6)
-    request = self._probes.request(
-        planned.contract, planned.language, nonce, endpoint, self._max_tokens
-    )
-    async with self._per_provider[endpoint.tag.split("/", 1)[0]], self._global:
-        return await self._client.probe(
-            endpoint,
-            request.body,
-            contract=planned.contract,
-            language=planned.language,
-            attempt=planned.attempt,
-            checksum=request.checksum,
-            nonce=nonce,
-        )
-
-
 def ideal_of(log: list[dict[str, Any]], concurrency: int, per_provider: int) -> dict[str, float]:
     planned = [e["planned_ms"] / 1000 for e in log if e.get("planned_ms") is not None]
     by_slug: dict[str, float] = defaultdict(float)
@@ -126,9 +100,7 @@ def ideal_of(log: list[dict[str, Any]], concurrency: int, per_provider: int) -> 
     return parts
 
 
-async def one_round(
-    sim: SimProcess, spec: dict[str, Any], parallel: bool, profile: bool, k: int
-) -> None:
+async def one_round(sim: SimProcess, spec: dict[str, Any], profile: bool, k: int) -> None:
     model_ids = [m["id"] for m in spec["models"]]
     with tempfile.TemporaryDirectory(prefix="canary-bench-") as folder:
         settings = drill_settings(
@@ -154,24 +126,18 @@ async def one_round(
                 max_connections=max(settings.concurrency, 8),
             ) as client:
                 runner = RoundRunner(wiring, client, clock=lambda: now)
-                if parallel:
-                    runner.prober._send = types.MethodType(_send_provider_first, runner.prober)  # type: ignore[method-assign]
                 slot = slot_of(now, settings.interval_minutes)
                 sim.clear_requests()
                 profiler = cProfile.Profile(time.process_time) if profile else None
-                cpu, wall = time.process_time(), time.perf_counter()
+                cpu, wall, user = time.process_time(), time.perf_counter(), os.times().user
                 if profiler:
                     profiler.enable()
-                if parallel:
-                    reports = await asyncio.gather(
-                        *(runner.run_model(m, slot, now) for m in settings.models)
-                    )
-                else:
-                    reports = await runner.run(scheduled_at=slot)
+                reports = await runner.run(scheduled_at=slot)
                 if profiler:
                     profiler.disable()
                 wall = time.perf_counter() - wall
                 cpu = time.process_time() - cpu
+                user = os.times().user - user
         finally:
             wiring.store.dispose()
     log = sim.requests()
@@ -184,25 +150,26 @@ async def one_round(
             verdicts[v.verdict.value] += 1
     parts = ideal_of(chats, settings.concurrency, settings.per_provider_concurrency)
     ideal = max(parts.values())
-    how = (
-        "what-if: models in parallel, provider slot before global slot"
-        if parallel
-        else "RoundRunner.run as it is"
-    )
-    print(f"== {how}: {len(reports)} models, {sum(len(r.probings) for r in reports)} endpoints, "
-          f"{len(chats)} requests ({probes} probes, {ok} completed), verdicts {dict(verdicts)}")  # fmt: skip
-    print(f"  concurrency {settings.concurrency}, per-provider {settings.per_provider_concurrency}, "
-          f"max_tokens {o.max_tokens}, ttft_samples {settings.ttft_samples}")  # fmt: skip
+    how = f"round {k}: RoundRunner.run"
+    endpoints = sum(len(r.probings) for r in reports)
+    print(f"== {how}: {len(reports)} models, {endpoints} endpoints, {len(chats)} requests "
+          f"({probes} probes, {ok} completed), verdicts {dict(verdicts)}")  # fmt: skip
+    print(f"  concurrency {settings.concurrency}, "
+          f"per-provider {settings.per_provider_concurrency}, max_tokens {o.max_tokens}, "
+          f"ttft_samples {settings.ttft_samples}")  # fmt: skip
     print("  ideal = max(" + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()) + ")")
     print(f"  wall {wall:7.2f} s   ideal {ideal:7.2f} s   wall/ideal {wall / ideal:5.2f} "
           f"(target <= 1.2)")  # fmt: skip
     per = cpu / max(1, len(chats)) * 1000
-    print(f"  CPU {cpu:6.2f} s = {per:5.2f} ms per request (target <= 2 ms, judging included)")
+    print(
+        f"  CPU {cpu:6.2f} s ({user:.2f} s user, the rest system) = {per:5.2f} ms per request "
+        "(target <= 2 ms, judging included)"
+    )
     print(f"  finished within 2 minutes: {'yes' if wall < 120 else 'NO'}")
-    print(f"  load average: {Path('/proc/loadavg').read_text().strip()}")
+    print(f"  load average: {load_average()}")
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(45)
         print(out.getvalue())
 
 
@@ -212,16 +179,15 @@ def main() -> None:
     parser.add_argument("--providers", type=int, default=15)
     parser.add_argument("--ttft-ms", default="300,500,800,1200", help="choices, comma-separated")
     parser.add_argument("--tps", default="80,120,200", help="tokens/s choices, comma-separated")
-    parser.add_argument("--what-if", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the round")
     args = parser.parse_args()
     ttfts = [int(x) for x in args.ttft_ms.split(",")]
     speeds = [int(x) for x in args.tps.split(",")]
     spec = scenario(args.models, args.providers, ttfts, speeds)
     with SimProcess(spec) as sim:
-        run_loop(one_round(sim, spec, False, args.profile, 1))
-        if args.what_if:
-            run_loop(one_round(sim, spec, True, args.profile, 2))
+        for k in range(1, args.rounds + 1):
+            run_loop(one_round(sim, spec, args.profile, k))
 
 
 if __name__ == "__main__":

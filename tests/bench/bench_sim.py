@@ -265,6 +265,12 @@ class SimProcess:
         self._http.delete(f"{self.root}/_sim/requests")
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (the machine is shared: they qualify every figure)."""
+    path = Path("/proc/loadavg")
+    return " ".join(path.read_text().split()[:3]) if path.exists() else "unknown"
+
+
 def run_loop(coro: Any) -> Any:
     """Run on uvloop when it is installed (as `canary serve` does), else on asyncio."""
     try:
@@ -292,7 +298,7 @@ def main() -> None:
     spec = scenario(args.models, args.providers)
     with SimProcess(spec) as sim:
         run_loop(run(sim.base_url, sim.root, spec, args))
-    print(f"load average: {Path('/proc/loadavg').read_text().strip() if Path('/proc/loadavg').exists() else '?'}")
+    print(f"load average: {load_average()}")
 
 
 if __name__ == "__main__":

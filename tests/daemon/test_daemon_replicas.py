@@ -137,6 +137,8 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
         rounds = _wait_for("four finished rounds", lambda: finished(4), 90)
         assert all(r.alive() for r in replicas), "a replica died"
         _assert_never_overlapping(rounds)
+        # both tried: the one without the lease skipped its turn rather than running the round
+        assert any('"round_skipped"' in r.log.read_text() for r in replicas)
         assert all(r.runner_id.endswith(tuple(p.holder_suffix for p in replicas)) for r in rounds)
 
         # Kill whoever is in the middle of a round, without any chance to clean up.
@@ -148,6 +150,9 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
         leader.process.send_signal(signal.SIGKILL)
         leader.process.wait(timeout=10)
         (survivor,) = [p for p in replicas if p is not leader]
+        # (a round lasts ~0.7 s and is seen within 0.1 s; should it have ended just before the
+        # kill, there is nothing to abandon, and the takeover below is still what is tested)
+        died_mid_round = store.get_round(victim_round.id).status == "running"
 
         def taken_over() -> RoundRow | None:
             later = [
@@ -161,7 +166,8 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
 
         _wait_for("the survivor to run the next round", taken_over, 60)
         killed = store.get_round(victim_round.id)
-        assert killed.status == "abandoned" and killed.detail == {"why": "stale"}
+        if died_mid_round:
+            assert killed.status == "abandoned" and killed.detail == {"why": "stale"}
         assert survivor.alive()
         rounds = store.recent_rounds(MODEL, limit=200)
         _assert_never_overlapping(rounds)

@@ -47,19 +47,19 @@ def test_the_lease_is_released_after_the_round(store: Store) -> None:
 
 
 def test_taking_over_the_lease_abandons_the_dead_holders_round(store: Store) -> None:
-    # The dead replica claimed a round at T0 and never renewed its 60 s lease.
+    # The dead replica took its 60 s lease at T0, claimed a round a moment later, and died.
     assert store.try_acquire_lease(ROUND_LEASE, "dead:1", T0, 60)
-    dead = store.claim_round(MODEL, T0, "dead:1", "v1", {}, started_at=T0)
-    later = T0 + timedelta(seconds=61)
-    # A round that started within the TTL could still be alive: it is left alone.
-    recent = store.claim_round(MODEL, later, "dead:1", "v1", {}, started_at=later)
+    moment = T0 + timedelta(seconds=0.2)
+    dead = store.claim_round(MODEL, T0, "dead:1", "v1", {}, started_at=moment)
+    later = T0 + timedelta(seconds=60)  # the lease has just expired
 
-    async def work() -> list[str]:
-        return [store.get_round(r or 0).status for r in (dead, recent)]
+    async def work() -> str:
+        return store.get_round(dead or 0).status
 
-    ran, seen = asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: later, ttl_s=60))
-    assert ran and seen == ["abandoned", "running"]
-    assert store.get_round(dead or 0).detail == {"why": "stale"}
+    outcome = asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: later, ttl_s=60))
+    assert outcome == (True, "abandoned")
+    row = store.get_round(dead or 0)
+    assert row.detail == {"why": "stale"} and row.finished_at == later
 
 
 def test_a_lease_lost_mid_round_cancels_the_round(store: Store) -> None:

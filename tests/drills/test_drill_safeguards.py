@@ -83,7 +83,7 @@ def test_filtering_positive_control_lets_the_refusal_probe_judge_the_others() ->
     assert delta["result"] == "fail"
     control = verdict_line(result, 1, "filterhost")["contracts"]["refusal"]
     assert control["result"] == "inconclusive" and control["reason"] == "positive_control"
-    assert verdicts(result, "filterhost") != ["fail", "fail"]  # the control is never blamed
+    assert "fail" not in verdicts(result, "filterhost")  # its expected refusal never counts
     assert rounds_of(result, "quarantine", "delta") == [2]
     assert ignored(result) == ["delta"]
 

@@ -13,6 +13,7 @@ from drill_kit import MODEL, fault, provider, scenario, settings
 from canary.drill import DRILL_START, SIM_KEY
 from canary.openrouter.client import OpenRouterClient
 from canary.runner import ModelRound, RoundRunner
+from canary.settings import ModelSettings
 from canary.sim.server import start_simulator
 from canary.store.repository import Store
 from canary.wiring import build_wiring
@@ -103,3 +104,33 @@ def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
     ]
     assert quarantined_in == [first_quarantine]
     assert [q.tag for q in quarantines] == ["delta"]
+
+
+def test_one_model_failing_its_round_never_stops_the_others(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'models.db'}"
+    fleet = [provider("alpha"), provider("bravo"), provider("charlie")]
+    two = {
+        "seed": 3,
+        "models": [{"id": MODEL, "providers": fleet}, {"id": "acme/drill-2", "providers": fleet}],
+    }
+
+    async def one_round() -> list[ModelRound]:
+        with start_simulator(two) as sim:
+            base = settings(database_url=url, mode="enforce")
+            base = base.model_copy(
+                update={
+                    "models": (*base.models, ModelSettings(id="acme/drill-2")),
+                    "openrouter": base.openrouter.model_copy(update={"base_url": sim.base_url}),
+                }
+            )
+            wiring = build_wiring(base, store=FlakyStore(url, "apply_decision"))
+            async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
+                return await RoundRunner(wiring, client, clock=lambda: DRILL_START).run(DRILL_START)
+
+    reports = asyncio.run(one_round())
+    assert sorted(r.model for r in reports) == sorted([MODEL, "acme/drill-2"])
+    failed = [r for r in reports if r.error is not None]
+    assert len(failed) == 1 and failed[0].status == "abandoned"
+    (fine,) = [r for r in reports if r.error is None]
+    assert fine.status == "finished" and fine.decided
+    assert {v.verdict.value for v in fine.verdicts.values()} == {"pass"}

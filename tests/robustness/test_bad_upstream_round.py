@@ -171,3 +171,24 @@ def test_a_listing_with_overflowing_numbers_still_gives_a_round(
         assert report.verdicts["hang"].verdict is Verdict.transport_error
     finally:
         wiring.store.dispose()
+
+
+def test_the_daemon_round_job_survives_a_misbehaving_upstream(
+    up: UpstreamThread, tmp_path: Path
+) -> None:
+    from canary.daemon import Daemon
+
+    model = "acme/daemon"
+    up.add_listing("daemon", listing(model, {tag: tag.title() for tag in BAD}))
+    daemon = Daemon(settings_for(up, tmp_path, model), holder="robustness-test")
+    try:
+        daemon.run_round()  # the scheduler's job: it must return, whatever the wire did
+        (row,) = daemon.wiring.store.recent_rounds(model)
+        assert row.status == "finished"
+        verdicts = daemon.wiring.store.round_verdicts(row.id)
+        assert {v.verdict for v in verdicts.values()} == {Verdict.transport_error}
+        assert daemon.wiring.store.lease("round") is None  # released after the round
+        assert not daemon.ignore.stale
+    finally:
+        daemon.notifier.close()
+        daemon.wiring.store.dispose()

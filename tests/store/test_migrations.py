@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from canary.cli.main import app
 from canary.store import Store
 from canary.store.migrate import head_revision
-from canary.store.tables import Base
+from canary.store.tables import metadata
 
 
 def test_upgrade_on_an_empty_database_matches_the_models(store_url: str) -> None:
@@ -23,11 +23,11 @@ def test_upgrade_on_an_empty_database_matches_the_models(store_url: str) -> None
         assert store.upgrade() == head_revision()
         with store.engine.connect() as conn:
             diff = compare_metadata(
-                MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
+                MigrationContext.configure(conn, opts={"compare_type": True}), metadata
             )
             tables = set(inspect(conn).get_table_names())
         assert diff == []
-        assert set(Base.metadata.tables) <= tables
+        assert set(metadata.tables) <= tables
     finally:
         store.dispose()
 
@@ -44,7 +44,7 @@ def test_a_second_upgrade_finds_nothing_to_do(store_url: str) -> None:
 
 def test_no_column_holds_a_secret() -> None:
     secret = re.compile(r"(^|_)(key|token|password|secret|authorization)($|_)")
-    names = {c.name for table in Base.metadata.tables.values() for c in table.columns}
+    names = {c.name for table in metadata.tables.values() for c in table.columns}
     assert "prompt_tokens" in names  # counts, not credentials
     assert not {n for n in names if secret.search(n)}
 
