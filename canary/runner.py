@@ -353,7 +353,7 @@ class RoundRunner:
         if limit is None:
             return None
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = self.w.store.spend(day_start)
+        spent = sum(self.w.store.round_spend(day_start).values())  # as status and the API count it
         alerted = bool(self.w.store.audit(since=day_start, limit=1, events=[EventKind.budget]))
         return _Budget(remaining=max(0.0, limit - spent), alerted=alerted)
 

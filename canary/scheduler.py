@@ -8,6 +8,7 @@ per-(model, slot) claim in the store keeps a slot from running twice.
 from __future__ import annotations
 
 import asyncio
+import os
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -33,6 +34,24 @@ class LeaseLost(RuntimeError):
         self.holder = holder
 
 
+def _free_lease_of_dead_local_holder(store: Store, holder: str) -> None:
+    """A holder on this host whose process is gone will never renew: free its lease at once,
+    so a daemon restarted after a crash does not wait out the TTL."""
+    current = store.lease(ROUND_LEASE)
+    if current is None or current.holder == holder:
+        return
+    host, _, pid = current.holder.rpartition(":")
+    if host != holder.rpartition(":")[0] or not pid.isdigit():
+        return
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        if store.release_lease(ROUND_LEASE, current.holder):
+            log.warning("round_lease_freed_from_dead_holder", dead=current.holder, holder=holder)
+    except PermissionError:  # alive, owned by another user
+        return
+
+
 async def under_round_lease(
     store: Store,
     holder: str,
@@ -54,6 +73,7 @@ async def under_round_lease(
     was left by a dead holder, and is marked abandoned first.
     """
     now = clock()
+    _free_lease_of_dead_local_holder(store, holder)
     if not store.try_acquire_lease(ROUND_LEASE, holder, now, ttl_s):
         log.info("round_lease_held_elsewhere", holder=holder)
         return False, None

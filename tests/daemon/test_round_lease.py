@@ -81,3 +81,38 @@ def test_a_lease_lost_mid_round_cancels_the_round(store: Store) -> None:
     assert cancelled.is_set()
     # the new holder keeps its lease: the loser never releases what it no longer holds
     assert (store.lease(ROUND_LEASE) or pytest.fail("lease gone")).holder == "other:1"
+
+
+def test_a_lease_held_by_a_dead_process_on_this_host_is_taken_at_once(store: Store) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    dead = f"{socket.gethostname()}:{finished.stdout.strip()}"
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    assert store.try_acquire_lease(ROUND_LEASE, dead, T0, 90)
+
+    async def work() -> str:
+        return "ran"
+
+    # Long before the TTL runs out: the dead holder cannot renew, so it is not waited for.
+    soon = T0 + timedelta(seconds=1)
+    assert asyncio.run(under_round_lease(store, me, work, clock=lambda: soon, ttl_s=90)) == (True, "ran")
+
+
+def test_a_live_local_holder_keeps_its_lease(store: Store) -> None:
+    import os
+    import socket
+
+    alive = f"{socket.gethostname()}:{os.getppid()}"
+    assert store.try_acquire_lease(ROUND_LEASE, alive, T0, 90)
+
+    async def work() -> str:
+        return "ran"
+
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    outcome = asyncio.run(under_round_lease(store, me, work, clock=lambda: T0, ttl_s=90))
+    assert outcome == (False, None)
