@@ -121,7 +121,10 @@ def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
              Verdict.transport_error: "net ", Verdict.skipped: "skip"}
     for tag, verdict in sorted(report.verdicts.items()):
         failed = [r for r in verdict.results if r.result.value == "fail"]
-        why = "; ".join(f"{r.contract.value}: {r.detail}" for r in failed)
+        why = "; ".join(
+            r.detail if r.detail.startswith(f"{r.contract.value}:") else f"{r.contract.value}: {r.detail}"
+            for r in failed
+        )
         weak = [r for r in verdict.results if r.reason in ("probe_weak", "positive_control")]
         note = f"  ({weak[0].reason.replace('_', ' ')})" if weak and not failed else ""
         say(f"  {marks[verdict.verdict]} {tag:<14} {why}{note}")

@@ -23,9 +23,12 @@ class Wiring:
 
     @cached_property
     def analyzer(self) -> Any:
+        from canary.settings import SUPPORTED_LANGUAGES
         from canary.text.detect import LanguageAnalyzer
 
-        return LanguageAnalyzer(self.settings.languages)
+        # Probes rotate through the configured languages, but the detector must know every
+        # supported one: a pt-only watcher still has to name the Spanish an answer drifted into.
+        return LanguageAnalyzer(SUPPORTED_LANGUAGES)
 
     def analyze(self, text: str, expected: str) -> Any:
         return self.analyzer.analyze(text, expected)

@@ -68,11 +68,12 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
     from canary.openrouter.client import ListingError
     from canary.prober import Prober
     from canary.probes import load_probes
+    from canary.settings import SUPPORTED_LANGUAGES
     from canary.text.detect import LanguageAnalyzer
     from canary.wiring import openrouter_client
 
     probes = load_probes(settings.probes_dir, settings.languages)
-    analyzer = LanguageAnalyzer(settings.languages)
+    analyzer = LanguageAnalyzer(SUPPORTED_LANGUAGES)  # detect every language, probe the configured
     async with openrouter_client(settings) as client:
         try:
             endpoints = await client.list_endpoints(model)
