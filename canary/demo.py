@@ -70,14 +70,18 @@ async def run_demo(
             "models": tuple(
                 ModelSettings(id=m, positive_controls=(CONTROL_HOST,), capacity_floor=2)
                 for m in model_ids
-            )
+            ),
         }
     )
     clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes))
     lists: dict[str, list[str]] = {}
     with start_simulator(loaded) as sim, drill_store_url(None) as store_url:
         settings = drill_settings(
-            base, model_ids, base_url=sim.base_url, database_url=store_url, mode="enforce",
+            base,
+            model_ids,
+            base_url=sim.base_url,
+            database_url=store_url,
+            mode="enforce",
             interval_minutes=None,
         )
         wiring = build_wiring(settings)
@@ -86,11 +90,17 @@ async def run_demo(
         )
         ignore.refresh()
         server, thread = _serve_api(create_app(settings, wiring.store, ignore, clock=clock), port)
-        say(f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}")
-        say(f"status page  http://127.0.0.1:{port}/   ignore list  "
-            f"http://127.0.0.1:{port}/v1/ignore-list?model={model_ids[0]}")
-        say(f"mode enforce; one round every {settings.interval_minutes:g} virtual minutes; "
-            f"positive control: {CONTROL_HOST}")
+        say(
+            f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}"
+        )
+        say(
+            f"status page  http://127.0.0.1:{port}/   ignore list  "
+            f"http://127.0.0.1:{port}/v1/ignore-list?model={model_ids[0]}"
+        )
+        say(
+            f"mode enforce; one round every {settings.interval_minutes:g} virtual minutes; "
+            f"positive control: {CONTROL_HOST}"
+        )
         try:
             async with OpenRouterClient(settings.openrouter.base_url, SIM_KEY) as client:
                 for k in range(1, rounds + 1):
@@ -98,7 +108,9 @@ async def run_demo(
                         clock.advance(timedelta(minutes=settings.interval_minutes))
                         await asyncio.sleep(pause_s)
                     now = clock()
-                    say(f"\nround {k}/{rounds} at {iso(now)}: probing every provider, pinned, no fallback")
+                    say(
+                        f"\nround {k}/{rounds} at {iso(now)}: probing every provider, pinned, no fallback"
+                    )
                     reports = await RoundRunner(wiring, client, clock=clock).run(
                         scheduled_at=slot_of(now, settings.interval_minutes)
                     )
@@ -107,7 +119,9 @@ async def run_demo(
                     ignore.refresh()
                     for model in model_ids:
                         lists[model] = ignore.document(model)[0]["ignore"]
-                        say(f"  published ignore list for {model}: {lists[model] or '[] (nothing excluded yet)'}")
+                        say(
+                            f"  published ignore list for {model}: {lists[model] or '[] (nothing excluded yet)'}"
+                        )
             say(f"\ndone after {rounds} rounds. Apps put this into provider.ignore: {lists}")
         finally:
             server.should_exit = True
@@ -117,12 +131,19 @@ async def run_demo(
 
 
 def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
-    marks = {Verdict.passed: "ok  ", Verdict.fail: "FAIL", Verdict.inconclusive: "??  ",
-             Verdict.transport_error: "net ", Verdict.skipped: "skip"}
+    marks = {
+        Verdict.passed: "ok  ",
+        Verdict.fail: "FAIL",
+        Verdict.inconclusive: "??  ",
+        Verdict.transport_error: "net ",
+        Verdict.skipped: "skip",
+    }
     for tag, verdict in sorted(report.verdicts.items()):
         failed = [r for r in verdict.results if r.result.value == "fail"]
         why = "; ".join(
-            r.detail if r.detail.startswith(f"{r.contract.value}:") else f"{r.contract.value}: {r.detail}"
+            r.detail
+            if r.detail.startswith(f"{r.contract.value}:")
+            else f"{r.contract.value}: {r.detail}"
             for r in failed
         )
         weak = [r for r in verdict.results if r.reason in ("probe_weak", "positive_control")]
@@ -134,6 +155,10 @@ def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
             say(f"  >> QUARANTINE {event.tag} until {iso(d.get('until'))} (step {d.get('step')})")
         elif event.kind is EventKind.release:
             say(f"  >> release {event.tag} ({d.get('why')})")
-        elif event.kind in (EventKind.would_quarantine, EventKind.floor_held, EventKind.model_wide,
-                            EventKind.probe_weak):
+        elif event.kind in (
+            EventKind.would_quarantine,
+            EventKind.floor_held,
+            EventKind.model_wide,
+            EventKind.probe_weak,
+        ):
             say(f"  >> {event.kind.value} {event.tag or ''} {d}")

@@ -43,7 +43,9 @@ def _scrub_value(key: str, value: Any) -> Any:
     return value
 
 
-def _mask_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+def _mask_secrets(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     for key in list(event_dict):
         event_dict[key] = _scrub_value(key, event_dict[key])
     return event_dict

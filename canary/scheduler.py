@@ -8,8 +8,8 @@ per-(model, slot) claim in the store keeps a slot from running twice.
 from __future__ import annotations
 
 import asyncio
-import os
 import contextlib
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar

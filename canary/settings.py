@@ -16,7 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
 )  # fmt: skip
-QUANTIZATION_ORDER = ("int4", "fp4", "mxfp4", "nvfp4", "fp6", "int8", "fp8", "mxfp8", "fp16", "bf16", "fp32")
+QUANTIZATION_ORDER = (
+    "int4",
+    "fp4",
+    "mxfp4",
+    "nvfp4",
+    "fp6",
+    "int8",
+    "fp8",
+    "mxfp8",
+    "fp16",
+    "bf16",
+    "fp32",
+)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = Path("canary.toml")
 
@@ -117,7 +129,9 @@ class Settings(_Strict):
     def _languages(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         unknown = [lang for lang in value if lang not in SUPPORTED_LANGUAGES]
         if unknown:
-            raise ValueError(f"unsupported {', '.join(unknown)} (supported: {', '.join(SUPPORTED_LANGUAGES)})")
+            raise ValueError(
+                f"unsupported {', '.join(unknown)} (supported: {', '.join(SUPPORTED_LANGUAGES)})"
+            )
         if not value:
             raise ValueError("at least one language is needed")
         return value
@@ -126,7 +140,9 @@ class Settings(_Strict):
     @classmethod
     def _database_url(cls, value: str) -> str:
         if not value.startswith(("sqlite", "postgresql")):
-            raise ValueError(f"{_redact_url(value)!r} is neither sqlite:/// nor postgresql+psycopg://")
+            raise ValueError(
+                f"{_redact_url(value)!r} is neither sqlite:/// nor postgresql+psycopg://"
+            )
         return value
 
     def model(self, model_id: str) -> ModelSettings:

@@ -59,7 +59,9 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
 
 
 def test_models_from_the_environment_keep_file_details(tmp_path: Path) -> None:
-    settings = load_settings(write(tmp_path, CONTRACT_FILE), env={"CANARY_MODELS": "acme/roleplay-1,b/two"})
+    settings = load_settings(
+        write(tmp_path, CONTRACT_FILE), env={"CANARY_MODELS": "acme/roleplay-1,b/two"}
+    )
     assert settings.model_ids == ("acme/roleplay-1", "b/two")
     assert settings.models[0].positive_controls == ("some-filtering-host",)
     assert settings.models[1].capacity_floor == 2

@@ -10,7 +10,9 @@ from canary.cli.common import settings_from
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo", help="Watch canary find and quarantine faulty hosts of a simulated model.")(demo)
+    app.command("demo", help="Watch canary find and quarantine faulty hosts of a simulated model.")(
+        demo
+    )
 
 
 def demo(
@@ -20,11 +22,9 @@ def demo(
     pause: Annotated[float, typer.Option(min=0, help="Real seconds between rounds.")] = 1.0,
 ) -> None:
     import asyncio
-
-    from canary.demo import run_demo
-
     import logging
 
+    from canary.demo import run_demo
     from canary.logs import configure_logging
 
     settings = settings_from(ctx)

@@ -24,7 +24,8 @@ COMMAND_MODULES = ("db", "sim", "probe", "rounds", "ops", "drift", "demo")
 def _global(
     ctx: typer.Context,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Settings file (default: ./canary.toml when present).")
+        Path | None,
+        typer.Option("--config", help="Settings file (default: ./canary.toml when present)."),
     ] = None,
 ) -> None:
     ctx.obj = {"config": config}

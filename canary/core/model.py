@@ -193,7 +193,9 @@ class Exclusion:
     id: int | None = None
 
     def active(self, now: datetime) -> bool:
-        return (self.since is None or self.since <= now) and (self.until is None or now < self.until)
+        return (self.since is None or self.since <= now) and (
+            self.until is None or now < self.until
+        )
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,9 @@ class EndpointState:
     ladder_step: int = 0  # how many quarantines count on the escalation ladder
     last_quarantine_at: datetime | None = None  # start of the latest quarantine (ladder decay)
     next_language: str | None = None  # repeat this language next round (after an anomaly)
-    evidence: tuple[int, ...] = ()  # round ids of the current failing (or passing, while quarantined) streak
+    evidence: tuple[
+        int, ...
+    ] = ()  # round ids of the current failing (or passing, while quarantined) streak
     version: int = 0  # compare-and-set guard in the store
 
     def quarantined(self, now: datetime) -> bool:

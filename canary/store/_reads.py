@@ -189,11 +189,19 @@ class ReadsMixin(StoreBase):
                     delete(t.endpoint_snapshots).where(s.round_id == round_id, s.model == model)
                 )
             rows = [
-                {"round_id": round_id, "model": model, "tag": e.tag, "at": at, "meta": endpoint_meta(e)}
+                {
+                    "round_id": round_id,
+                    "model": model,
+                    "tag": e.tag,
+                    "at": at,
+                    "meta": endpoint_meta(e),
+                }
                 for e in endpoints
             ]
             # An empty listing is remembered too, so the next round compares against it.
-            rows = rows or [{"round_id": round_id, "model": model, "tag": EMPTY_LISTING, "at": at, "meta": {}}]
+            rows = rows or [
+                {"round_id": round_id, "model": model, "tag": EMPTY_LISTING, "at": at, "meta": {}}
+            ]
             conn.execute(insert(t.endpoint_snapshots), rows)
 
     def latest_snapshot(self, model: str) -> dict[str, dict[str, Any]] | None:

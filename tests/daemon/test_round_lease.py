@@ -89,8 +89,12 @@ def test_a_lease_held_by_a_dead_process_on_this_host_is_taken_at_once(store: Sto
     import subprocess
     import sys
 
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True)
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead = f"{socket.gethostname()}:{finished.stdout.strip()}"
     me = f"{socket.gethostname()}:{os.getpid()}"
     assert store.try_acquire_lease(ROUND_LEASE, dead, T0, 90)
@@ -100,7 +104,10 @@ def test_a_lease_held_by_a_dead_process_on_this_host_is_taken_at_once(store: Sto
 
     # Long before the TTL runs out: the dead holder cannot renew, so it is not waited for.
     soon = T0 + timedelta(seconds=1)
-    assert asyncio.run(under_round_lease(store, me, work, clock=lambda: soon, ttl_s=90)) == (True, "ran")
+    assert asyncio.run(under_round_lease(store, me, work, clock=lambda: soon, ttl_s=90)) == (
+        True,
+        "ran",
+    )
 
 
 def test_a_live_local_holder_keeps_its_lease(store: Store) -> None:
