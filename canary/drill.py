@@ -14,8 +14,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from canary.core.layers import merge_layers
 from canary.core.model import Contract, Event, EventKind, RoundVerdict
 from canary.runner import ModelRound, RoundRunner, slot_of
@@ -232,7 +230,7 @@ def split_clock_entries(
     scenario is validated; everything else is validated by :func:`canary.sim.scenario.parse` and
     errors name the source and the entry (``timeline.3: advance_hours: ...``).
     """
-    from canary.sim.scenario import Scenario, ScenarioError, parse
+    from canary.sim.scenario import Scenario, parse, read_scenario_file
 
     if isinstance(source, Scenario):
         return source, {}
@@ -242,16 +240,7 @@ def split_clock_entries(
     else:
         path = Path(source)
         name = str(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ScenarioError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
-        if not isinstance(data, dict):
-            raise ScenarioError(f"{path}: scenario: expected a mapping at the top level")
-        if isinstance(data.get("text_bank"), str) and not Path(data["text_bank"]).is_absolute():
-            data["text_bank"] = str(path.parent / data["text_bank"])
+        data = read_scenario_file(path)
     advances: dict[int, float] = {}
     kept = []
     for i, entry in enumerate(data.get("timeline") or ()):

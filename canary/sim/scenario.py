@@ -362,6 +362,11 @@ def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
     if isinstance(source, dict):
         return parse(Scenario, source)
     path = Path(source)
+    return parse(Scenario, read_scenario_file(path), str(path))
+
+
+def read_scenario_file(path: Path) -> dict[str, Any]:
+    """The YAML mapping of a scenario file, a relative text_bank resolved against the file."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -372,4 +377,4 @@ def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
         raise ScenarioError(f"{path}: scenario: expected a mapping at the top level")
     if isinstance(data.get("text_bank"), str) and not Path(data["text_bank"]).is_absolute():
         data["text_bank"] = str(path.parent / data["text_bank"])
-    return parse(Scenario, data, str(path))
+    return data
