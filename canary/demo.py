@@ -34,6 +34,20 @@ class VirtualClock:
             self._now += delta
 
 
+def free_port_or(preferred: int) -> int:
+    """The preferred port when it is free, else any free one (the demo must start anywhere)."""
+    import socket
+
+    for port in (preferred, 0):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(probe.getsockname()[1])
+    raise OSError("no free port on 127.0.0.1")
+
+
 def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
     import uvicorn
 
@@ -89,6 +103,7 @@ async def run_demo(
             wiring.store, wiring.probes.builtin_exclusions, model_ids, wiring.policy_version, clock
         )
         ignore.refresh()
+        port = free_port_or(port)
         server, thread = _serve_api(create_app(settings, wiring.store, ignore, clock=clock), port)
         say(
             f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}"

@@ -308,6 +308,7 @@ class OpenRouterClient:
         clock, limit = self._clock, self.max_stream_bytes
         sent = timing.sent if timing.sent is not None else timing.started
         received = 0
+        feed = assembler.feed
 
         def sink(piece: bytes) -> bool:
             nonlocal received
@@ -315,8 +316,9 @@ class OpenRouterClient:
             if received > limit:
                 raise _TooLarge(f"stream larger than {limit} bytes")
             first = assembler.first_token_s
-            for event in parser.feed(piece):
-                assembler.feed(event.data, clock() - sent)
+            at = clock() - sent  # every event of one piece arrived at once
+            for data in parser.feed_data(piece):
+                feed(data, at)
             return (
                 assembler.done
                 or assembler.failed
@@ -335,8 +337,8 @@ class OpenRouterClient:
                 deadline.reschedule(None)  # complete: what follows cannot make it a timeout
                 await response.finish(DRAIN_S)
                 return
-        for event in parser.close():
-            assembler.feed(event.data, timing.since_sent())
+        for data in parser.close_data():
+            feed(data, timing.since_sent())
 
     async def _read_stream(
         self,
@@ -353,8 +355,9 @@ class OpenRouterClient:
             received += len(piece)
             if received > self.max_stream_bytes:
                 raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
-            for event in parser.feed(piece):
-                assembler.feed(event.data, timing.since_sent())
+            at = timing.since_sent()
+            for data in parser.feed_data(piece):
+                assembler.feed(data, at)
             if not rescheduled and assembler.first_token_s is not None:
                 deadline.reschedule(timing.loop_started + self.stream_timeout_s)
                 rescheduled = True
@@ -364,8 +367,8 @@ class OpenRouterClient:
                 deadline.reschedule(None)  # complete: what follows cannot make it a timeout
                 await _drain(pieces)
                 return
-        for event in parser.close():
-            assembler.feed(event.data, timing.since_sent())
+        for data in parser.close_data():
+            assembler.feed(data, timing.since_sent())
 
     async def _early_answer(
         self, response: httpx.Response | H1Response

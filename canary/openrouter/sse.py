@@ -32,26 +32,39 @@ class SSEEvent:
 
 
 class SSEParser:
-    """Feed bytes with :meth:`feed`; call :meth:`close` at the end of the body."""
+    """Feed bytes with :meth:`feed` (events) or :meth:`feed_data` (only each event's data, as
+    the raw bytes: the probes' path, which hands them to the JSON parser undecoded); call
+    :meth:`close` (or :meth:`close_data`) at the end of the body. Use one of the two per parser."""
 
     def __init__(self, *, max_line_bytes: int = 4 * 1024 * 1024) -> None:
         self._max_line = max_line_bytes
         self._buffer = bytearray()
         self._scanned = 0
-        self._data: list[str] = []
+        self._data: list[bytes] = []  # the data lines of the event being read, undecoded
         self._event: str | None = None
         self._id: str | None = None
         self._first_line = True
+        self._raw = False
         self.comments = 0  # keep-alive comments seen, for diagnostics
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        self._raw = False
+        return self._feed(chunk)  # type: ignore[return-value]
+
+    def feed_data(self, chunk: bytes) -> list[bytes]:
+        """Like :meth:`feed`, but only each event's data, undecoded (several data lines joined
+        with LF); decoding it as UTF-8 with replacement gives :meth:`feed`'s ``data``."""
+        self._raw = True
+        return self._feed(chunk)  # type: ignore[return-value]
+
+    def _feed(self, chunk: bytes) -> list[SSEEvent | bytes]:
         # The common case, LF line ends only: split in C. The buffer never holds an LF, and a CR
         # only as its last byte (the general path below consumes every other one).
         if b"\r" not in chunk and not self._buffer.endswith(b"\r"):
             return self._feed_lf(chunk)
         return self._feed_any(chunk)
 
-    def _feed_lf(self, chunk: bytes) -> list[SSEEvent]:
+    def _feed_lf(self, chunk: bytes) -> list[SSEEvent | bytes]:
         buf = self._buffer
         end = chunk.rfind(b"\n")
         if end < 0:
@@ -67,24 +80,35 @@ class SSEParser:
             data = chunk[:end]
         self._buffer = bytearray(chunk[end + 1 :])
         self._scanned = len(self._buffer)
-        events: list[SSEEvent] = []
-        for raw in data.split(b"\n"):
-            if raw[:6] == b"data: " and not self._first_line:
-                self._data.append(raw[6:].decode("utf-8", errors="replace"))
+        events: list[SSEEvent | bytes] = []
+        lines = data.split(b"\n")
+        if self._first_line:
+            event = self._line(lines[0])
+            if event is not None:
+                events.append(event)
+            del lines[0]
+        pending = self._data
+        raw_mode = self._raw
+        for raw in lines:
+            if raw[:6] == b"data: ":
+                pending.append(raw[6:])
             elif raw:
                 self._line(raw)
+            elif pending:  # a blank line: dispatch
+                if raw_mode and self._event is None:
+                    events.append(pending[0] if len(pending) == 1 else b"\n".join(pending))
+                    pending.clear()
+                else:
+                    events.append(self._dispatch())  # type: ignore[arg-type]
             else:
-                self._first_line = False
-                event = self._dispatch()
-                if event is not None:
-                    events.append(event)
+                self._event = None
         if len(self._buffer) > self._max_line:
             raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
         return events
 
-    def _feed_any(self, chunk: bytes) -> list[SSEEvent]:
+    def _feed_any(self, chunk: bytes) -> list[SSEEvent | bytes]:
         self._buffer.extend(chunk)
-        events: list[SSEEvent] = []
+        events: list[SSEEvent | bytes] = []
         start = 0
         buf = self._buffer
         size = len(buf)
@@ -113,15 +137,24 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """End of body: an event whose lines are complete but lack the final blank line is kept;
         an incomplete last line (no line end: the connection was cut) is dropped."""
-        events: list[SSEEvent] = []
+        self._raw = False
+        return self._close()  # type: ignore[return-value]
+
+    def close_data(self) -> list[bytes]:
+        """:meth:`close` for :meth:`feed_data`."""
+        self._raw = True
+        return self._close()  # type: ignore[return-value]
+
+    def _close(self) -> list[SSEEvent | bytes]:
+        events: list[SSEEvent | bytes] = []
         if self._buffer.endswith(b"\r"):
-            events += self.feed(b"\n")  # the CR ended a line: nothing more can follow it
+            events += self._feed(b"\n")  # the CR ended a line: nothing more can follow it
         self._buffer.clear()
         self._scanned = 0
         event = self._dispatch()
         return events + ([event] if event is not None else [])
 
-    def _line(self, raw: bytes) -> SSEEvent | None:
+    def _line(self, raw: bytes) -> SSEEvent | bytes | None:
         if self._first_line:
             self._first_line = False
             if raw.startswith(b"\xef\xbb\xbf"):
@@ -131,24 +164,28 @@ class SSEParser:
         if raw[:1] == b":":
             self.comments += 1
             return None
-        line = raw.decode("utf-8", errors="replace")
-        name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
+        name, colon, value = raw.partition(b":")
+        if colon and value[:1] == b" ":
             value = value[1:]
-        if name == "data":
+        if name == b"data":
             self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id" and "\x00" not in value:
-            self._id = value
+        elif name == b"event":
+            self._event = value.decode("utf-8", errors="replace")
+        elif name == b"id" and b"\x00" not in value:
+            self._id = value.decode("utf-8", errors="replace")
         return None
 
-    def _dispatch(self) -> SSEEvent | None:
-        if not self._data:
+    def _dispatch(self) -> SSEEvent | bytes | None:
+        data = self._data
+        if not data:
             self._event = None
             return None
-        event = SSEEvent(data="\n".join(self._data), event=self._event, id=self._id)
-        self._data = []
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        data.clear()
+        if self._raw:
+            self._event = None
+            return raw
+        event = SSEEvent(data=raw.decode("utf-8", errors="replace"), event=self._event, id=self._id)
         self._event = None
         return event
 

@@ -20,11 +20,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from canary.core.classify import classify_status, error_message, error_of
 from canary.core.model import ToolCall, Transport, Usage
 from canary.openrouter.sse import DONE
 
 _loads = json.JSONDecoder().decode  # json.loads without its per-call checks
+_fast_loads = orjson.loads
+_FastError = orjson.JSONDecodeError
 
 
 @dataclass(frozen=True)
@@ -100,14 +104,29 @@ class StreamAssembler:
         """An error chunk or a malformed event was seen: reading on cannot change the outcome."""
         return self._error is not None or self._malformed is not None
 
-    def feed(self, data: str, at: float) -> None:
-        """One SSE event's data, received ``at`` seconds after the request was sent."""
+    def feed(self, data: str | bytes, at: float) -> None:
+        """One SSE event's data (text, or the raw bytes of :meth:`SSEParser.feed_data`, read as
+        UTF-8 with replacement), received ``at`` seconds after the request was sent."""
+        if type(data) is bytes:
+            if data[:1] == b"{":
+                # orjson accepts a subset of what json accepts (valid UTF-8, no NaN, 64-bit
+                # integers, nesting under 1024) and reads it the same: anything else takes the
+                # text path below, which classifies it exactly as before.
+                try:
+                    chunk = _fast_loads(data)
+                except _FastError:
+                    pass
+                else:
+                    self._events += 1
+                    self.feed_chunk(chunk, at)
+                    return
+            data = data.decode("utf-8", errors="replace")
         self._events += 1
-        if data == DONE or (data[:1] != "{" and data.strip() == DONE):
+        if data == DONE or (data[:1] != "{" and data.strip() == DONE):  # type: ignore[union-attr]
             self.done = True
             return
         try:
-            chunk = _loads(data)
+            chunk = _loads(data)  # type: ignore[arg-type]
         except json.JSONDecodeError as exc:
             if self._malformed is None:
                 self._malformed = f"malformed event #{self._events}: {exc.msg} at char {exc.pos}"
