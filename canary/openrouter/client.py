@@ -316,9 +316,8 @@ class OpenRouterClient:
             if received > limit:
                 raise _TooLarge(f"stream larger than {limit} bytes")
             first = assembler.first_token_s
-            at = clock() - sent  # every event of one piece arrived at once
             for data in parser.feed_data(piece):
-                feed(data, at)
+                feed(data, clock() - sent)
             return (
                 assembler.done
                 or assembler.failed
@@ -355,9 +354,8 @@ class OpenRouterClient:
             received += len(piece)
             if received > self.max_stream_bytes:
                 raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
-            at = timing.since_sent()
             for data in parser.feed_data(piece):
-                assembler.feed(data, at)
+                assembler.feed(data, timing.since_sent())
             if not rescheduled and assembler.first_token_s is not None:
                 deadline.reschedule(timing.loop_started + self.stream_timeout_s)
                 rescheduled = True

@@ -55,7 +55,9 @@ class SSEParser:
         """Like :meth:`feed`, but only each event's data, undecoded (several data lines joined
         with LF); decoding it as UTF-8 with replacement gives :meth:`feed`'s ``data``."""
         self._raw = True
-        return self._feed(chunk)  # type: ignore[return-value]
+        if b"\r" not in chunk and not self._buffer.endswith(b"\r"):
+            return self._feed_lf(chunk)  # type: ignore[return-value]
+        return self._feed_any(chunk)  # type: ignore[return-value]
 
     def _feed(self, chunk: bytes) -> list[SSEEvent | bytes]:
         # The common case, LF line ends only: split in C. The buffer never holds an LF, and a CR
@@ -65,23 +67,25 @@ class SSEParser:
         return self._feed_any(chunk)
 
     def _feed_lf(self, chunk: bytes) -> list[SSEEvent | bytes]:
+        lines = chunk.split(b"\n")
+        rest = lines.pop()  # after the last LF: an incomplete line
         buf = self._buffer
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            buf.extend(chunk)
+        if not lines:
+            buf += rest
             self._scanned = len(buf)
             if len(buf) > self._max_line:
                 raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
             return []
         if buf:
-            buf.extend(chunk[:end])
-            data = bytes(buf)
-        else:
-            data = chunk[:end]
-        self._buffer = bytearray(chunk[end + 1 :])
-        self._scanned = len(self._buffer)
+            buf += lines[0]
+            lines[0] = bytes(buf)
+            buf.clear()
+        if rest:
+            buf += rest
+            if len(buf) > self._max_line:
+                raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
+        self._scanned = len(buf)
         events: list[SSEEvent | bytes] = []
-        lines = data.split(b"\n")
         if self._first_line:
             event = self._line(lines[0])
             if event is not None:
@@ -102,8 +106,6 @@ class SSEParser:
                     events.append(self._dispatch())  # type: ignore[arg-type]
             else:
                 self._event = None
-        if len(self._buffer) > self._max_line:
-            raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
         return events
 
     def _feed_any(self, chunk: bytes) -> list[SSEEvent | bytes]:

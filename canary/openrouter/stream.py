@@ -142,19 +142,20 @@ class StreamAssembler:
         self.feed_chunk(chunk, at)
 
     def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
-        provider = chunk.get("provider")
+        get = chunk.get
+        provider = get("provider")
         if provider and type(provider) is str and provider not in self._providers:
             self._providers.append(provider)
         if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
-        usage = chunk.get("usage")
+        usage = get("usage")
         if usage is not None and isinstance(usage, dict):
             self._usage = Usage(
                 prompt_tokens=_int(usage.get("prompt_tokens")),
                 completion_tokens=_int(usage.get("completion_tokens")),
                 cost_usd=_float(usage.get("cost")),
             )
-        choices = chunk.get("choices")
+        choices = get("choices")
         if not isinstance(choices, list):
             return
         for choice in choices:
@@ -162,40 +163,47 @@ class StreamAssembler:
                 self._choice(choice, at)
 
     def _choice(self, choice: dict[str, Any], at: float) -> None:
-        delta = choice.get("delta")
+        get = choice.get
+        delta = get("delta")
         if type(delta) is not dict:
-            delta = choice.get("message")  # a non-streaming choice, fed by assemble_completion
+            delta = get("message")  # a non-streaming choice, fed by assemble_completion
         if type(delta) is dict:
             content = delta.get("content")
             if content and type(content) is str:
                 self._content.append(content)
                 if self._ttft is None:
                     self._ttft = at
-                if self._first_token is None:
-                    self._first_token = at
-            if "reasoning" in delta or "reasoning_details" in delta:
-                details = delta.get("reasoning_details")
-                if _text(delta.get("reasoning")) or (isinstance(details, list) and details):
-                    if self._reasoning is None:
-                        self._reasoning = at
-                    self._token(at)
-            tool_calls = delta.get("tool_calls")
-            if tool_calls is not None and isinstance(tool_calls, list):
-                for position, part in enumerate(tool_calls):
-                    if isinstance(part, dict):
-                        self._tool_call(position, part)
-                        self._token(at)
-        finish = choice.get("finish_reason")
+                    if self._first_token is None:
+                        self._first_token = at
+            # A plain content delta ({"role", "content"}) has nothing more to read.
+            if len(delta) > 2 or (len(delta) == 2 and "role" not in delta) or content is None:
+                self._delta_rest(delta, at)
+        finish = get("finish_reason")
         if finish and type(finish) is str:
             self._finish = finish
-        native = choice.get("native_finish_reason")
+        native = get("native_finish_reason")
         if native and type(native) is str:
             self._native = native
         if self._error is None and ("error" in choice or finish == "error"):
-            if isinstance(choice.get("error"), dict):
+            if isinstance(get("error"), dict):
                 self._error = "mid-stream " + error_message(None, {"error": choice["error"]})
             elif finish == "error":
                 self._error = "mid-stream error: finish_reason error"
+
+    def _delta_rest(self, delta: dict[str, Any], at: float) -> None:
+        """Reasoning and tool-call parts of a delta."""
+        if "reasoning" in delta or "reasoning_details" in delta:
+            details = delta.get("reasoning_details")
+            if _text(delta.get("reasoning")) or (isinstance(details, list) and details):
+                if self._reasoning is None:
+                    self._reasoning = at
+                self._token(at)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls is not None and isinstance(tool_calls, list):
+            for position, part in enumerate(tool_calls):
+                if isinstance(part, dict):
+                    self._tool_call(position, part)
+                    self._token(at)
 
     def _token(self, at: float) -> None:
         if self._first_token is None:

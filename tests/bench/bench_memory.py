@@ -12,14 +12,14 @@ that advances one interval per round. Probes rotate through `--languages` (defau
 With `--fresh-client` every round opens its own client, as `canary serve` does.
 
 Printed: RSS (VmRSS from /proc/self/status) after round 1 and every `--sample-every` rounds,
-the growth of the last sample over the sample at round 50 (target <= 10 %), and with
+the objects the garbage collector tracks, the growth of the last sample over the sample at
+round 50 (target <= 10 %) with its slope in KiB per round, and with
 `--tracemalloc` the 15 biggest growths of Python allocations between those two samples.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import logging
 import sys
@@ -104,25 +104,29 @@ async def one_round(wiring: Wiring, client: OpenRouterClient, k: int) -> int:
 
 
 class Samples:
-    def __init__(self, every: int, trace: bool) -> None:
+    def __init__(self, every: int, last: int, trace: bool) -> None:
         self.every = every
+        self.last = last
         self.trace = trace
         self.rows: list[tuple[int, int, float, int]] = []  # round, RSS KiB, elapsed s, probes
+        self.objects: dict[int, int] = {}  # round -> objects tracked by the garbage collector
         self.snapshots: dict[int, tracemalloc.Snapshot] = {}
 
-    def due(self, k: int, last: int) -> bool:
-        return k in (1, BASELINE_ROUND, last) or k % self.every == 0
+    def due(self, k: int) -> bool:
+        return k in (1, BASELINE_ROUND, self.last) or k % self.every == 0
 
     def take(self, k: int, elapsed: float, probes: int) -> None:
         gc.collect()
         rss = rss_kib()
         self.rows.append((k, rss, elapsed, probes))
-        if self.trace and k in (BASELINE_ROUND, self.last):
-            self.snapshots[k] = tracemalloc.take_snapshot()
-        print(f"  round {k:5d}  RSS {rss / 1024:8.1f} MiB  {elapsed:7.1f} s  {probes} probes",
-              flush=True)  # fmt: skip
-
-    last = 0
+        self.objects[k] = len(gc.get_objects())
+        heap = ""
+        if self.trace:
+            heap = f"  traced {tracemalloc.get_traced_memory()[0] / 2**20:7.1f} MiB"
+            if k in (BASELINE_ROUND, self.last):
+                self.snapshots[k] = tracemalloc.take_snapshot()
+        print(f"  round {k:5d}  RSS {rss / 1024:8.1f} MiB  {self.objects[k]:8d} objects{heap}"
+              f"  {elapsed:7.1f} s  {probes} probes", flush=True)  # fmt: skip
 
 
 async def drill(args: argparse.Namespace, sim: SimProcess, samples: Samples) -> None:
@@ -150,7 +154,7 @@ async def drill(args: argparse.Namespace, sim: SimProcess, samples: Samples) -> 
                     else:
                         async with client_for(settings) as client:
                             probes += await one_round(wiring, client, k)
-                    if samples.due(k, args.rounds):
+                    if samples.due(k):
                         sim.clear_requests()  # the simulator's request log: keep it small
                         samples.take(k, time.perf_counter() - started, probes)
             finally:
@@ -172,9 +176,12 @@ def report(args: argparse.Namespace, samples: Samples) -> None:
         growth = (last_rss - base) / base * 100
         verdict = "ok" if growth <= 10 else "OVER TARGET"
         print(f"RSS round {BASELINE_ROUND}: {base / 1024:.1f} MiB, round {last_k}: "
-              f"{last_rss / 1024:.1f} MiB, growth {growth:+.2f} % (target <= 10 %: {verdict})")  # fmt: skip
+              f"{last_rss / 1024:.1f} MiB, growth {growth:+.2f} % "
+              f"(target <= 10 %: {verdict})")  # fmt: skip
         per = (last_rss - base) / (last_k - BASELINE_ROUND)
         print(f"slope: {per:+.1f} KiB per round after round {BASELINE_ROUND}")
+        more = samples.objects[last_k] - samples.objects[BASELINE_ROUND]
+        print(f"objects tracked by the gc: {more:+d} between round {BASELINE_ROUND} and {last_k}")
     if len(samples.snapshots) == 2:
         stats = samples.snapshots[last_k].compare_to(samples.snapshots[BASELINE_ROUND], "lineno")
         print(f"tracemalloc: top growths between round {BASELINE_ROUND} and round {last_k}")
@@ -186,17 +193,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=500)
     parser.add_argument("--sample-every", type=int, default=50)
-    parser.add_argument("--languages", default=",".join(SUPPORTED_LANGUAGES), help="comma-separated")
+    parser.add_argument(
+        "--languages", default=",".join(SUPPORTED_LANGUAGES), help="comma-separated"
+    )
     parser.add_argument("--fresh-client", action="store_true", help="a new client every round")
     parser.add_argument("--tracemalloc", action="store_true", help="show what grew (slower)")
     parser.add_argument("--database-url", help="default: SQLite in a temporary folder")
     args = parser.parse_args()
     if args.rounds <= BASELINE_ROUND:
         parser.error(f"--rounds must be above {BASELINE_ROUND}")
-    samples = Samples(args.sample_every, args.tracemalloc)
-    samples.last = args.rounds
+    samples = Samples(args.sample_every, args.rounds, args.tracemalloc)
     if args.tracemalloc:
-        tracemalloc.start(10)
+        tracemalloc.start(1)  # one frame: enough for lineno stats, and fast
     print(f"== {args.rounds} drill rounds, 1 model x 4 endpoints (ttft 5 ms, 5000 tokens/s)")
     with SimProcess(fleet()) as sim:
         run_loop(drill(args, sim, samples))

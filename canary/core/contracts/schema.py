@@ -81,7 +81,7 @@ def judge_schema(
         return ContractResult(
             Contract.schema,
             result,
-            f"schema: {why}; {counts}",
+            f"{why}; {counts}",
             sample=sample_of(o.content),
             reason=reason,
         )
