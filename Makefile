@@ -21,3 +21,8 @@ test: $(BIN)/canary
 
 bench: $(BIN)/canary
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+lint: $(BIN)/canary
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/ruff check canary tests
+	$(BIN)/mypy

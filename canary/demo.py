@@ -162,7 +162,7 @@ def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
             for r in failed
         )
         weak = [r for r in verdict.results if r.reason in ("probe_weak", "positive_control")]
-        note = f"  ({weak[0].reason.replace('_', ' ')})" if weak and not failed else ""
+        note = f"  ({(weak[0].reason or '').replace('_', ' ')})" if weak and not failed else ""
         say(f"  {marks[verdict.verdict]} {tag:<14} {why}{note}")
     for event in report.events:
         d = event.detail
