@@ -141,7 +141,8 @@ class PrivateCluster:
         self._checked(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def running(self) -> bool:
-        return self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "status").returncode == 0
+        status = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "status")
+        return status.returncode == 0
 
 
 @pytest.fixture
@@ -258,7 +259,8 @@ def test_postgres_stopped_serves_the_last_list_stale_then_recovers_unattended(
             doc = stale_list()
             assert doc is not None and doc["generated_at"] == outage["generated_at"]
         assert len(served) > 10
-        assert httpx.get(f"{base}/readyz", timeout=5).status_code == 503  # it knows the store is gone
+        ready = httpx.get(f"{base}/readyz", timeout=5)
+        assert ready.status_code == 503  # the daemon knows the store is gone
 
         cluster.start()  # and nothing else: no restart, no call to the daemon
 

@@ -14,7 +14,9 @@ With `--fresh-client` every round opens its own client, as `canary serve` does.
 Printed: RSS (VmRSS from /proc/self/status) after round 1 and every `--sample-every` rounds,
 the objects the garbage collector tracks, the growth of the last sample over the sample at
 round 50 (target <= 10 %) with its slope in KiB per round, and with
-`--tracemalloc` the 15 biggest growths of Python allocations between those two samples.
+`--tracemalloc` the Python heap traced at each sample and the 15 biggest growths of Python
+allocations between those two samples (tracemalloc's own bookkeeping then adds to the RSS; the
+language models live outside the Python heap, in lingua's native code).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import signal
 import sys
 import tempfile
 import time
@@ -203,6 +206,8 @@ def main() -> None:
     if args.rounds <= BASELINE_ROUND:
         parser.error(f"--rounds must be above {BASELINE_ROUND}")
     samples = Samples(args.sample_every, args.rounds, args.tracemalloc)
+    # A plain `kill` unwinds like Ctrl-C, so the simulator process and temp folders are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.tracemalloc:
         tracemalloc.start(1)  # one frame: enough for lineno stats, and fast
     print(f"== {args.rounds} drill rounds, 1 model x 4 endpoints (ttft 5 ms, 5000 tokens/s)")
