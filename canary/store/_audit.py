@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, case, delete, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from canary.core.model import Event
 from canary.store import tables as t
@@ -136,7 +135,7 @@ class AuditMixin(StoreBase):
     def try_acquire_lease(self, name: str, holder: str, now: datetime, ttl_s: float) -> bool:
         """Take the lease when free, expired or already ours (then it is extended). Atomic: one
         INSERT .. ON CONFLICT DO UPDATE .. WHERE, so of two racing holders exactly one wins."""
-        dialect_insert = postgresql.insert if self.is_postgres else sqlite.insert
+        dialect_insert = self.dialect_insert()
         stmt = dialect_insert(t.leases).values(
             name=name, holder=holder, acquired_at=now, expires_at=now + timedelta(seconds=ttl_s)
         )

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Row, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
 from canary.store import tables as t
@@ -96,7 +95,7 @@ class RoundsMixin(StoreBase):
             "skipped": [],
             "detail": {},
         }
-        dialect_insert = postgresql.insert if self.is_postgres else sqlite.insert
+        dialect_insert = self.dialect_insert()
         stmt = (
             dialect_insert(t.rounds)
             .values(**values)

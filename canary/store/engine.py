@@ -94,6 +94,16 @@ class StoreBase:
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
+    def dialect_insert(self) -> Any:
+        """INSERT with ON CONFLICT for this backend (imported here: the dialects are heavy)."""
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert
+
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """One writing transaction: committed on success, rolled back on any exception."""
