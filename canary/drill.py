@@ -14,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from canary.core.layers import merge_layers
 from canary.core.model import Contract, Event, EventKind, RoundVerdict
 from canary.runner import ModelRound, RoundRunner, slot_of
@@ -63,7 +65,9 @@ def drill_settings(
     update: dict[str, Any] = {
         "database_url": database_url,
         "models": models,
-        "openrouter": base.openrouter.model_copy(update={"base_url": base_url, "api_key": SIM_KEY}),
+        "openrouter": base.openrouter.model_copy(
+            update={"base_url": base_url, "api_key": SecretStr(SIM_KEY)}
+        ),
     }
     if mode:
         update["mode"] = mode
