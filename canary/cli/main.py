@@ -1,26 +1,50 @@
-"""Entry point: the global ``--config`` option and the command groups."""
+"""Entry point: the global ``--config`` option and the command groups.
+
+A command-line run imports only the module of the command it names, so read commands such as
+``canary status`` start fast; importing ``app`` from here (tests, --help) registers them all.
+"""
 
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(
+_app = typer.Typer(
     name="canary",
-    help="Find degraded OpenRouter providers by pinned probes, quarantine them, publish the ignore list.",
+    help="Find degraded OpenRouter providers by pinned probes, quarantine them, publish the "
+    "ignore list.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
 
-# Each module has register(app); kept light at import time so read commands start fast.
+# Each module has register(app) and imports heavy libraries inside its commands only.
 COMMAND_MODULES = ("db", "sim", "probe", "rounds", "ops", "drift", "demo")
+MODULE_OF_COMMAND = {
+    "db": "db",
+    "sim": "sim",
+    "probe": "probe",
+    "round": "rounds",
+    "serve": "rounds",
+    "drill": "rounds",
+    "status": "ops",
+    "quarantine": "ops",
+    "exclude": "ops",
+    "ignore-list": "ops",
+    "history": "ops",
+    "audit": "ops",
+    "drift": "drift",
+    "demo": "demo",
+}
+_registered: set[str] = set()
 
 
-@app.callback()
+@_app.callback()
 def _global(
     ctx: typer.Context,
     config: Annotated[
@@ -31,19 +55,31 @@ def _global(
     ctx.obj = {"config": config}
 
 
-def _register() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"canary.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"canary.cli.{name}":
-                raise
-            continue
-        module.register(app)
+def _register(names: Sequence[str] = COMMAND_MODULES) -> typer.Typer:
+    for name in names:
+        if name not in _registered:
+            importlib.import_module(f"canary.cli.{name}").register(_app)
+            _registered.add(name)
+    return _app
 
 
-_register()
+def command_modules(argv: Sequence[str]) -> tuple[str, ...]:
+    """The modules a command line needs: the named command's alone, else all (help, errors)."""
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        option = args.pop(0)
+        if option == "--config" and args:
+            args.pop(0)
+    if args and args[0] in MODULE_OF_COMMAND and "--help" not in args:
+        return (MODULE_OF_COMMAND[args[0]],)
+    return COMMAND_MODULES
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _register()
+    raise AttributeError(name)
 
 
 def main() -> None:
-    app()
+    _register(command_modules(sys.argv[1:]))()
