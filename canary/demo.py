@@ -11,6 +11,7 @@ from typing import Any
 
 from canary.core.model import EventKind, Verdict
 from canary.drill import SIM_KEY, drill_settings, drill_store_url, iso
+from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner, slot_of
 from canary.settings import ModelSettings, Settings
 
@@ -32,20 +33,6 @@ class VirtualClock:
     def advance(self, delta: timedelta) -> None:
         with self._lock:
             self._now += delta
-
-
-def free_port_or(preferred: int) -> int:
-    """The preferred port when it is free, else any free one (the demo must start anywhere)."""
-    import socket
-
-    for port in (preferred, 0):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(probe.getsockname()[1])
-    raise OSError("no free port on 127.0.0.1")
 
 
 def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
@@ -103,7 +90,7 @@ async def run_demo(
             wiring.store, wiring.probes.builtin_exclusions, model_ids, wiring.policy_version, clock
         )
         ignore.refresh()
-        port = free_port_or(port)
+        port = free_port(port)
         server, thread = _serve_api(create_app(settings, wiring.store, ignore, clock=clock), port)
         say(
             f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}"

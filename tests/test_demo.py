@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.demo import free_port_or, run_demo
+from canary.demo import run_demo
+from canary.net import free_port
 from canary.settings import Settings
 
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
@@ -52,4 +53,4 @@ def test_a_busy_port_falls_back_to_a_free_one() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        assert free_port_or(busy) != busy
+        assert free_port(busy) != busy

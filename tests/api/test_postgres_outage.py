@@ -17,26 +17,26 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
+from polling import wait_for
 
+from canary.net import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 
 MODEL = "acme/outage-1"
 FAULTY = "delta"
 CANARY = Path(sys.executable).parent / "canary"
-T = TypeVar("T")
 
 
 def _provider(tag: str, *faults: dict[str, Any]) -> dict[str, Any]:
@@ -58,22 +58,6 @@ SCENARIO = {
         }
     ],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)  # polling a real system, not timing the code under test
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
 def _unavailable(reason: str) -> None:
@@ -164,7 +148,7 @@ def cluster() -> Iterator[PrivateCluster]:
         path.mkdir(exist_ok=True)
         os.chown(path, account.pw_uid, account.pw_gid)
         path.chmod(0o700)
-    cluster = PrivateCluster(bindir, root, _free_port())
+    cluster = PrivateCluster(bindir, root, free_port())
     try:
         cluster.init()
         cluster.start()
@@ -195,7 +179,7 @@ def _serve(url: str, sim: RunningSimulator, workdir: Path) -> tuple[subprocess.P
         OPENROUTER_API_KEY="sim-outage-key",
         CANARY_LOG_FORMAT="json",
     )
-    port = _free_port()
+    port = free_port()
     with (workdir / "serve.log").open("wb") as out:
         process = subprocess.Popen(
             [str(CANARY), "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -233,7 +217,7 @@ def test_postgres_stopped_serves_the_last_list_stale_then_recovers_unattended(
         return doc if FAULTY in doc["ignore"] and not doc["stale"] else None
 
     try:
-        before = _wait_for("the faulty provider to be quarantined", fresh_with_faulty, 40)
+        before = wait_for("the faulty provider to be quarantined", fresh_with_faulty, 40)
         assert before["ignore"] == [FAULTY] and before["provider"] == {"ignore": [FAULTY]}
         assert [(e["provider"], e["layer"]) for e in before["entries"]] == [(FAULTY, "quarantine")]
         last_round = max(_finished_round_ids(cluster.url))
@@ -251,7 +235,7 @@ def test_postgres_stopped_serves_the_last_list_stale_then_recovers_unattended(
             assert doc["provider"] == before["provider"]
             return doc if doc["stale"] else None
 
-        outage = _wait_for("the served list to turn stale", stale_list, 15)
+        outage = wait_for("the served list to turn stale", stale_list, 15)
         assert outage["generated_at"] >= before["generated_at"]  # the time of the last good read
         # keep asking through several failed rounds and refreshes: it stays stale and whole
         hold_until = time.monotonic() + 4
@@ -271,9 +255,9 @@ def test_postgres_stopped_serves_the_last_list_stale_then_recovers_unattended(
             assert doc["ignore"] == before["ignore"] and doc["entries"] == before["entries"]
             return None if doc["stale"] else doc
 
-        after = _wait_for("the served list to be fresh again", fresh_again, 20)
+        after = wait_for("the served list to be fresh again", fresh_again, 20)
         assert after["generated_at"] > outage["generated_at"]
-        new_rounds = _wait_for(
+        new_rounds = wait_for(
             "a round to finish after the restart",
             lambda: [i for i in _finished_round_ids(cluster.url) if i > last_round],
             20,

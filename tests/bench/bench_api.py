@@ -14,12 +14,13 @@ import argparse
 import asyncio
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from canary.net import free_port
 
 HERE = Path(__file__).resolve().parent
 TARGET_RATIO = 0.70
@@ -43,12 +44,6 @@ def serve(port: int, directory: str) -> None:
     service.refresh()
     app = create_app(settings(url, MODEL), store, service)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _wait_ready(port: int, deadline_s: float = 60.0) -> None:
@@ -166,7 +161,7 @@ def main() -> int:
     if args.serve:
         serve(args.serve, args.dir)
         return 0
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as directory:
         server = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(port), "--dir", directory],

@@ -21,7 +21,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 
 import httpx
 import yaml
+
+from canary.net import free_port
 
 PROMPTS = [
     "Continue the scene in the tavern, please.",
@@ -66,12 +67,6 @@ def scenario(models: int, providers: int, seed: int = 1) -> dict[str, Any]:
             for m in range(models)
         ],
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentiles(values: list[float]) -> str:

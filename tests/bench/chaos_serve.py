@@ -29,7 +29,6 @@ import os
 import random
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ import httpx
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.pool import NullPool
 
+from canary.net import free_port
 from canary.notify import NOTIFY_KINDS
 from canary.store import tables as t
 from canary.store.repository import Store
@@ -57,12 +57,6 @@ PG_ADMIN = os.environ.get(
     "CANARY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 BIN = Path(sys.executable).parent / "canary"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_http(url: str, timeout: float = 30.0) -> None:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
+from polling import wait_for
 
+from canary.net import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
@@ -27,7 +27,6 @@ from canary.store.rows import RoundRow
 MODEL = "acme/replicas-1"
 KEY = "sim-replicas-key"
 CANARY = Path(sys.executable).parent / "canary"
-T = TypeVar("T")
 
 
 def _provider(tag: str) -> dict[str, Any]:
@@ -57,22 +56,6 @@ class Replica:
             return False
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)  # polling a real system, not timing the code under test
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-
-
 @pytest.fixture
 def simulator() -> Iterator[RunningSimulator]:
     with start_simulator(SCENARIO) as sim:
@@ -93,7 +76,7 @@ def _start(url: str, sim: RunningSimulator, tmp_path: Path, name: str) -> Replic
         OPENROUTER_API_KEY=KEY,
         CANARY_LOG_FORMAT="json",
     )
-    port = _free_port()
+    port = free_port()
     log = tmp_path / f"{name}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -127,14 +110,14 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
     store.upgrade()
     replicas = [_start(postgres_url, simulator, tmp_path, name) for name in ("one", "two")]
     try:
-        _wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), 60)
+        wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), 60)
 
         def finished(at_least: int) -> list[RoundRow] | None:
             rounds = store.recent_rounds(MODEL, limit=200)
             done = [r for r in rounds if r.status == "finished"]
             return rounds if len(done) >= at_least else None
 
-        rounds = _wait_for("four finished rounds", lambda: finished(4), 90)
+        rounds = wait_for("four finished rounds", lambda: finished(4), 90)
         assert all(r.alive() for r in replicas), "a replica died"
         _assert_never_overlapping(rounds)
         # both tried: the one without the lease skipped its turn rather than running the round
@@ -145,7 +128,7 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
         def running() -> RoundRow | None:
             return next((r for r in store.recent_rounds(MODEL) if r.status == "running"), None)
 
-        victim_round = _wait_for("a round in progress", running, 30)
+        victim_round = wait_for("a round in progress", running, 30)
         (leader,) = [p for p in replicas if victim_round.runner_id.endswith(p.holder_suffix)]
         leader.process.send_signal(signal.SIGKILL)
         leader.process.wait(timeout=10)
@@ -164,7 +147,7 @@ def test_two_replicas_never_both_run_a_round_and_the_survivor_takes_over(
             ]
             return later[0] if later else None
 
-        _wait_for("the survivor to run the next round", taken_over, 60)
+        wait_for("the survivor to run the next round", taken_over, 60)
         killed = store.get_round(victim_round.id)
         if died_mid_round:
             assert killed.status == "abandoned" and killed.detail == {"why": "stale"}
