@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from canary.core.budget import BudgetCandidate, plan_budget
+from canary.core.budget import BudgetCandidate, plan_budget, priority_of
 from canary.core.cost import estimate_round_cost
 from canary.core.drift import diff_snapshots, snapshot_of
 from canary.core.model import (
@@ -377,7 +377,7 @@ class RoundRunner:
             for e in endpoints
         }
         candidates = [
-            BudgetCandidate(model, e.tag, _priority(states.get(e.tag)), per_endpoint[e.tag])
+            BudgetCandidate(model, e.tag, priority_of(states.get(e.tag)), per_endpoint[e.tag])
             for e in endpoints
         ]
         plan = plan_budget(candidates, budget.remaining, rng_seed=index)
@@ -416,14 +416,6 @@ class RoundRunner:
 class _Budget:
     remaining: float
     alerted: bool = False
-
-
-def _priority(state: EndpointState | None) -> int:
-    if state is None:
-        return 2
-    if state.quarantined_until is not None:
-        return 0
-    return 1 if state.failing_streak > 0 else 2
 
 
 __all__ = ["ModelRound", "RoundRunner", "Mode", "slot_of"]

@@ -106,14 +106,10 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
 
 def verdict_of(probing: EndpointProbing) -> str:
     """pass when every applicable contract passed, fail when any failed, else inconclusive."""
-    from canary.core.model import Result
+    from canary.core.verdict import aggregate
 
-    results = [r.result for r in probing.results if r.result is not Result.not_applicable]
-    if Result.fail in results:
-        return "fail"
-    if results and all(r is Result.passed for r in results):
-        return "pass"
-    return "inconclusive"
+    verdict = aggregate(probing.endpoint.model, probing.endpoint.tag, probing.results).verdict
+    return verdict.value if verdict.value in ("pass", "fail") else "inconclusive"
 
 
 def probe_document(model: str, probings: Sequence[EndpointProbing]) -> dict[str, Any]:

@@ -13,9 +13,20 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from canary.core.model import EndpointState
+
 QUARANTINED = 0
 SUSPECT = 1
 REST = 2
+
+
+def priority_of(state: EndpointState | None) -> int:
+    """Quarantined first (recovery must be seen), then suspects (a failing streak), then the rest."""
+    if state is None:
+        return REST
+    if state.quarantined_until is not None:
+        return QUARANTINED
+    return SUSPECT if state.failing_streak > 0 else REST
 
 
 @dataclass(frozen=True)

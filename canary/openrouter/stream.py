@@ -122,7 +122,7 @@ class StreamAssembler:
                     return
             data = data.decode("utf-8", errors="replace")
         self._events += 1
-        if data == DONE or (data[:1] != "{" and data.strip() == DONE):  # type: ignore[union-attr]
+        if data == DONE or (data[:1] != "{" and data.strip() == DONE):
             self.done = True
             return
         try:

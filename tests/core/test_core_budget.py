@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from canary.core.budget import BudgetCandidate, plan_budget
+from canary.core.budget import BudgetCandidate, plan_budget, priority_of
+from canary.core.model import EndpointState
 
 M = "acme/roleplay-1"
 
@@ -70,3 +73,23 @@ def test_the_sample_depends_only_on_the_seed_and_the_candidates() -> None:
 def test_an_exhausted_budget_skips_everything(remaining: float) -> None:
     plan = plan_budget(fleet(), remaining, rng_seed=1)
     assert plan.probe == () and len(plan.skipped) == 6 and plan.exceeded is True
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (None, 2),
+        (EndpointState("m", "t"), 2),
+        (EndpointState("m", "t", failing_streak=1), 1),
+        (
+            EndpointState(
+                "m", "t", quarantined_until=datetime(2026, 1, 2, tzinfo=UTC), failing_streak=3
+            ),
+            0,
+        ),
+    ],
+)
+def test_quarantined_then_suspects_then_the_rest(
+    state: EndpointState | None, expected: int
+) -> None:
+    assert priority_of(state) == expected
