@@ -26,7 +26,6 @@ from canary.core.model import (
     EndpointState,
     Event,
     EventKind,
-    Mode,
     RoundVerdict,
     Verdict,
 )
@@ -418,4 +417,4 @@ class _Budget:
     alerted: bool = False
 
 
-__all__ = ["ModelRound", "RoundRunner", "Mode", "slot_of"]
+__all__ = ["ModelRound", "RoundRunner", "slot_of"]

@@ -118,10 +118,8 @@ async def under_round_lease(
                 store.release_lease(ROUND_LEASE, holder)
 
 
-def aligned_start(interval_minutes: float) -> datetime:
-    """An interval trigger anchored at the epoch fires on the same slots on every replica."""
-    del interval_minutes
-    return datetime(1970, 1, 1, tzinfo=UTC)
+# An interval trigger anchored at the epoch fires on the same slots on every replica.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def build_scheduler(
@@ -140,9 +138,7 @@ def build_scheduler(
     first_run: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
         run_round,
-        IntervalTrigger(
-            minutes=interval_minutes, start_date=aligned_start(interval_minutes), timezone=UTC
-        ),
+        IntervalTrigger(minutes=interval_minutes, start_date=EPOCH, timezone=UTC),
         id="round",
         max_instances=1,
         coalesce=True,
