@@ -56,7 +56,7 @@ log = get_logger("canary.openrouter")
 MAX_LISTING_BYTES = 16 * 1024 * 1024
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 DRAIN_S = 0.5
-COALESCE_S = 0.05  # after the first token: how long pieces may gather before they are read
+COALESCE_S = 0.1  # after the first answer token: how long pieces may gather between reads
 
 
 class ListingError(RuntimeError):
@@ -315,21 +315,24 @@ class OpenRouterClient:
             received += len(piece)
             if received > limit:
                 raise _TooLarge(f"stream larger than {limit} bytes")
-            first = assembler.first_token_s
+            first, content = assembler.first_token_s, assembler.ttft_s
             for data in parser.feed_data(piece):
                 feed(data, clock() - sent)
             return (
                 assembler.done
                 or assembler.failed
                 or (first is None and assembler.first_token_s is not None)
+                or (content is None and assembler.ttft_s is not None)
             )
 
-        rescheduled = False
+        rescheduled = coalescing = False
         async for _ in response.follow(sink):
             if not rescheduled and assembler.first_token_s is not None:
                 deadline.reschedule(timing.loop_started + self.stream_timeout_s)
                 rescheduled = True
+            if not coalescing and may_coalesce(assembler):
                 response.coalesce(COALESCE_S)
+                coalescing = True
             if assembler.failed:
                 return  # nothing after an error chunk can change the outcome
             if assembler.done:
@@ -475,6 +478,15 @@ class _Timing:
 
     def since_sent(self) -> float:
         return self._clock() - (self.sent if self.sent is not None else self.started)
+
+
+def may_coalesce(assembler: StreamAssembler) -> bool:
+    """Whether the rest of the stream may gather between reads: once the times it measures are
+    in. That is the first content token, or the first token when no thinking came before it (a
+    tool call); a model that is still thinking has its first content token yet to be timed."""
+    if assembler.ttft_s is not None:
+        return True
+    return assembler.first_token_s is not None and assembler.reasoning_s is None
 
 
 async def _drain(pieces: AsyncIterator[bytes]) -> None:

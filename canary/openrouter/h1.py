@@ -83,8 +83,12 @@ class _Connection(asyncio.Protocol):
             self._wake()
         elif self.coalesce_s and self.transport is not None and not self.closed:
             # Let the next pieces gather in the socket buffer: one read, one parse, for many.
+            # Every stream resumes on the same grid of instants, so one wake-up of the event
+            # loop reads them all instead of one wake-up per stream.
             self.transport.pause_reading()
-            asyncio.get_running_loop().call_later(self.coalesce_s, self._resume)
+            loop = asyncio.get_running_loop()
+            step = self.coalesce_s
+            loop.call_at((loop.time() // step + 1) * step, self._resume)
 
     def _resume(self) -> None:
         if self.transport is not None and not self.closed and not self.transport.is_closing():

@@ -100,6 +100,16 @@ class StreamAssembler:
         return self._first_token
 
     @property
+    def ttft_s(self) -> float | None:
+        """When the first content delta arrived."""
+        return self._ttft
+
+    @property
+    def reasoning_s(self) -> float | None:
+        """When the first reasoning delta arrived."""
+        return self._reasoning
+
+    @property
     def failed(self) -> bool:
         """An error chunk or a malformed event was seen: reading on cannot change the outcome."""
         return self._error is not None or self._malformed is not None

@@ -128,3 +128,28 @@ def test_first_error_is_kept() -> None:
         chunk("", error={"code": 500, "message": "second"}),
     )
     assert "first" in (outcome.error or "") and "second" not in (outcome.error or "")
+
+
+def coalescing_after(*items: dict[str, Any]) -> list[bool]:
+    """may_coalesce after each of the chunks, fed in order."""
+    from canary.openrouter.client import may_coalesce
+
+    assembler = StreamAssembler()
+    seen = []
+    for i, item in enumerate(items):
+        assembler.feed(json.dumps(item), float(i + 1))
+        seen.append(may_coalesce(assembler))
+    return seen
+
+
+def test_reads_gather_only_after_the_first_content_token() -> None:
+    assert coalescing_after(chunk(""), chunk("Olá"), chunk(" mundo")) == [False, True, True]
+
+
+def test_a_thinking_model_is_read_finely_until_its_first_content_token() -> None:
+    thinking = [chunk("", reasoning="hmm"), chunk("", reasoning="so"), chunk("Olá")]
+    assert coalescing_after(*thinking) == [False, False, True]
+
+
+def test_a_tool_call_first_lets_the_reads_gather() -> None:
+    assert coalescing_after(tool_delta(0, name="lookup", arguments="{")) == [True]
