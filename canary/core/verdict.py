@@ -223,9 +223,7 @@ def aggregate(model: str, tag: str, results: Sequence[ContractResult]) -> RoundV
     counts against the control: its other contracts decide.
     """
     applicable = [
-        r
-        for r in results
-        if r.result is not Result.not_applicable and r.reason != POSITIVE_CONTROL
+        r for r in results if r.result is not Result.not_applicable and r.reason != POSITIVE_CONTROL
     ]
     outcomes = {r.result for r in applicable}
     if Result.fail in outcomes:
