@@ -9,12 +9,13 @@ and it is kept apart from the routing state (healthy, suspect, quarantined, excl
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from canary.core.drift import ttft_health
+from canary.core.stats import Histogram
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
@@ -48,31 +49,26 @@ def _rounded(figures: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in figures.items()}
 
 
-def group(samples: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
-    """(tag, seconds) samples, oldest first, grouped by tag."""
-    grouped: dict[str, list[float]] = {}
-    for tag, seconds in samples:
-        grouped.setdefault(tag, []).append(float(seconds))
-    return grouped
-
-
 def latencies(
-    day: Mapping[str, list[float]],
-    week: Mapping[str, list[float]],
+    day: Mapping[str, Histogram],
+    week: Mapping[str, Histogram],
     advertised: Mapping[str, Mapping[str, Any]],
     tags: Iterable[str],
     bound_p95_s: float,
+    recent: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, Latency]:
-    """Pure: each tag's :class:`Latency` from its samples (seconds, oldest first) per window and
-    the latest snapshot's metadata by tag (``advertised``)."""
+    """Pure: each tag's :class:`Latency` from its latency histogram per window, the latest
+    snapshot's metadata by tag (``advertised``) and its latest samples, oldest first (``recent``:
+    the sparkline)."""
     tags = sorted({*tags, *day, *week})
-    health = {tag: ttft_health(day.get(tag, []), bound_p95_s) for tag in tags}
+    recent = recent or {}
+    health = {tag: ttft_health(day.get(tag, {}), bound_p95_s) for tag in tags}
     p95s = {tag: figures["p95"] for tag, (_, figures) in health.items()}
     out = {}
     for tag in tags:
         state, figures = health[tag]
         peers = [float(v) for other, v in p95s.items() if other != tag and v is not None]
-        _, week_figures = ttft_health(week.get(tag, []), bound_p95_s)
+        _, week_figures = ttft_health(week.get(tag, {}), bound_p95_s)
         meta = advertised.get(tag) or {}
         openrouter = meta.get("latency_last_30m")
         out[tag] = Latency(
@@ -83,16 +79,23 @@ def latencies(
             peers_p95_24h_s=round(statistics.median(peers), 3) if peers else None,
             peers_n=len(peers),
             openrouter_ms=dict(openrouter) if isinstance(openrouter, Mapping) else None,
-            spark=tuple(day.get(tag, [])[-SPARK_POINTS:]),
+            spark=tuple(recent.get(tag, ())[-SPARK_POINTS:]),
         )
     return out
 
 
 def model_latencies(
-    store: Any, model: str, now: datetime, bound_p95_s: float, tags: Iterable[str] = ()
+    store: Any,
+    model: str,
+    now: datetime,
+    bound_p95_s: float,
+    tags: Iterable[str] = (),
+    *,
+    spark: bool = False,
 ) -> dict[str, Latency]:
-    """Read the samples of the last 7 days and the latest snapshot; one query each."""
-    week = group(store.ttft_samples(model, None, now - WINDOWS["7d"]))
-    day = group(store.ttft_samples(model, None, now - WINDOWS["24h"]))
+    """Read both windows' histograms and the latest snapshot (and, for ``spark``, each tag's
+    latest samples of the last 24 h); one query each."""
+    day, week = store.ttft_histograms(model, now - WINDOWS["24h"], now - WINDOWS["7d"])
     advertised = store.latest_snapshot(model) or {}
-    return latencies(day, week, advertised, (*tags, *advertised), bound_p95_s)
+    recent = store.ttft_recent(model, now - WINDOWS["24h"], SPARK_POINTS) if spark else None
+    return latencies(day, week, advertised, (*tags, *advertised), bound_p95_s, recent)

@@ -74,6 +74,7 @@ def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datet
                 builtin=ignore.builtin,
                 now=now,
                 degraded_p95_s=settings.latency_degraded_p95_s,
+                spark=True,
             )
             since = now - timedelta(days=TIMELINE_DAYS)
             quarantines = [

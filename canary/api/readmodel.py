@@ -184,8 +184,10 @@ def provider_views(
     builtin: Sequence[Exclusion],
     now: datetime,
     degraded_p95_s: float,
+    spark: bool = False,
 ) -> list[ProviderView]:
-    """Every provider of the model known to the store or named by a layer, worst state first."""
+    """Every provider of the model known to the store or named by a layer, worst state first
+    (with each one's latest latency samples when ``spark``: the status page draws them)."""
     states = store.load_states(model)
     latest = store.latest_results(model)
     quarantines = {q.tag: q for q in store.active_quarantines(model, now)}
@@ -198,7 +200,7 @@ def provider_views(
         if entry.active(now):
             layered.setdefault(entry.tag, []).append(entry)
     tags = known_tags(store, model, (*states, *latest, *quarantines, *layered))
-    latency = model_latencies(store, model, now, degraded_p95_s, tags)
+    latency = model_latencies(store, model, now, degraded_p95_s, tags, spark=spark)
     views = []
     for tag in tags:
         state = states.get(tag)

@@ -7,6 +7,7 @@ A command-line run imports only the module of the command it names, so read comm
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,4 +83,24 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
-    _register(command_modules(sys.argv[1:]))()
+    modules = command_modules(sys.argv[1:])
+    try:
+        _register(modules)()
+    except SystemExit as done:
+        if modules not in QUICK_EXIT:
+            raise
+        _exit_now(done.code)
+
+
+# An operator command has closed its store and has nothing left to clean up when it returns:
+# it skips the interpreter's teardown of every imported module (about 60 ms of a 0.4 s run).
+QUICK_EXIT = {("ops",), ("drift",)}
+
+
+def _exit_now(code: str | int | None) -> None:
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)

@@ -35,13 +35,12 @@ Pure: no I/O, no clock. Snapshots are plain JSON-ready dicts so the store can ke
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from canary.core.model import Endpoint
-from canary.core.stats import percentiles
+from canary.core.stats import histogram_percentiles
 
 PRESENCE = "presence"
 CAPACITY = "capacity"
@@ -213,18 +212,21 @@ def _capacity_change(model: str, was: int, now: int, floor: int) -> DriftChange 
 
 
 def ttft_health(
-    samples_s: Sequence[float], bound_p95_s: float, *, min_samples: int = 1
+    histogram: Mapping[int, tuple[int, float]], bound_p95_s: float, *, min_samples: int = 1
 ) -> tuple[str, dict[str, float | int | None]]:
     """Our own time-to-first-token figures for one endpoint over a window, and a state.
 
     ``degraded`` when p95 is over ``bound_p95_s``, ``healthy`` otherwise, ``unknown`` with fewer
-    than ``min_samples`` samples. Information only: it never quarantines on its own.
-    Non-finite and negative samples are ignored. Percentiles are nearest-rank
-    (:func:`canary.core.stats.percentiles`): every figure is a measured sample.
+    than ``min_samples`` samples. Information only: it never quarantines on its own. The window's
+    samples come as a latency histogram (:func:`canary.core.stats.histogram_of`); percentiles are
+    nearest-rank over it (:func:`canary.core.stats.histogram_percentiles`).
     """
-    values = sorted(v for v in samples_s if math.isfinite(v) and v >= 0)
-    figures: dict[str, float | int | None] = {**percentiles(values, (50, 95, 99)), "n": len(values)}
-    if not values or len(values) < min_samples:
+    n = sum(count for count, _ in histogram.values())
+    figures: dict[str, float | int | None] = {
+        **histogram_percentiles(histogram, (50, 95, 99)),
+        "n": n,
+    }
+    if not n or n < min_samples:
         return "unknown", figures
     p95 = figures["p95"]
     return ("degraded" if p95 is not None and p95 > bound_p95_s else "healthy"), figures

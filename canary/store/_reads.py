@@ -6,13 +6,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, union
+from sqlalchemy import case, delete, func, insert, select, union
 
 from canary.core.model import Endpoint
+from canary.core.stats import Histogram
 from canary.store import tables as t
 from canary.store._rounds import contract_result_row, round_row
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
+from canary.store.ttft import hour_of
 
 EMPTY_LISTING = ""  # marker tag of a snapshot row that records an empty endpoints list
 
@@ -52,20 +54,57 @@ class ReadsMixin(StoreBase):
         with self._read() as conn:
             return sorted(conn.execute(stmt).scalars())
 
-    def ttft_samples(self, model: str, tag: str | None, since: datetime) -> list[tuple[str, float]]:
-        """(tag, seconds to first token) of probes since ``since`` measuring one, oldest first."""
-        c = t.probes.c
+    def ttft_histograms(
+        self, model: str, day_since: datetime, week_since: datetime
+    ) -> tuple[dict[str, Histogram], dict[str, Histogram]]:
+        """Each tag's latency histogram since ``day_since`` and since ``week_since`` (whole hours:
+        each bound is taken back to the start of its hour); one query for both windows."""
+        c = t.ttft_buckets.c
+        in_day = c.hour >= hour_of(day_since)
         stmt = (
-            select(c.tag, c.ttft_s)
+            select(
+                c.tag,
+                c.bucket,
+                func.sum(c.n),
+                func.max(c.top),
+                func.sum(case((in_day, c.n), else_=0)),
+                func.max(case((in_day, c.top))),
+            )
+            .where(c.model == model, c.hour >= hour_of(week_since))
+            .group_by(c.tag, c.bucket)
+        )
+        day: dict[str, Histogram] = {}
+        week: dict[str, Histogram] = {}
+        with self._read() as conn:
+            for tag, bucket, n, top, day_n, day_top in conn.execute(stmt):
+                week.setdefault(tag, {})[bucket] = (int(n), float(top))
+                if day_n:
+                    day.setdefault(tag, {})[bucket] = (int(day_n), float(day_top))
+        return day, week
+
+    def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
+        """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first."""
+        c = t.probes.c
+        newest_first = func.row_number().over(
+            partition_by=c.tag, order_by=(c.at.desc(), c.id.desc())
+        )
+        recent = (
+            select(c.tag, c.ttft_s, c.at, c.id, newest_first.label("rank"))
             .where(
                 c.model == model, c.at >= since, c.ttft_s.is_not(None), c.attribution_ok.is_(True)
             )
-            .order_by(c.at, c.id)
+            .subquery()
         )
-        if tag is not None:
-            stmt = stmt.where(c.tag == tag)
+        stmt = (
+            select(recent.c.tag, recent.c.ttft_s)
+            .where(recent.c.rank <= per_tag)
+            .order_by(recent.c.tag, recent.c.at, recent.c.id)
+        )
+        out: dict[str, list[float]] = {}
         with self._read() as conn:
-            return [(r.tag, float(r.ttft_s)) for r in conn.execute(stmt)]
+            for tag, seconds in conn.execute(stmt):
+                out.setdefault(tag, []).append(float(seconds))
+        return out
 
     def history(self, model: str, tag: str, limit: int = 50) -> list[HistoryRow]:
         """The endpoint's round verdicts with their contract results, newest round first."""
@@ -112,25 +151,24 @@ class ReadsMixin(StoreBase):
     def latest_results(self, model: str) -> dict[str, dict[str, ContractResultRow]]:
         """For each endpoint, its contract results from the latest round that judged it."""
         v, r, c = t.round_verdicts.c, t.rounds.c, t.contract_results.c
-        latest = (
-            select(v.tag, func.max(v.round_id).label("round_id"))
-            .where(v.model == model)
-            .group_by(v.tag)
-            .subquery()
-        )
-        stmt = (
-            select(t.contract_results, r.scheduled_at)
-            .join(latest, (latest.c.tag == c.tag) & (latest.c.round_id == c.round_id))
-            .join(t.rounds, r.id == c.round_id)
-            .where(c.model == model)
-            .order_by(c.tag, c.id)
-        )
+        latest_of_tag = select(v.tag, func.max(v.round_id)).where(v.model == model).group_by(v.tag)
         out: dict[str, dict[str, ContractResultRow]] = {}
         with self._read() as conn:
+            latest = {tag: round_id for tag, round_id in conn.execute(latest_of_tag)}
+            if not latest:
+                return out
+            # by round first: the (round_id, model, tag) index finds a handful of rows
+            stmt = (
+                select(t.contract_results, r.scheduled_at)
+                .join(t.rounds, r.id == c.round_id)
+                .where(c.round_id.in_(sorted(set(latest.values()))), c.model == model)
+                .order_by(c.tag, c.id)
+            )
             for row in conn.execute(stmt):
-                out.setdefault(row.tag, {})[row.contract] = contract_result_row(
-                    row, row.scheduled_at
-                )
+                if latest.get(row.tag) == row.round_id:
+                    out.setdefault(row.tag, {})[row.contract] = contract_result_row(
+                        row, row.scheduled_at
+                    )
         return out
 
     def spend(self, since: datetime, model: str | None = None) -> float:

@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, case, delete, func, insert, select, update
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
 from canary.store import tables as t
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, ProbeRow, RoundRow, UnknownRound
+from canary.store.ttft import bucket_rows
 
 SAMPLE_CHARS = 200
 ROUND_STATUSES = ("running", "finished", "abandoned")
@@ -231,7 +232,31 @@ class RoundsMixin(StoreBase):
                 ]
             if rows:
                 conn.execute(insert(t.probes), rows)
+                self._add_to_histograms(conn, rows)
         return len(rows)
+
+    def _add_to_histograms(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """Count the new probes' times to first token into ``ttft_buckets``, in the transaction
+        that stores them (a retried write skips stored probes, so nothing is counted twice)."""
+        buckets = bucket_rows(
+            (r["model"], r["tag"], r["at"], r["ttft_s"])
+            for r in rows
+            if r["ttft_s"] is not None and r["attribution_ok"]
+        )
+        if not buckets:
+            return
+        table = t.ttft_buckets
+        stmt = self.dialect_insert()(table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["model", "tag", "hour", "bucket"],
+            set_={
+                "n": table.c.n + stmt.excluded.n,
+                "top": case(
+                    (stmt.excluded.top > table.c.top, stmt.excluded.top), else_=table.c.top
+                ),
+            },
+        )
+        conn.execute(stmt, buckets)
 
     def record_verdicts(
         self, round_id: int, model: str, verdicts: Mapping[str, RoundVerdict]

@@ -152,6 +152,20 @@ probes = Table(
     Index(None, "round_id"),
 )
 
+# Time to first token per endpoint and hour as a histogram (canary.core.stats): the latency
+# figures read a few rows per endpoint instead of every probe. Written with the probes.
+ttft_buckets = Table(
+    "ttft_buckets",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+    Column("hour", UTCDateTime(), primary_key=True),
+    Column("bucket", Integer(), primary_key=True),
+    _int("n"),
+    _float("top"),  # the largest sample in the bucket (what a percentile landing there reports)
+    Index(None, "model", "hour"),
+)
+
 contract_results = Table(
     "contract_results",
     metadata,

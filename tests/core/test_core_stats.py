@@ -5,8 +5,16 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from canary.core.stats import percentiles
+from canary.core.stats import (
+    BUCKET_RATIO,
+    histogram_of,
+    histogram_percentiles,
+    latency_bucket,
+    percentiles,
+)
 
 
 @pytest.mark.parametrize(
@@ -36,3 +44,28 @@ def test_custom_quantiles_and_keys() -> None:
 def test_quantile_outside_range_is_refused() -> None:
     with pytest.raises(ValueError, match="101"):
         percentiles([1.0], (101,))
+
+
+durations = st.lists(
+    st.floats(min_value=0.0, max_value=600.0, allow_nan=False), min_size=1, max_size=300
+)
+
+
+@given(durations)
+def test_a_histogram_percentile_is_a_sample_at_most_two_percent_over_the_exact_one(
+    values: list[float],
+) -> None:
+    exact = percentiles(values, (1, 50, 95, 99, 100))
+    binned = histogram_percentiles(histogram_of(values), (1, 50, 95, 99, 100))
+    for key, value in exact.items():
+        assert value is not None
+        assert binned[key] in values
+        assert value <= binned[key] <= max(value * BUCKET_RATIO, 1e-4 * BUCKET_RATIO)
+
+
+def test_histograms_add_up_and_skip_what_is_not_a_duration() -> None:
+    histogram = histogram_of([1.0, 1.005, 2.0, math.nan, math.inf, -1.0])
+    assert sum(n for n, _ in histogram.values()) == 3
+    assert histogram[latency_bucket(1.0)] == (2, 1.005)  # one bucket, its largest kept
+    assert latency_bucket(-0.1) is None and latency_bucket(math.nan) is None
+    assert histogram_percentiles({}) == {"p50": None, "p95": None, "p99": None}

@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from canary.core.drift import ttft_health
+from canary.core.drift import ttft_health as health_of_histogram
+from canary.core.stats import histogram_of
+
+
+def ttft_health(samples: list[float], **kw: float) -> tuple[str, dict[str, float | int | None]]:
+    return health_of_histogram(histogram_of(samples), **kw)  # type: ignore[arg-type]
 
 
 def test_percentiles_of_one_to_hundred() -> None:
@@ -14,7 +19,8 @@ def test_percentiles_of_one_to_hundred() -> None:
     assert state == "healthy"
     assert figures["n"] == 100
     # Nearest rank: the smallest sample with at least q % of the samples at or below it.
-    assert (figures["p50"], figures["p95"], figures["p99"]) == (50.0, 95.0, 99.0)
+    assert (figures["p50"], figures["p95"]) == (50.0, 95.0)
+    assert figures["p99"] == 100.0  # 99 and 100 share a 2 % bucket, which reports its largest
 
 
 def test_order_of_samples_does_not_matter() -> None:

@@ -18,6 +18,7 @@ from canary.core.model import (
     Usage,
     Verdict,
 )
+from canary.core.stats import latency_bucket
 from canary.store import DriftChange, Store, UnknownRound
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -128,7 +129,42 @@ def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicat
     assert probes[0].at == T0 and probes[1].transport == "timeout"
     assert store.spend(T0 - timedelta(seconds=1), model) == pytest.approx(0.001)
     assert store.spend(T0 + timedelta(seconds=1), model) == 0.0
-    assert store.ttft_samples(model, None, T0) == [("alpha", 0.8)]
+    day, week = store.ttft_histograms(model, T0, T0)
+    assert day == week == {"alpha": {latency_bucket(0.8): (1, 0.8)}}  # counted once
+
+
+def _timed(tag: str, ttft_s: float, nonce: str, *, attributed: bool = True) -> Observation:
+    return Observation(
+        Contract.ttft,
+        tag,
+        Transport.ok,
+        ttft_s=ttft_s,
+        nonce=nonce,
+        served_by=None if attributed else "elsewhere",
+        attribution_ok=attributed,
+    )
+
+
+def test_latency_histograms_add_up_per_hour_and_split_the_windows(store: Store, model: str) -> None:
+    old = T0 - timedelta(days=2)
+    for at, samples in (
+        (old, [1.0, 1.001]),
+        (T0, [1.0, 3.0]),
+        (T0 + timedelta(minutes=30), [1.005, 2.0]),
+    ):
+        rid = store.claim_round(model, at, "r", "p-1", {})
+        assert rid is not None
+        obs = [_timed("alpha", s, f"{rid}-{i}") for i, s in enumerate(samples)]
+        obs.append(_timed("beta", 9.0, f"{rid}-x", attributed=False))  # another host answered
+        store.record_observations(rid, model, obs, at)
+    one = latency_bucket(1.0)
+    day, week = store.ttft_histograms(model, T0 + timedelta(minutes=45), old)
+    # the day window starts at the hour of its bound: both rounds of 12:xx are in it
+    assert day == {
+        "alpha": {one: (2, 1.005), latency_bucket(3.0): (1, 3.0), latency_bucket(2.0): (1, 2.0)}
+    }
+    assert week["alpha"][one] == (4, 1.005) and sum(n for n, _ in week["alpha"].values()) == 6
+    assert store.ttft_recent(model, T0, 3) == {"alpha": [3.0, 1.005, 2.0]}
 
 
 def test_verdict_writes_are_idempotent_per_round_and_endpoint(store: Store, model: str) -> None:

@@ -1,0 +1,61 @@
+"""Latency histograms: time to first token per endpoint, hour and 2 % bucket.
+
+Filled from the probes already stored (the last 8 days), so the figures read the same after the
+upgrade as before it.
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0002"
+down_revision: str | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "ttft_buckets",
+        sa.Column("model", sa.String(length=200), nullable=False),
+        sa.Column("tag", sa.String(length=200), nullable=False),
+        sa.Column("hour", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("bucket", sa.Integer(), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("top", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("model", "tag", "hour", "bucket", name=op.f("pk_ttft_buckets")),
+    )
+    op.create_index(
+        op.f("ix_ttft_buckets_model_hour"), "ttft_buckets", ["model", "hour"], unique=False
+    )
+    _backfill()
+
+
+def _backfill() -> None:
+    from canary.store.tables import probes, ttft_buckets
+    from canary.store.ttft import bucket_rows
+
+    since = datetime.now(UTC) - timedelta(days=8)
+    c = probes.c
+    bind = op.get_bind()
+    rows = bind.execute(
+        sa.select(c.model, c.tag, c.at, c.ttft_s).where(
+            c.at >= since, c.ttft_s.is_not(None), c.attribution_ok.is_(True)
+        )
+    )
+    values = bucket_rows((r.model, r.tag, r.at, r.ttft_s) for r in rows)
+    if values:
+        bind.execute(sa.insert(ttft_buckets), values)
+
+
+def downgrade() -> None:
+    op.drop_index(op.f("ix_ttft_buckets_model_hour"), table_name="ttft_buckets")
+    op.drop_table("ttft_buckets")

@@ -1,0 +1,185 @@
+"""Benchmark: how fast `canary status` answers on a store that has run for days.
+
+    .venv/bin/python tests/bench/bench_cli.py [--models 20] [--providers 15] [--days 7] [--runs 10]
+
+It seeds a store through the store's own API as the daemon would have filled it: a round every
+30 minutes for `--days` days per model, each endpoint with 7 probes a round (3 latency samples
+and one per other contract, each with its time to first token), its verdict and contract results,
+and the latest endpoints listing. Then it runs the installed `canary status` command (a new
+process each time, as an operator does) `--runs` times, as a table, with --json and for one
+model, and prints the wall time's p50, p90 and max, beside the target (under 0.6 s). It does so on SQLite and, when it answers, on
+the PostgreSQL of CANARY_TEST_POSTGRES_URL (default 127.0.0.1:5432, database test), in a
+database of its own that it drops afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from canary.core.model import (
+    Contract,
+    ContractResult,
+    Endpoint,
+    Observation,
+    Pricing,
+    Result,
+    RoundVerdict,
+    Transport,
+    Verdict,
+)
+from canary.store.repository import Store
+
+CANARY = Path(sys.executable).with_name("canary")
+TARGET_S = 0.6
+CONTRACTS = (Contract.refusal, Contract.language, Contract.schema, Contract.tools)
+PASSING = tuple(
+    ContractResult(c, Result.passed, "ok") for c in (Contract.ttft, *CONTRACTS, Contract.hygiene)
+)
+
+
+def seed(store: Store, models: int, providers: int, days: float, now: datetime) -> int:
+    """Rounds every 30 minutes up to `now`; returns how many probe rows were written."""
+    rounds = int(days * 48)
+    written = 0
+    for m in range(models):
+        model = f"bench/model-{m}"
+        tags = [f"host{p}" for p in range(providers)]
+        endpoints = [
+            Endpoint(
+                model=model,
+                tag=tag,
+                provider_name=f"Host {p}",
+                pricing=Pricing(1e-7, 2e-7),
+                latency_last_30m={"p50": 600.0, "p99": 3000.0},
+            )
+            for p, tag in enumerate(tags)
+        ]
+        for r in range(rounds):
+            at = now - timedelta(minutes=30 * (rounds - r))
+            rid = store.claim_round(model, at, "bench", "p-bench", {}, started_at=at)
+            assert rid is not None
+            if r == rounds - 1:
+                store.record_snapshots(rid, model, endpoints, at)
+            observations = [
+                Observation(
+                    contract=contract,
+                    tag=tag,
+                    transport=Transport.ok,
+                    ttft_s=0.3 + (p % 5) * 0.2 + (r % 7) * 0.01,
+                    nonce=f"{rid}-{tag}-{contract}-{sample}",
+                    attempt=sample + 1,
+                )
+                for p, tag in enumerate(tags)
+                for contract, sample in [(Contract.ttft, s) for s in range(3)]
+                + [(c, 0) for c in CONTRACTS]
+            ]
+            written += store.record_observations(rid, model, observations, at)
+            store.record_verdicts(
+                rid,
+                model,
+                {t: RoundVerdict(model, t, Verdict.passed, PASSING) for t in tags},
+            )
+            store.finish_round(rid, "finished", cost_usd=0.001, at=at + timedelta(minutes=2))
+    return written
+
+
+def time_status(url: str, models: int, runs: int, folder: Path, *extra: str) -> list[float]:
+    config = folder / "canary.toml"
+    config.write_text(
+        f'database_url = "{url}"\n'
+        + "".join(f'[[models]]\nid = "bench/model-{m}"\n' for m in range(models)),
+        encoding="utf-8",
+    )
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [str(CANARY), "--config", str(config), "status", *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0 or "bench/model-0" not in done.stdout:
+            raise SystemExit(f"canary status failed: {done.stderr.strip()}")
+    return times
+
+
+def report(name: str, times: list[float]) -> None:
+    ordered = sorted(times)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    worst = ordered[-1]
+    print(
+        f"  canary status {name:<24} p50 {statistics.median(ordered):.3f} s  p90 {p90:.3f} s  max {worst:.3f} s  "
+        f"(target < {TARGET_S} s: {'met' if p90 < TARGET_S else 'NOT met'})"
+    )
+
+
+def postgres_admin_url() -> str:
+    return os.environ.get(
+        "CANARY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", type=int, default=20)
+    parser.add_argument("--providers", type=int, default=15)
+    parser.add_argument("--days", type=float, default=7.0)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    now = datetime.now(UTC).replace(microsecond=0)
+    print(
+        f"{args.models} models x {args.providers} endpoints, a round every 30 min for "
+        f"{args.days:g} days, 7 probes per endpoint and round; {args.runs} runs each"
+    )
+    with tempfile.TemporaryDirectory(prefix="canary-bench-cli-") as tmp:
+        folder = Path(tmp)
+        targets = [("sqlite", f"sqlite:///{folder / 'canary.db'}", None)]
+        if not args.no_postgres:
+            admin = postgres_admin_url()
+            name = f"canary_bench_{uuid.uuid4().hex[:8]}"
+            try:
+                import sqlalchemy
+
+                engine = sqlalchemy.create_engine(admin, isolation_level="AUTOCOMMIT")
+                with engine.connect() as conn:
+                    conn.exec_driver_sql(f"CREATE DATABASE {name}")
+                targets.append(("postgresql", admin.rsplit("/", 1)[0] + f"/{name}", engine))
+            except Exception as exc:  # noqa: BLE001 - the benchmark runs on SQLite alone then
+                print(f"postgresql: not reachable ({type(exc).__name__}); SQLite only")
+        for name, url, engine in targets:
+            store = Store(url)
+            try:
+                store.upgrade()
+                started = time.perf_counter()
+                rows = seed(store, args.models, args.providers, args.days, now)
+                seeded = time.perf_counter() - started
+                store.dispose()
+                print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
+                for shown, extra in (
+                    ("(a table per model)", ()),
+                    ("--json", ("--json",)),
+                    ("--model bench/model-0", ("--model", "bench/model-0")),
+                ):
+                    report(shown, time_status(url, args.models, args.runs, folder, *extra))
+            finally:
+                store.dispose()
+                if engine is not None:
+                    with engine.connect() as conn:
+                        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]}")
+                    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()
