@@ -95,7 +95,27 @@ def model_latencies(
 ) -> dict[str, Latency]:
     """Read both windows' histograms and the latest snapshot (and, for ``spark``, each tag's
     latest samples of the last 24 h); one query each."""
-    day, week = store.ttft_histograms(model, now - WINDOWS["24h"], now - WINDOWS["7d"])
-    advertised = store.latest_snapshot(model) or {}
-    recent = store.ttft_recent(model, now - WINDOWS["24h"], SPARK_POINTS) if spark else None
-    return latencies(day, week, advertised, (*tags, *advertised), bound_p95_s, recent)
+    return fleet_latencies(store, [model], now, bound_p95_s, {model: tags}, spark=spark)[model]
+
+
+def fleet_latencies(
+    store: Any,
+    models: Sequence[str],
+    now: datetime,
+    bound_p95_s: float,
+    tags_of: Mapping[str, Iterable[str]],
+    *,
+    spark: bool = False,
+) -> dict[str, dict[str, Latency]]:
+    """:func:`model_latencies` of several models: each read made once for all of them (the
+    sparkline's samples, which only the status page draws, still per model)."""
+    histograms = store.ttft_histograms_of(models, now - WINDOWS["24h"], now - WINDOWS["7d"])
+    snapshots = store.latest_snapshots(models)
+    out = {}
+    for model in models:
+        day, week = histograms[model]
+        advertised = snapshots[model] or {}
+        recent = store.ttft_recent(model, now - WINDOWS["24h"], SPARK_POINTS) if spark else None
+        tags = (*tags_of.get(model, ()), *advertised)
+        out[model] = latencies(day, week, advertised, tags, bound_p95_s, recent)
+    return out

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from canary.api.latency import Latency, model_latencies
-from canary.core.model import Exclusion, Layer
+from canary.api.latency import Latency, fleet_latencies
+from canary.core.model import EndpointState, Exclusion, Layer
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -188,19 +188,60 @@ def provider_views(
 ) -> list[ProviderView]:
     """Every provider of the model known to the store or named by a layer, worst state first
     (with each one's latest latency samples when ``spark``: the status page draws them)."""
-    states = store.load_states(model)
-    latest = store.latest_results(model)
-    quarantines = {q.tag: q for q in store.active_quarantines(model, now)}
-    steps = {
-        field(q, "tag"): field(q, "step")
-        for q in store.quarantines(model=model, active_only=True, now=now)
+    return provider_views_of(
+        store, [model], builtin=builtin, now=now, degraded_p95_s=degraded_p95_s, spark=spark
+    )[model]
+
+
+def provider_views_of(
+    store: Any,
+    models: Sequence[str],
+    *,
+    builtin: Sequence[Exclusion],
+    now: datetime,
+    degraded_p95_s: float,
+    spark: bool = False,
+) -> dict[str, list[ProviderView]]:
+    """:func:`provider_views` of several models, each store read made once for all of them."""
+    models = list(dict.fromkeys(models))
+    states_of = store.load_states_of(models)
+    latest_of = store.latest_results_of(models)
+    active = store.quarantines(model=None, active_only=True, now=now)
+    runtime = store.active_exclusions(None, now)
+    known_of = store.known_tags_of(models)
+    layered_of: dict[str, dict[str, list[Exclusion]]] = {m: {} for m in models}
+    for entry in (*builtin, *runtime):
+        if entry.model in layered_of and entry.active(now):
+            layered_of[entry.model].setdefault(entry.tag, []).append(entry)
+    tags_of = {}
+    for model in models:
+        quarantined = [q.tag for q in active if q.model == model]
+        extra = (*states_of[model], *latest_of[model], *quarantined, *layered_of[model])
+        tags_of[model] = sorted({*known_of[model], *extra})
+    latency_of = fleet_latencies(store, models, now, degraded_p95_s, tags_of, spark=spark)
+    return {
+        model: _views(
+            model,
+            tags_of[model],
+            states_of[model],
+            latest_of[model],
+            {q.tag: q for q in active if q.model == model},
+            layered_of[model],
+            latency_of[model],
+        )
+        for model in models
     }
-    layered: dict[str, list[Exclusion]] = {}
-    for entry in (*[b for b in builtin if b.model == model], *store.active_exclusions(model, now)):
-        if entry.active(now):
-            layered.setdefault(entry.tag, []).append(entry)
-    tags = known_tags(store, model, (*states, *latest, *quarantines, *layered))
-    latency = model_latencies(store, model, now, degraded_p95_s, tags, spark=spark)
+
+
+def _views(
+    model: str,
+    tags: Sequence[str],
+    states: Mapping[str, EndpointState],
+    latest: Mapping[str, Mapping[str, Any]],
+    quarantines: Mapping[str, Any],
+    layered: Mapping[str, list[Exclusion]],
+    latency: Mapping[str, Latency],
+) -> list[ProviderView]:
     views = []
     for tag in tags:
         state = states.get(tag)
@@ -217,9 +258,9 @@ def provider_views(
                 ),
                 failing_streak=state.failing_streak if state else 0,
                 passing_streak=state.passing_streak if state else 0,
-                quarantine_since=quarantine.since if quarantine else None,
+                quarantine_since=quarantine.started_at if quarantine else None,
                 quarantine_until=quarantine.until if quarantine else None,
-                quarantine_step=steps.get(tag) if quarantine else None,
+                quarantine_step=quarantine.step if quarantine else None,
                 exclusions=tuple(layered.get(tag, ())),
                 results={
                     str(jsonable(c)): _result_json(r)

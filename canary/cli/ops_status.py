@@ -40,20 +40,19 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             ops, models, builtin=builtin, policy_version=ops.quick_policy_version()
         )
         spend = cost_view(ops.store, models, ops.now, ops.settings.daily_budget_usd)
-        out = []
-        for m in models:
-            views = rm.provider_views(
-                ops.store, m, builtin=builtin, now=ops.now,
-                degraded_p95_s=ops.settings.latency_degraded_p95_s,
-            )  # fmt: skip
-            out.append(
-                {
-                    "model": m,
-                    "ignore": service.document(m)[0],
-                    "providers": views,
-                    "cost": model_cost(spend, m),
-                }
-            )
+        views_of = rm.provider_views_of(
+            ops.store, models, builtin=builtin, now=ops.now,
+            degraded_p95_s=ops.settings.latency_degraded_p95_s,
+        )  # fmt: skip
+        out = [
+            {
+                "model": m,
+                "ignore": service.document(m)[0],
+                "providers": views_of[m],
+                "cost": model_cost(spend, m),
+            }
+            for m in models
+        ]
     if as_json:
         print_json(
             {

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select, union
+from sqlalchemy import bindparam, case, delete, func, insert, select, text, union
 
 from canary.core.model import Endpoint
 from canary.core.stats import Histogram
@@ -34,31 +34,52 @@ def endpoint_meta(e: Endpoint) -> dict[str, Any]:
     }
 
 
+# The distinct models of ``rounds`` by hopping along its (model, scheduled_at) index, one step a
+# model, instead of reading every round (neither SQLite nor PostgreSQL does this on their own).
+_DISTINCT_ROUND_MODELS = text(
+    "WITH RECURSIVE m(model) AS ("
+    " SELECT min(model) FROM rounds"
+    " UNION ALL"
+    " SELECT (SELECT min(r.model) FROM rounds r WHERE r.model > m.model) FROM m"
+    " WHERE m.model IS NOT NULL"
+    ") SELECT model FROM m WHERE model IS NOT NULL"
+)
+
+
 class ReadsMixin(StoreBase):
     def known_models(self) -> list[str]:
-        stmt = union(
-            select(t.endpoint_state.c.model),
-            select(t.endpoint_snapshots.c.model),
-            select(t.rounds.c.model),
-        )
+        """Models with an endpoint state or a round (every snapshot belongs to a round)."""
         with self._read() as conn:
-            return sorted(conn.execute(stmt).scalars())
+            states = set(conn.execute(select(t.endpoint_state.c.model).distinct()).scalars())
+            return sorted(states | set(conn.execute(_DISTINCT_ROUND_MODELS).scalars()))
 
     def known_tags(self, model: str) -> list[str]:
+        return self.known_tags_of([model])[model]
+
+    def known_tags_of(self, models: Sequence[str]) -> dict[str, list[str]]:
+        """Each model's endpoint tags that have a state or were ever listed."""
+        state, snap = t.endpoint_state.c, t.endpoint_snapshots.c
         stmt = union(
-            select(t.endpoint_state.c.tag).where(t.endpoint_state.c.model == model),
-            select(t.endpoint_snapshots.c.tag).where(
-                t.endpoint_snapshots.c.model == model, t.endpoint_snapshots.c.tag != EMPTY_LISTING
-            ),
+            select(state.model, state.tag).where(state.model.in_(models)),
+            select(snap.model, snap.tag).where(snap.model.in_(models), snap.tag != EMPTY_LISTING),
         )
+        out: dict[str, list[str]] = {m: [] for m in models}
         with self._read() as conn:
-            return sorted(conn.execute(stmt).scalars())
+            for model, tag in conn.execute(stmt):
+                out[model].append(tag)
+        return {m: sorted(tags) for m, tags in out.items()}
 
     def ttft_histograms(
         self, model: str, day_since: datetime, week_since: datetime
     ) -> tuple[dict[str, Histogram], dict[str, Histogram]]:
-        """Each tag's latency histogram since ``day_since`` and since ``week_since`` (whole hours:
-        each bound is taken back to the start of its hour); one query for both windows."""
+        return self.ttft_histograms_of([model], day_since, week_since)[model]
+
+    def ttft_histograms_of(
+        self, models: Sequence[str], day_since: datetime, week_since: datetime
+    ) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]:
+        """Per model, each tag's latency histogram since ``day_since`` and since ``week_since``
+        (whole hours: each bound is taken back to the start of its hour); one query per model,
+        on one connection (grouping one model at a time sorts far less than all at once)."""
         c = t.ttft_buckets.c
         in_day = c.hour >= hour_of(day_since)
         stmt = (
@@ -70,17 +91,20 @@ class ReadsMixin(StoreBase):
                 func.sum(case((in_day, c.n), else_=0)),
                 func.max(case((in_day, c.top))),
             )
-            .where(c.model == model, c.hour >= hour_of(week_since))
+            .where(c.model == bindparam("model"), c.hour >= hour_of(week_since))
             .group_by(c.tag, c.bucket)
         )
-        day: dict[str, Histogram] = {}
-        week: dict[str, Histogram] = {}
+        out: dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]] = {}
         with self._read() as conn:
-            for tag, bucket, n, top, day_n, day_top in conn.execute(stmt):
-                week.setdefault(tag, {})[bucket] = (int(n), float(top))
-                if day_n:
-                    day.setdefault(tag, {})[bucket] = (int(day_n), float(day_top))
-        return day, week
+            for model in dict.fromkeys(models):
+                day: dict[str, Histogram] = {}
+                week: dict[str, Histogram] = {}
+                for tag, bucket, n, top, day_n, day_top in conn.execute(stmt, {"model": model}):
+                    week.setdefault(tag, {})[bucket] = (int(n), float(top))
+                    if day_n:
+                        day.setdefault(tag, {})[bucket] = (int(day_n), float(day_top))
+                out[model] = (day, week)
+        return out
 
     def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
         """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first."""
@@ -150,23 +174,33 @@ class ReadsMixin(StoreBase):
 
     def latest_results(self, model: str) -> dict[str, dict[str, ContractResultRow]]:
         """For each endpoint, its contract results from the latest round that judged it."""
+        return self.latest_results_of([model])[model]
+
+    def latest_results_of(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
+        """:meth:`latest_results` of several models: two queries in all."""
         v, r, c = t.round_verdicts.c, t.rounds.c, t.contract_results.c
-        latest_of_tag = select(v.tag, func.max(v.round_id)).where(v.model == model).group_by(v.tag)
-        out: dict[str, dict[str, ContractResultRow]] = {}
+        latest_of_tag = (
+            select(v.model, v.tag, func.max(v.round_id))
+            .where(v.model.in_(models))
+            .group_by(v.model, v.tag)
+        )
+        out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
         with self._read() as conn:
-            latest = {tag: round_id for tag, round_id in conn.execute(latest_of_tag)}
+            latest = {(m, tag): rid for m, tag, rid in conn.execute(latest_of_tag)}
             if not latest:
                 return out
             # by round first: the (round_id, model, tag) index finds a handful of rows
             stmt = (
                 select(t.contract_results, r.scheduled_at)
                 .join(t.rounds, r.id == c.round_id)
-                .where(c.round_id.in_(sorted(set(latest.values()))), c.model == model)
-                .order_by(c.tag, c.id)
+                .where(c.round_id.in_(sorted(set(latest.values()))), c.model.in_(models))
             )
-            for row in conn.execute(stmt):
-                if latest.get(row.tag) == row.round_id:
-                    out.setdefault(row.tag, {})[row.contract] = contract_result_row(
+            # sorted here: an ORDER BY lets SQLite prefer walking every result of the models
+            for row in sorted(conn.execute(stmt), key=lambda row: row.id):
+                if latest.get((row.model, row.tag)) == row.round_id:
+                    out[row.model].setdefault(row.tag, {})[row.contract] = contract_result_row(
                         row, row.scheduled_at
                     )
         return out
@@ -247,16 +281,33 @@ class ReadsMixin(StoreBase):
 
         None when the model was never listed; empty after a listing with no endpoints.
         """
+        return self.latest_snapshots([model])[model]
+
+    def latest_snapshots(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, Any]] | None]:
+        """:meth:`latest_snapshot` of several models, in one query."""
         s = t.endpoint_snapshots.c
-        latest_at = select(func.max(s.at)).where(s.model == model).scalar_subquery()
-        stmt = (
-            select(s.tag, s.meta).where(s.model == model, s.at == latest_at).order_by(s.tag, s.id)
+        latest = (
+            select(s.model, func.max(s.at).label("at"))
+            .where(s.model.in_(models))
+            .group_by(s.model)
+            .subquery()
         )
+        stmt = (
+            select(s.model, s.tag, s.meta)
+            .join(latest, (latest.c.model == s.model) & (latest.c.at == s.at))
+            .order_by(s.model, s.tag, s.id)
+        )
+        out: dict[str, dict[str, dict[str, Any]] | None] = {m: None for m in models}
         with self._read() as conn:
-            rows = list(conn.execute(stmt))
-        if not rows:
-            return None
-        return {row.tag: dict(row.meta) for row in rows if row.tag != EMPTY_LISTING}
+            for model, tag, meta in conn.execute(stmt):
+                metas = out[model]
+                if metas is None:
+                    metas = out[model] = {}
+                if tag != EMPTY_LISTING:
+                    metas[tag] = dict(meta)
+        return out
 
     def record_drift(
         self, round_id: int | None, model: str, changes: Sequence[DriftChangeLike], at: datetime

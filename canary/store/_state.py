@@ -103,9 +103,15 @@ def audit_values(
 
 class StateMixin(StoreBase):
     def load_states(self, model: str) -> dict[str, EndpointState]:
-        stmt = select(t.endpoint_state).where(t.endpoint_state.c.model == model)
+        return self.load_states_of([model])[model]
+
+    def load_states_of(self, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]:
+        stmt = select(t.endpoint_state).where(t.endpoint_state.c.model.in_(models))
+        out: dict[str, dict[str, EndpointState]] = {m: {} for m in models}
         with self._read() as conn:
-            return {r.tag: _state(r) for r in conn.execute(stmt)}
+            for r in conn.execute(stmt):
+                out[r.model][r.tag] = _state(r)
+        return out
 
     def apply_decision(
         self,

@@ -163,7 +163,8 @@ ttft_buckets = Table(
     Column("bucket", Integer(), primary_key=True),
     _int("n"),
     _float("top"),  # the largest sample in the bucket (what a percentile landing there reports)
-    Index(None, "model", "hour"),
+    # covering: the windows' figures are read from the index alone
+    Index(None, "model", "hour", "tag", "bucket", "n", "top"),
 )
 
 contract_results = Table(
@@ -195,7 +196,7 @@ round_verdicts = Table(
     _str("verdict", 32),
     _str("language_anomaly_in", 16, null=True),
     UniqueConstraint("round_id", "model", "tag"),
-    Index(None, "model", "tag"),
+    Index(None, "model", "tag", "round_id"),  # each endpoint's latest verdict, from the index
 )
 
 endpoint_state = Table(
@@ -280,6 +281,7 @@ endpoint_snapshots = Table(
     _when("at"),
     _json("meta"),
     Index(None, "model", "at"),
+    Index(None, "model", "tag"),  # every tag ever listed, from the index
 )
 
 drift_events = Table(

@@ -1,7 +1,8 @@
-"""Latency histograms: time to first token per endpoint, hour and 2 % bucket.
+"""Latency histograms: time to first token per endpoint, hour and 2 % bucket; indexes that
+let the operator reads (status, the providers call, the page) come from indexes alone.
 
-Filled from the probes already stored (the last 8 days), so the figures read the same after the
-upgrade as before it.
+The histograms are filled from the probes already stored (the last 8 days), so the figures read
+the same after the upgrade as before it.
 
 Revision ID: 0002
 Revises: 0001
@@ -34,7 +35,23 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("model", "tag", "hour", "bucket", name=op.f("pk_ttft_buckets")),
     )
     op.create_index(
-        op.f("ix_ttft_buckets_model_hour"), "ttft_buckets", ["model", "hour"], unique=False
+        op.f("ix_ttft_buckets_model_hour_tag_bucket_n_top"),
+        "ttft_buckets",
+        ["model", "hour", "tag", "bucket", "n", "top"],
+        unique=False,
+    )
+    op.drop_index(op.f("ix_round_verdicts_model_tag"), table_name="round_verdicts")
+    op.create_index(
+        op.f("ix_round_verdicts_model_tag_round_id"),
+        "round_verdicts",
+        ["model", "tag", "round_id"],
+        unique=False,
+    )
+    op.create_index(
+        op.f("ix_endpoint_snapshots_model_tag"),
+        "endpoint_snapshots",
+        ["model", "tag"],
+        unique=False,
     )
     _backfill()
 
@@ -57,5 +74,10 @@ def _backfill() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_ttft_buckets_model_hour"), table_name="ttft_buckets")
+    op.drop_index(op.f("ix_endpoint_snapshots_model_tag"), table_name="endpoint_snapshots")
+    op.drop_index(op.f("ix_round_verdicts_model_tag_round_id"), table_name="round_verdicts")
+    op.create_index(
+        op.f("ix_round_verdicts_model_tag"), "round_verdicts", ["model", "tag"], unique=False
+    )
+    op.drop_index(op.f("ix_ttft_buckets_model_hour_tag_bucket_n_top"), table_name="ttft_buckets")
     op.drop_table("ttft_buckets")

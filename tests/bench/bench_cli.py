@@ -5,7 +5,7 @@
 It seeds a store through the store's own API as the daemon would have filled it: a round every
 30 minutes for `--days` days per model, each endpoint with 7 probes a round (3 latency samples
 and one per other contract, each with its time to first token), its verdict and contract results,
-and the latest endpoints listing. Then it runs the installed `canary status` command (a new
+and the endpoints listing (snapshot) of every round. Then it runs the installed `canary status` command (a new
 process each time, as an operator does) `--runs` times, as a table, with --json and for one
 model, and prints the wall time's p50, p90 and max, beside the target (under 0.6 s). It does so on SQLite and, when it answers, on
 the PostgreSQL of CANARY_TEST_POSTGRES_URL (default 127.0.0.1:5432, database test), in a
@@ -67,8 +67,7 @@ def seed(store: Store, models: int, providers: int, days: float, now: datetime) 
             at = now - timedelta(minutes=30 * (rounds - r))
             rid = store.claim_round(model, at, "bench", "p-bench", {}, started_at=at)
             assert rid is not None
-            if r == rounds - 1:
-                store.record_snapshots(rid, model, endpoints, at)
+            store.record_snapshots(rid, model, endpoints, at)
             observations = [
                 Observation(
                     contract=contract,
