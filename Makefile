@@ -9,6 +9,9 @@ $(BIN)/canary: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@# an editable install leaves the project uncompiled; with PYTHONDONTWRITEBYTECODE set, every
+	@# command would compile it again (about 50 ms of each `canary status`)
+	$(BIN)/python -m compileall -q canary migrations > /dev/null
 	@touch $(BIN)/canary
 
 install: $(BIN)/canary

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, text, union
+from sqlalchemy import bindparam, case, delete, func, insert, select, text
 
 from canary.core.model import Endpoint
 from canary.core.stats import Histogram
@@ -34,8 +34,9 @@ def endpoint_meta(e: Endpoint) -> dict[str, Any]:
     }
 
 
-# The distinct models of ``rounds`` by hopping along its (model, scheduled_at) index, one step a
-# model, instead of reading every round (neither SQLite nor PostgreSQL does this on their own).
+# Distinct values read by hopping along an index, one step a value, instead of reading every row
+# (neither SQLite nor PostgreSQL does this on their own): the models of ``rounds``, and one
+# model's tags in ``endpoint_snapshots`` and ``round_verdicts`` with each tag's latest round.
 _DISTINCT_ROUND_MODELS = text(
     "WITH RECURSIVE m(model) AS ("
     " SELECT min(model) FROM rounds"
@@ -43,6 +44,23 @@ _DISTINCT_ROUND_MODELS = text(
     " SELECT (SELECT min(r.model) FROM rounds r WHERE r.model > m.model) FROM m"
     " WHERE m.model IS NOT NULL"
     ") SELECT model FROM m WHERE model IS NOT NULL"
+)
+_LISTED_TAGS = text(
+    "WITH RECURSIVE d(tag) AS ("
+    " SELECT min(tag) FROM endpoint_snapshots WHERE model = :model"
+    " UNION ALL"
+    " SELECT (SELECT min(s.tag) FROM endpoint_snapshots s WHERE s.model = :model AND s.tag > d.tag)"
+    " FROM d WHERE d.tag IS NOT NULL"
+    ") SELECT tag FROM d WHERE tag IS NOT NULL"
+)
+_LATEST_JUDGED_ROUNDS = text(
+    "WITH RECURSIVE d(tag) AS ("
+    " SELECT min(tag) FROM round_verdicts WHERE model = :model"
+    " UNION ALL"
+    " SELECT (SELECT min(v.tag) FROM round_verdicts v WHERE v.model = :model AND v.tag > d.tag)"
+    " FROM d WHERE d.tag IS NOT NULL"
+    ") SELECT tag, (SELECT max(v.round_id) FROM round_verdicts v"
+    " WHERE v.model = :model AND v.tag = d.tag) FROM d WHERE tag IS NOT NULL"
 )
 
 
@@ -58,16 +76,16 @@ class ReadsMixin(StoreBase):
 
     def known_tags_of(self, models: Sequence[str]) -> dict[str, list[str]]:
         """Each model's endpoint tags that have a state or were ever listed."""
-        state, snap = t.endpoint_state.c, t.endpoint_snapshots.c
-        stmt = union(
-            select(state.model, state.tag).where(state.model.in_(models)),
-            select(snap.model, snap.tag).where(snap.model.in_(models), snap.tag != EMPTY_LISTING),
-        )
-        out: dict[str, list[str]] = {m: [] for m in models}
+        state = t.endpoint_state.c
+        out: dict[str, set[str]] = {m: set() for m in models}
         with self._read() as conn:
-            for model, tag in conn.execute(stmt):
-                out[model].append(tag)
-        return {m: sorted(tags) for m, tags in out.items()}
+            for model, tag in conn.execute(
+                select(state.model, state.tag).where(state.model.in_(models))
+            ):
+                out[model].add(tag)
+            for model in out:
+                out[model].update(conn.execute(_LISTED_TAGS, {"model": model}).scalars())
+        return {m: sorted(tags - {EMPTY_LISTING}) for m, tags in out.items()}
 
     def ttft_histograms(
         self, model: str, day_since: datetime, week_since: datetime
@@ -180,15 +198,14 @@ class ReadsMixin(StoreBase):
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
         """:meth:`latest_results` of several models: two queries in all."""
-        v, r, c = t.round_verdicts.c, t.rounds.c, t.contract_results.c
-        latest_of_tag = (
-            select(v.model, v.tag, func.max(v.round_id))
-            .where(v.model.in_(models))
-            .group_by(v.model, v.tag)
-        )
+        r, c = t.rounds.c, t.contract_results.c
         out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
         with self._read() as conn:
-            latest = {(m, tag): rid for m, tag, rid in conn.execute(latest_of_tag)}
+            latest = {
+                (model, tag): round_id
+                for model in out
+                for tag, round_id in conn.execute(_LATEST_JUDGED_ROUNDS, {"model": model})
+            }
             if not latest:
                 return out
             # by round first: the (round_id, model, tag) index finds a handful of rows
@@ -286,27 +303,20 @@ class ReadsMixin(StoreBase):
     def latest_snapshots(
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, Any]] | None]:
-        """:meth:`latest_snapshot` of several models, in one query."""
+        """:meth:`latest_snapshot` of several models: one indexed query per model."""
         s = t.endpoint_snapshots.c
-        latest = (
-            select(s.model, func.max(s.at).label("at"))
-            .where(s.model.in_(models))
-            .group_by(s.model)
-            .subquery()
-        )
-        stmt = (
-            select(s.model, s.tag, s.meta)
-            .join(latest, (latest.c.model == s.model) & (latest.c.at == s.at))
-            .order_by(s.model, s.tag, s.id)
-        )
-        out: dict[str, dict[str, dict[str, Any]] | None] = {m: None for m in models}
+        latest_at = select(func.max(s.at)).where(s.model == bindparam("model")).scalar_subquery()
+        # no ORDER BY: it lets SQLite walk the model's (model, tag) index through every snapshot
+        stmt = select(s.tag, s.meta, s.id).where(s.model == bindparam("model"), s.at == latest_at)
+        out: dict[str, dict[str, dict[str, Any]] | None] = {}
         with self._read() as conn:
-            for model, tag, meta in conn.execute(stmt):
-                metas = out[model]
-                if metas is None:
-                    metas = out[model] = {}
-                if tag != EMPTY_LISTING:
-                    metas[tag] = dict(meta)
+            for model in dict.fromkeys(models):
+                rows = sorted(conn.execute(stmt, {"model": model}), key=lambda r: (r.tag, r.id))
+                out[model] = (
+                    {tag: dict(meta) for tag, meta, _ in rows if tag != EMPTY_LISTING}
+                    if rows
+                    else None
+                )
         return out
 
     def record_drift(
