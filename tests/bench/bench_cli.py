@@ -9,7 +9,8 @@ and the endpoints listing (snapshot) of every round. Then it runs the installed 
 process each time, as an operator does) `--runs` times, as a table, with --json and for one
 model, and prints the wall time's p50, p90 and max, beside the target (under 0.6 s). It does so on SQLite and, when it answers, on
 the PostgreSQL of CANARY_TEST_POSTGRES_URL (default 127.0.0.1:5432, database test), in a
-database of its own that it drops afterwards.
+database of its own that it analyzes after seeding (as autovacuum would have) and drops
+afterwards.
 """
 
 from __future__ import annotations
@@ -164,6 +165,10 @@ def main() -> None:
                 started = time.perf_counter()
                 rows = seed(store, args.models, args.providers, args.days, now)
                 seeded = time.perf_counter() - started
+                if engine is not None:  # a running PostgreSQL has statistics (autovacuum)
+                    with store.engine.connect() as conn:
+                        conn.exec_driver_sql("ANALYZE")
+                        conn.commit()
                 store.dispose()
                 print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
                 for shown, extra in (
