@@ -57,9 +57,27 @@ def upgrade() -> None:
 
 
 def _backfill() -> None:
-    from canary.store.tables import probes, ttft_buckets
+    # The columns as this revision knows them (not canary.store.tables: later revisions change it).
+    from canary.store.tables import UTCDateTime
     from canary.store.ttft import bucket_rows
 
+    probes = sa.table(
+        "probes",
+        sa.column("model", sa.String()),
+        sa.column("tag", sa.String()),
+        sa.column("at", UTCDateTime()),
+        sa.column("ttft_s", sa.Float()),
+        sa.column("attribution_ok", sa.Boolean()),
+    )
+    buckets = sa.table(
+        "ttft_buckets",
+        sa.column("model", sa.String()),
+        sa.column("tag", sa.String()),
+        sa.column("hour", UTCDateTime()),
+        sa.column("bucket", sa.Integer()),
+        sa.column("n", sa.Integer()),
+        sa.column("top", sa.Float()),
+    )
     since = datetime.now(UTC) - timedelta(days=8)
     c = probes.c
     bind = op.get_bind()
@@ -70,7 +88,7 @@ def _backfill() -> None:
     )
     values = bucket_rows((r.model, r.tag, r.at, r.ttft_s) for r in rows)
     if values:
-        bind.execute(sa.insert(ttft_buckets), values)
+        bind.execute(sa.insert(buckets), values)
 
 
 def downgrade() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -139,3 +140,30 @@ def test_status_loads_no_probe_definitions_nor_jsonschema(tmp_path: Path) -> Non
     store.dispose()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def entry_point(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `canary` command as it runs: canary.cli.main.main in a new process."""
+    program = (
+        "import sys\nfrom canary.cli.main import main\n"
+        f"sys.argv = ['canary', '--config', {str(config)!r}, *{list(args)!r}]\nmain()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # piped: buffered
+    return subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+        env=env,
+    )
+
+
+def test_the_command_exits_early_with_its_whole_output_and_exit_code(fleet: Fleet) -> None:
+    done = entry_point(fleet.config, "status", "--model", fleet.model, "--json")
+    assert done.returncode == 0, done.stderr
+    [model] = json.loads(done.stdout)["models"]  # every byte flushed before the early exit
+    assert model["model"] == fleet.model and len(model["providers"]) == 6
+    refused = entry_point(fleet.config, "status", "--model", "nobody/none")
+    assert refused.returncode == 2 and "nobody/none" in refused.stderr
+    assert refused.stdout == ""
