@@ -82,6 +82,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+# An operator command has closed its store and has nothing left to clean up when it returns:
+# it skips the interpreter's teardown of every imported module (about 60 ms of a 0.4 s run).
+QUICK_EXIT = {("ops",), ("drift",)}
+
+
 def main() -> None:
     modules = command_modules(sys.argv[1:])
     try:
@@ -92,15 +97,13 @@ def main() -> None:
         _exit_now(done.code)
 
 
-# An operator command has closed its store and has nothing left to clean up when it returns:
-# it skips the interpreter's teardown of every imported module (about 60 ms of a 0.4 s run).
-QUICK_EXIT = {("ops",), ("drift",)}
-
-
 def _exit_now(code: str | int | None) -> None:
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # the reader went away (`canary status | head`): nothing to tell it
+            pass
     os._exit(code or 0)
