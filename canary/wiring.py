@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from canary.core.cost import probe_cost
-from canary.core.model import Endpoint, Exclusion, Mode, Observation
+from canary.core.model import Endpoint, Exclusion, Observation
 from canary.core.policy import PolicyRules, policy_version
 from canary.probes import ProbeSet, load_probes
 from canary.settings import ModelSettings, Settings
@@ -35,15 +35,7 @@ class Wiring:
 
     @cached_property
     def rules(self) -> PolicyRules:
-        p = self.settings.policy
-        return PolicyRules(
-            failing_rounds=p.failing_rounds,
-            recovery_rounds=p.recovery_rounds,
-            ladder_days=tuple(p.ladder_days),
-            ladder_reset_days=p.ladder_reset_days,
-            model_wide_share=p.model_wide_share,
-            mode=Mode(self.settings.mode),
-        )
+        return PolicyRules.of(self.settings.policy, self.settings.mode)
 
     def rules_for(self, model: ModelSettings) -> PolicyRules:
         return self.rules

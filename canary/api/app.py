@@ -32,7 +32,7 @@ from canary.api.common import (
 )
 from canary.api.cost import cost_view, model_cost
 from canary.api.ignore_endpoint import IgnoreListEndpoint
-from canary.api.latency import model_latencies
+from canary.api.latency import fleet_latencies
 from canary.api.openapi import openapi_document
 from canary.core.model import Layer
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
@@ -183,8 +183,8 @@ class _Api(AdminHandlers, Handlers):
             models = self._models()
             bound = self.settings.latency_degraded_p95_s
             figures = []
-            for model in models:
-                for tag, lat in model_latencies(self.store, model, now, bound).items():
+            for model, by_tag in fleet_latencies(self.store, models, now, bound, {}).items():
+                for tag, lat in by_tag.items():
                     p95s = {"24h": lat.day.get("p95"), "7d": lat.week.get("p95")}
                     figures.append((model, tag, p95s, lat.state == "degraded"))
             spend = cost_view(self.store, models, now, self.settings.daily_budget_usd)

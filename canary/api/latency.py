@@ -84,20 +84,6 @@ def latencies(
     return out
 
 
-def model_latencies(
-    store: Any,
-    model: str,
-    now: datetime,
-    bound_p95_s: float,
-    tags: Iterable[str] = (),
-    *,
-    spark: bool = False,
-) -> dict[str, Latency]:
-    """Read both windows' histograms and the latest snapshot (and, for ``spark``, each tag's
-    latest samples of the last 24 h); one query each."""
-    return fleet_latencies(store, [model], now, bound_p95_s, {model: tags}, spark=spark)[model]
-
-
 def fleet_latencies(
     store: Any,
     models: Sequence[str],
@@ -107,8 +93,9 @@ def fleet_latencies(
     *,
     spark: bool = False,
 ) -> dict[str, dict[str, Latency]]:
-    """:func:`model_latencies` of several models: each read made once for all of them (the
-    sparkline's samples, which only the status page draws, still per model)."""
+    """Each model's :class:`Latency` by tag (its known ``tags_of`` and those of its latest
+    listing): both windows' histograms and the latest snapshots read once for all models; for
+    ``spark``, each tag's latest samples of the last 24 h (only the status page draws them)."""
     histograms = store.ttft_histograms_of(models, now - WINDOWS["24h"], now - WINDOWS["7d"])
     snapshots = store.latest_snapshots(models)
     out = {}

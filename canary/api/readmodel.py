@@ -213,23 +213,26 @@ def provider_views_of(
     for entry in (*builtin, *runtime):
         if entry.model in layered_of and entry.active(now):
             layered_of[entry.model].setdefault(entry.tag, []).append(entry)
-    tags_of = {}
-    for model in models:
-        quarantined = [q.tag for q in active if q.model == model]
-        extra = (*states_of[model], *latest_of[model], *quarantined, *layered_of[model])
-        tags_of[model] = sorted({*known_of[model], *extra})
+    quarantined_of: dict[str, dict[str, Any]] = {m: {} for m in models}
+    for q in active:  # at most one open quarantine per endpoint
+        if q.model in quarantined_of:
+            quarantined_of[q.model][q.tag] = q
+    tags_of = {
+        m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m], *layered_of[m]})
+        for m in models
+    }
     latency_of = fleet_latencies(store, models, now, degraded_p95_s, tags_of, spark=spark)
     return {
-        model: _views(
-            model,
-            tags_of[model],
-            states_of[model],
-            latest_of[model],
-            {q.tag: q for q in active if q.model == model},
-            layered_of[model],
-            latency_of[model],
+        m: _views(
+            m,
+            tags_of[m],
+            states_of[m],
+            latest_of[m],
+            quarantined_of[m],
+            layered_of[m],
+            latency_of[m],
         )
-        for model in models
+        for m in models
     }
 
 

@@ -32,5 +32,13 @@ def settings_from(ctx: typer.Context) -> Settings:
     return settings
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (at most 200 characters), with secrets masked."""
+    from canary.logs import scrub
+
+    text = str(exc).strip()
+    return scrub(text.splitlines()[0][:200] if text else "")
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")

@@ -14,7 +14,7 @@ def upgrade(ctx: typer.Context) -> None:
     """Bring the configured database to the latest schema revision."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from canary.cli.common import fail, settings_from
+    from canary.cli.common import fail, first_line, settings_from
     from canary.settings import redact_url
     from canary.store.migrate import MigrationsNotFound
     from canary.store.repository import Store
@@ -28,7 +28,7 @@ def upgrade(ctx: typer.Context) -> None:
         finally:
             store.dispose()
     except (SQLAlchemyError, MigrationsNotFound, OSError) as exc:
-        fail(f"cannot upgrade {shown}: {type(exc).__name__}: {_first_line(exc)}", code=1)
+        fail(f"cannot upgrade {shown}: {type(exc).__name__}: {first_line(exc)}", code=1)
     typer.echo(f"{shown}: at revision {reached} (head)")
 
 
@@ -37,7 +37,7 @@ def current(ctx: typer.Context) -> None:
     """Show the database's schema revision and the head revision."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from canary.cli.common import fail, settings_from
+    from canary.cli.common import fail, first_line, settings_from
     from canary.settings import redact_url
     from canary.store.migrate import MigrationsNotFound, head_revision
     from canary.store.repository import Store
@@ -52,17 +52,11 @@ def current(ctx: typer.Context) -> None:
         finally:
             store.dispose()
     except (SQLAlchemyError, MigrationsNotFound, OSError) as exc:
-        fail(f"cannot read {shown}: {type(exc).__name__}: {_first_line(exc)}", code=1)
+        fail(f"cannot read {shown}: {type(exc).__name__}: {first_line(exc)}", code=1)
     state = "up to date" if revision == head else "behind: run `canary db upgrade`"
     typer.echo(f"{shown}: revision {revision or 'none'}, head {head} ({state})")
     if revision != head:
         raise typer.Exit(1)
-
-
-def _first_line(exc: BaseException) -> str:
-    from canary.logs import scrub
-
-    return scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
 
 
 def register(app: typer.Typer) -> None:

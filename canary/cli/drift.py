@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json, settings_from
+from canary.cli.common import fail, print_json
 
 PER_MILLION = 1_000_000
 JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
@@ -41,27 +41,10 @@ def drift(
 ) -> None:
     """Endpoint drift of a model (price, quantization, parameters, presence), newest first."""
     start = _when(since) if since is not None else None
-    settings = settings_from(ctx)
-    from canary.settings import redact_url
-    from canary.store.repository import Store
+    from canary.cli.ops_base import ops_context
 
-    store = Store(settings.database_url)
-    try:
-        known = sorted({*settings.model_ids, *store.known_models()})
-        if model not in known:
-            fail(f"unknown model {model!r} (known: {', '.join(known) or 'none'})")
-        rows = store.drift(model, since=start, limit=limit)
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except Exception as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else ""
-        fail(
-            f"cannot read the store at {redact_url(settings.database_url)}: "
-            f"{type(exc).__name__}: {first} (has `canary db upgrade` been run?)",
-            code=1,
-        )
-    finally:
-        store.dispose()
+    with ops_context(ctx, action="read") as ops:
+        rows = ops.store.drift(ops.check_model(model), since=start, limit=limit)
     records = [drift_json(r) for r in rows if r.alert or not alerts_only]
     if as_json:
         print_json(records)

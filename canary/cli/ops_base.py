@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, settings_from
+from canary.cli.common import fail, first_line, settings_from
 
 if TYPE_CHECKING:
     from canary.core.model import Exclusion
@@ -97,7 +97,9 @@ class Ops:
 
 
 @contextmanager
-def ops_context(ctx: typer.Context) -> Iterator[Ops]:
+def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
+    """The settings and store of one command; a store error stops it with one readable line
+    ("cannot <action> the store at ...")."""
     settings = settings_from(ctx)
     from canary.settings import redact_url
     from canary.store.repository import Store
@@ -110,10 +112,9 @@ def ops_context(ctx: typer.Context) -> Iterator[Ops]:
     except LookupError as exc:
         fail(str(exc).strip("'\""))
     except Exception as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else ""
         fail(
-            f"cannot use the store at {redact_url(settings.database_url)}: "
-            f"{type(exc).__name__}: {first} "
+            f"cannot {action} the store at {redact_url(settings.database_url)}: "
+            f"{type(exc).__name__}: {first_line(exc)} "
             "(has `canary db upgrade` been run?)",
             code=1,
         )

@@ -17,17 +17,23 @@ def percentiles(
     (``p99.9`` stays as written).
     """
     clean = sorted(v for v in values if not math.isnan(v))
-    out: dict[str, float | None] = {}
+    return {_key(q): clean[_rank(q, len(clean)) - 1] if clean else None for q in _checked(qs)}
+
+
+def _checked(qs: Sequence[float]) -> Sequence[float]:
     for q in qs:
         if not 0 <= q <= 100:
             raise ValueError(f"percentile {q} is outside 0..100")
-        key = f"p{int(q)}" if float(q).is_integer() else f"p{q}"
-        if not clean:
-            out[key] = None
-            continue
-        rank = max(1, math.ceil(round(q * len(clean) / 100, 9)))  # round: 7 * 100 / 100 is 7
-        out[key] = clean[rank - 1]
-    return out
+    return qs
+
+
+def _key(q: float) -> str:
+    return f"p{int(q)}" if float(q).is_integer() else f"p{q}"
+
+
+def _rank(q: float, n: int) -> int:
+    """The nearest rank (1-based) of the q-th percentile of n values."""
+    return max(1, math.ceil(round(q * n / 100, 9)))  # round: 7 * 100 / 100 is 7
 
 
 # Latency histograms: the store keeps time-to-first-token samples as counts per bucket (and per
@@ -69,17 +75,15 @@ def histogram_percentiles(
     ordered = sorted((b, n, top) for b, (n, top) in histogram.items() if n > 0)
     total = sum(n for _, n, _ in ordered)
     out: dict[str, float | None] = {}
-    for q in qs:
-        if not 0 <= q <= 100:
-            raise ValueError(f"percentile {q} is outside 0..100")
-        key = f"p{int(q)}" if float(q).is_integer() else f"p{q}"
-        out[key] = None
-        if total:
-            rank = max(1, math.ceil(round(q * total / 100, 9)))
-            seen = 0
-            for _, n, top in ordered:
-                seen += n
-                if seen >= rank:
-                    out[key] = top
-                    break
+    for q in _checked(qs):
+        out[_key(q)] = _at_rank(ordered, _rank(q, total)) if total else None
     return out
+
+
+def _at_rank(ordered: Sequence[tuple[int, int, float]], rank: int) -> float | None:
+    seen = 0
+    for _, n, top in ordered:
+        seen += n
+        if seen >= rank:
+            return top
+    return None

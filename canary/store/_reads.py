@@ -87,11 +87,6 @@ class ReadsMixin(StoreBase):
                 out[model].update(conn.execute(_LISTED_TAGS, {"model": model}).scalars())
         return {m: sorted(tags - {EMPTY_LISTING}) for m, tags in out.items()}
 
-    def ttft_histograms(
-        self, model: str, day_since: datetime, week_since: datetime
-    ) -> tuple[dict[str, Histogram], dict[str, Histogram]]:
-        return self.ttft_histograms_of([model], day_since, week_since)[model]
-
     def ttft_histograms_of(
         self, models: Sequence[str], day_since: datetime, week_since: datetime
     ) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]:

@@ -71,17 +71,6 @@ class DriftChangeLike(Protocol):
 
 
 @dataclass(frozen=True)
-class QuarantineStart:
-    model: str
-    tag: str
-    since: datetime
-    until: datetime
-    step: int
-    reason: str
-    evidence: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
 class QuarantineEnd:
     model: str
     tag: str

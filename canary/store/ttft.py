@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from canary.core.stats import latency_bucket
+from canary.core.stats import histogram_of
 
 
 def hour_of(at: datetime) -> datetime:
@@ -16,19 +16,11 @@ def hour_of(at: datetime) -> datetime:
 def bucket_rows(samples: Iterable[tuple[str, str, datetime, float]]) -> list[dict[str, Any]]:
     """(model, tag, at, seconds) samples -> one row per (model, tag, hour, bucket) with its count
     and largest sample; samples that are not durations are left out."""
-    rows: dict[tuple[str, str, datetime, int], dict[str, Any]] = {}
+    by_hour: dict[tuple[str, str, datetime], list[float]] = {}
     for model, tag, at, seconds in samples:
-        bucket = latency_bucket(seconds)
-        if bucket is None:
-            continue
-        key = (model, tag, hour_of(at), bucket)
-        row = rows.get(key)
-        if row is None:
-            rows[key] = {
-                "model": model, "tag": tag, "hour": key[2], "bucket": bucket,
-                "n": 1, "top": seconds,
-            }  # fmt: skip
-        else:
-            row["n"] += 1
-            row["top"] = max(row["top"], seconds)
-    return list(rows.values())
+        by_hour.setdefault((model, tag, hour_of(at)), []).append(seconds)
+    return [
+        {"model": model, "tag": tag, "hour": hour, "bucket": bucket, "n": n, "top": top}
+        for (model, tag, hour), values in by_hour.items()
+        for bucket, (n, top) in histogram_of(values).items()
+    ]

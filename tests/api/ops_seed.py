@@ -31,10 +31,10 @@ from canary.core.model import (
     Transport,
     Verdict,
 )
+from canary.core.quarantine import QuarantineStart
 from canary.ignorelist import IgnoreListService
 from canary.settings import ModelSettings, Settings
 from canary.store.repository import Store
-from canary.store.rows import QuarantineStart
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 MODEL = "acme/chat-1"

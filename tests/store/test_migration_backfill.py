@@ -33,9 +33,10 @@ def test_the_latency_histograms_are_filled_from_the_probes_already_stored(
         with store.engine.begin() as conn:
             conn.execute(insert(t.probes), rows)
         assert store.upgrade() == head_revision()
-        day, week = store.ttft_histograms(
-            "acme/m", now - timedelta(days=1), now - timedelta(days=7)
+        windows = store.ttft_histograms_of(
+            ["acme/m"], now - timedelta(days=1), now - timedelta(days=7)
         )
+        day, week = windows["acme/m"]
         assert day == week == {"alpha": {latency_bucket(1.5): (2, 1.5)}}
     finally:
         store.dispose()

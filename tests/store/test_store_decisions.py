@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from canary.core.model import EndpointState, Event, EventKind, Layer
-from canary.store import NoActiveQuarantine, QuarantineEnd, QuarantineStart, Store, UnknownExclusion
+from canary.core.quarantine import QuarantineStart
+from canary.store import NoActiveQuarantine, QuarantineEnd, Store, UnknownExclusion
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -129,7 +129,7 @@ def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicat
     assert probes[0].at == T0 and probes[1].transport == "timeout"
     assert store.spend(T0 - timedelta(seconds=1), model) == pytest.approx(0.001)
     assert store.spend(T0 + timedelta(seconds=1), model) == 0.0
-    day, week = store.ttft_histograms(model, T0, T0)
+    day, week = store.ttft_histograms_of([model], T0, T0)[model]
     assert day == week == {"alpha": {latency_bucket(0.8): (1, 0.8)}}  # counted once
 
 
@@ -158,7 +158,7 @@ def test_latency_histograms_add_up_per_hour_and_split_the_windows(store: Store, 
         obs.append(_timed("beta", 9.0, f"{rid}-x", attributed=False))  # another host answered
         store.record_observations(rid, model, obs, at)
     one = latency_bucket(1.0)
-    day, week = store.ttft_histograms(model, T0 + timedelta(minutes=45), old)
+    day, week = store.ttft_histograms_of([model], T0 + timedelta(minutes=45), old)[model]
     # the day window starts at the hour of its bound: both rounds of 12:xx are in it
     assert day == {
         "alpha": {one: (2, 1.005), latency_bucket(3.0): (1, 3.0), latency_bucket(2.0): (1, 2.0)}
