@@ -16,13 +16,11 @@ afterwards.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -38,6 +36,10 @@ from canary.core.model import (
     Verdict,
 )
 from canary.store.repository import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store import postgres_url  # noqa: E402
 
 CANARY = Path(sys.executable).with_name("canary")
 TARGET_S = 0.6
@@ -124,12 +126,6 @@ def report(name: str, times: list[float]) -> None:
     )
 
 
-def postgres_admin_url() -> str:
-    return os.environ.get(
-        "CANARY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, default=20)
@@ -145,44 +141,36 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="canary-bench-cli-") as tmp:
         folder = Path(tmp)
-        targets = [("sqlite", f"sqlite:///{folder / 'canary.db'}", None)]
-        if not args.no_postgres:
-            admin = postgres_admin_url()
-            name = f"canary_bench_{uuid.uuid4().hex[:8]}"
-            try:
-                import sqlalchemy
+        run(args, now, folder, "sqlite", f"sqlite:///{folder / 'canary.db'}")
+        if args.no_postgres:
+            return
+        with postgres_url() as url:
+            if url is None:
+                print("postgresql: not reachable; SQLite only")
+                return
+            run(args, now, folder, "postgresql", url)
 
-                engine = sqlalchemy.create_engine(admin, isolation_level="AUTOCOMMIT")
-                with engine.connect() as conn:
-                    conn.exec_driver_sql(f"CREATE DATABASE {name}")
-                targets.append(("postgresql", admin.rsplit("/", 1)[0] + f"/{name}", engine))
-            except Exception as exc:  # noqa: BLE001 - the benchmark runs on SQLite alone then
-                print(f"postgresql: not reachable ({type(exc).__name__}); SQLite only")
-        for name, url, engine in targets:
-            store = Store(url)
-            try:
-                store.upgrade()
-                started = time.perf_counter()
-                rows = seed(store, args.models, args.providers, args.days, now)
-                seeded = time.perf_counter() - started
-                if engine is not None:  # a running PostgreSQL has statistics (autovacuum)
-                    with store.engine.connect() as conn:
-                        conn.exec_driver_sql("ANALYZE")
-                        conn.commit()
-                store.dispose()
-                print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
-                for shown, extra in (
-                    ("(a table per model)", ()),
-                    ("--json", ("--json",)),
-                    ("--model bench/model-0", ("--model", "bench/model-0")),
-                ):
-                    report(shown, time_status(url, args.models, args.runs, folder, *extra))
-            finally:
-                store.dispose()
-                if engine is not None:
-                    with engine.connect() as conn:
-                        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]}")
-                    engine.dispose()
+
+def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: str) -> None:
+    store = Store(url)
+    try:
+        store.upgrade()
+        started = time.perf_counter()
+        rows = seed(store, args.models, args.providers, args.days, now)
+        seeded = time.perf_counter() - started
+        if store.is_postgres:  # a running PostgreSQL has statistics (autovacuum)
+            with store.engine.connect() as conn:
+                conn.exec_driver_sql("ANALYZE")
+                conn.commit()
+    finally:
+        store.dispose()
+    print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
+    for shown, extra in (
+        ("(a table per model)", ()),
+        ("--json", ("--json",)),
+        ("--model bench/model-0", ("--model", "bench/model-0")),
+    ):
+        report(shown, time_status(url, args.models, args.runs, folder, *extra))
 
 
 if __name__ == "__main__":
