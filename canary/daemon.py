@@ -30,6 +30,7 @@ class Daemon:
             lambda: self.settings.model_ids,
             self.wiring.policy_version,
             lambda: datetime.now(UTC),
+            floor_of=lambda model: self.settings.model(model).capacity_floor,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks)
         self.ignore.refresh()
@@ -59,6 +60,7 @@ class Daemon:
         self.housekeeping()
 
     def housekeeping(self) -> None:
+        self.keep_decisions(datetime.now(UTC))
         try:
             self.ignore.refresh()
         except Exception as exc:
@@ -67,6 +69,23 @@ class Daemon:
             self.notifier.send_pending()
         except Exception as exc:
             log.warning("notify_failed", error=repr(exc))
+
+
+    def keep_decisions(self, now: datetime) -> None:
+        """Between rounds: release quarantines whose end has come (their notifications go out
+        now, not at the next round) and record what the floor does on the published lists."""
+        from canary.store.engine import STORE_ERRORS
+
+        decisions = self.wiring.decisions
+        models = list(self.settings.model_ids)
+        try:
+            for model in models:
+                decisions.expire_due(model, now)
+            decisions.sync_floor(
+                models, {m: self.settings.model(m).capacity_floor for m in models}, now
+            )
+        except STORE_ERRORS as exc:
+            log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
 
 
 def lease_renew_s(settings: Settings) -> float:

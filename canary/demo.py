@@ -87,7 +87,12 @@ async def run_demo(
         )
         wiring = build_wiring(settings)
         ignore = IgnoreListService(
-            wiring.store, wiring.probes.builtin_exclusions, model_ids, wiring.policy_version, clock
+            wiring.store,
+            wiring.probes.builtin_exclusions,
+            model_ids,
+            wiring.policy_version,
+            clock,
+            floor_of=lambda model: settings.model(model).capacity_floor,
         )
         ignore.refresh()
         port = free_port(port)

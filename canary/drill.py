@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from canary.core.layers import merge_layers
+from canary.core.floor import Publication
 from canary.core.model import Contract, Event, EventKind, RoundVerdict
 from canary.runner import ModelRound, RoundRunner, slot_of
-from canary.settings import ModelSettings, Settings
+from canary.settings import ModelSettings, Settings, with_changes
 from canary.wiring import Wiring, build_wiring
 
 SIM_KEY = "sim-drill-key"
@@ -73,7 +73,7 @@ def drill_settings(
         update["mode"] = mode
     if interval_minutes:
         update["interval_minutes"] = interval_minutes
-    return base.model_copy(update=update)
+    return with_changes(base, "drill", **update)
 
 
 @contextmanager
@@ -129,20 +129,12 @@ def round_events(k: int, report: ModelRound) -> list[dict[str, Any]]:
     return lines
 
 
-def ignore_lists(wiring: Wiring, models: Sequence[str], now: datetime) -> dict[str, list[str]]:
-    lists = {}
-    for model in models:
-        entries = merge_layers(
-            model,
-            wiring.builtin_for(model),
-            wiring.store.active_exclusions(model, now),
-            wiring.store.active_quarantines(model, now)
-            if wiring.settings.mode == "enforce"
-            else [],
-            now,
-        )
-        lists[model] = sorted({e.tag for e in entries})
-    return lists
+def publications(wiring: Wiring, models: Sequence[str], now: datetime) -> dict[str, Publication]:
+    """Each model's published list, as the API serves it."""
+    return {
+        model: wiring.decisions.publication(model, wiring.settings.model(model).capacity_floor, now)
+        for model in models
+    }
 
 
 async def run_drill(
@@ -204,12 +196,14 @@ async def run_drill(
                             raise DrillError(k, report.model, report.error)
                         for line in round_events(k, report):
                             out(line)
+            published = publications(wiring, model_ids, now)
             summary = {
                 "event": "summary",
                 "rounds": rounds,
                 "at": iso(now),
                 "mode": settings.mode,
-                "ignore": ignore_lists(wiring, model_ids, now),
+                "ignore": {m: p.ignore for m, p in published.items()},
+                "floor_breached": sorted(m for m, p in published.items() if p.breached),
                 "quarantines": len(result.of_kind("quarantine")),
                 "would_quarantine": len(result.of_kind("would_quarantine")),
             }

@@ -1,8 +1,8 @@
 """The published ignore list: built from the store, served from memory, and failing static.
 
 :class:`IgnoreListService` rebuilds every watched model's document (built-in + runtime +
-quarantine layers, merged by :func:`canary.core.layers.merge_layers`) and swaps the whole set in
-at once, only when the whole rebuild succeeded. When the store cannot be read, it keeps serving
+quarantine layers, published by :func:`canary.core.floor.publish`, which holds the capacity
+floor) and swaps the whole set in at once, only when the whole rebuild succeeded. When the store cannot be read, it keeps serving
 the last good documents marked ``"stale": true``: never an empty or partial list because of an
 error, since an empty list would silently re-admit every bad provider.
 
@@ -15,12 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from canary.core.floor import Publication
 from canary.core.model import Exclusion
+from canary.store.engine import STORE_ERRORS
+
+if TYPE_CHECKING:
+    from canary.store._layers import ModelLayers
 
 
 class UnknownModel(LookupError):
@@ -42,9 +47,12 @@ class ListUnavailable(RuntimeError):
 
 
 class LayerSource(Protocol):
-    def active_exclusions(self, model: str | None, now: datetime) -> Sequence[Exclusion]: ...
+    """What the service reads of the store: each model's listing and layers at once."""
 
-    def active_quarantines(self, model: str | None, now: datetime) -> Sequence[Exclusion]: ...
+    def model_layers(self, models: Sequence[str], now: datetime) -> Mapping[str, ModelLayers]: ...
+
+
+DEFAULT_FLOOR = 2
 
 
 def utc_now() -> datetime:
@@ -62,6 +70,7 @@ class Published:
     generated_at: datetime
     stale: bool
     next_change: datetime | None  # earliest `until` among the entries: re-merge after it
+    publication: Publication
 
 
 def canonical_body(document: dict[str, Any]) -> bytes:
@@ -73,15 +82,9 @@ def strong_etag(body: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class _Layers:
-    runtime: tuple[Exclusion, ...]
-    quarantines: tuple[Exclusion, ...]
-
-
-@dataclass(frozen=True)
 class _Snapshot:
     published: dict[str, Published]
-    layers: dict[str, _Layers]
+    layers: dict[str, ModelLayers]
     read_at: datetime | None  # last successful rebuild
     stale: bool
     error: str | None
@@ -97,10 +100,12 @@ class IgnoreListService:
         model_ids: Callable[[], Collection[str]] | Collection[str],
         policy_version: str,
         clock: Callable[[], datetime] = utc_now,
+        floor_of: Callable[[str], int] = lambda model: DEFAULT_FLOOR,
     ) -> None:
         self._store = store
         self._builtin = tuple(builtin)
         self._model_ids = model_ids
+        self._floor_of = floor_of
         self.policy_version = policy_version
         self._clock = clock
         self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
@@ -162,18 +167,10 @@ class IgnoreListService:
             now = self._clock()
             try:
                 models = sorted(set(self._resolve_model_ids()))
-                runtime = tuple(self._store.active_exclusions(None, now))
-                quarantines = tuple(self._store.active_quarantines(None, now))
-            except Exception as exc:  # the store (or the model source) is unreachable
+                layers = dict(self._store.model_layers(models, now))
+            except STORE_ERRORS as exc:  # the store (or the model source) is unreachable
                 self._mark_stale(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
                 return False
-            layers = {
-                model: _Layers(
-                    tuple(e for e in runtime if e.model == model),
-                    tuple(e for e in quarantines if e.model == model),
-                )
-                for model in models
-            }
             published = {
                 model: self._build(model, layers[model], now, now, False) for model in models
             }
@@ -190,7 +187,7 @@ class IgnoreListService:
             return snapshot.layers.keys()
         try:
             return set(self._resolve_model_ids())
-        except Exception:
+        except STORE_ERRORS:
             return ()
 
     def _mark_stale(self, error: str) -> None:
@@ -221,20 +218,16 @@ class IgnoreListService:
             return rebuilt
 
     def _build(
-        self, model: str, layers: _Layers, now: datetime, generated_at: datetime, stale: bool
+        self, model: str, layers: ModelLayers, now: datetime, generated_at: datetime, stale: bool
     ) -> Published:
-        from canary.core.layers import ignore_document, merge_layers
+        from canary.core.floor import ignore_document
 
         builtin = tuple(e for e in self._builtin if e.model == model)
-        entries = merge_layers(model, builtin, layers.runtime, layers.quarantines, now)
+        publication = layers.publish(model, builtin, self._floor_of(model), now)
         document = ignore_document(
-            model,
-            entries,
-            generated_at=generated_at,
-            stale=stale,
-            policy_version=self.policy_version,
+            publication, generated_at=generated_at, stale=stale, policy_version=self.policy_version
         )
-        ends = [e.until for e in entries if e.until is not None]
+        ends = [e.until for e in (*publication.entries, *publication.withheld) if e.until]
         starts = [
             e.since
             for e in (*builtin, *layers.runtime, *layers.quarantines)
@@ -250,4 +243,5 @@ class IgnoreListService:
             generated_at=generated_at,
             stale=stale,
             next_change=min(changes) if changes else None,
+            publication=publication,
         )

@@ -18,48 +18,42 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from jsonschema.exceptions import SchemaError
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
-    ValidationError,
     field_validator,
-    model_validator,
 )
 
 from canary.core.contracts.common import canonical_json, schema_validator
 from canary.core.contracts.refusal import find_refusal
-from canary.core.model import Contract, Endpoint, Exclusion, Layer
+from canary.core.model import Contract, Endpoint, Exclusion
+from canary.definitions import (
+    BUILTIN_FILE,
+    BuiltinExclusions,
+    ProbeDefinitionError,
+    parse_definition,
+)
+from canary.definitions import Strict as _Strict
 from canary.settings import SUPPORTED_LANGUAGES
+
+__all__ = ["ProbeDefinitionError", "ProbeSet", "ProbeRequest", "load_probes"]
 
 NONCE = "{nonce}"
 _M = TypeVar("_M", bound="BaseModel")
-_TAG = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9._-]+)?$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class ProbeDefinitionError(ValueError):
-    """A probe definition file is missing or invalid; the message names the file and the field."""
 
 
 class UnknownProbeLanguage(LookupError):
     """A probe was requested in a language that was not loaded."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 def _with_nonce(value: str) -> str:
@@ -150,29 +144,6 @@ class RefusalPatterns(_Strict):
         return value
 
 
-class BuiltinEntry(_Strict):
-    model: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")
-    provider: str = Field(pattern=_TAG.pattern)
-    reason: str = Field(min_length=1)
-    since: date
-    until: date | None = None
-    evidence: str = Field(min_length=1)
-    rounds: tuple[int, ...] = ()
-
-
-class BuiltinExclusions(_Strict):
-    entries: tuple[BuiltinEntry, ...] = ()
-
-    @model_validator(mode="after")
-    def _unique(self) -> BuiltinExclusions:
-        seen: set[tuple[str, str]] = set()
-        for e in self.entries:
-            if (e.model, e.provider) in seen:
-                raise ValueError(f"duplicate entry for {e.model} / {e.provider}")
-            seen.add((e.model, e.provider))
-        return self
-
-
 @dataclass(frozen=True)
 class ProbeRequest:
     """One probe ready to send: the client adds model, provider pinning and stream options."""
@@ -187,10 +158,6 @@ class ProbeRequest:
 
 def _sha(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-
-
-def _midnight(day: date | None) -> datetime | None:
-    return None if day is None else datetime.combine(day, time(), tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -303,49 +270,6 @@ def _tool_choice(endpoint: Endpoint, name: str) -> dict[str, Any] | str:
 # ---------------------------------------------------------------- loading
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"unknown key {where!r}"
-    if first["type"] == "missing":
-        return f"missing key {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"field {where!r}: {message}" if where else message
-
-
-def _read(directory: Path, relative: str) -> Any:
-    path = directory / relative
-    name = f"{directory.name}/{relative}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProbeDefinitionError(f"{name}: missing probe definition file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeDefinitionError(f"{name}: cannot be read: {exc}") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ProbeDefinitionError(
-            f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}"
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ProbeDefinitionError(f"{name}: not valid YAML: {problem}{where}") from None
-    if not isinstance(data, dict):
-        raise ProbeDefinitionError(f"{name}: expected a mapping at the top level")
-    return data
-
-
-def _parse(directory: Path, relative: str, model: type[_M]) -> _M:
-    try:
-        return model.model_validate(_read(directory, relative))
-    except ValidationError as exc:
-        raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
-
-
 def _self_test(name: str, refusal: RefusalPatterns) -> None:
     english = refusal.languages["en"].compiled()
     for lang, spec in refusal.languages.items():
@@ -381,17 +305,20 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
     for lang in languages:
         if lang not in present:
             raise ProbeDefinitionError(f"{directory.name}/prompts/{lang}.yaml: missing prompts")
-    prompts = {stem: _parse(directory, f"prompts/{stem}.yaml", LanguagePrompts) for stem in present}
-    schema_probe = _parse(directory, "schema.json", SchemaProbe)
-    tools_probe = _parse(directory, "tools.json", ToolsProbe)
-    refusal = _parse(directory, "refusal_patterns.yaml", RefusalPatterns)
+    prompts = {
+        stem: parse_definition(directory, f"prompts/{stem}.yaml", LanguagePrompts)
+        for stem in present
+    }
+    schema_probe = parse_definition(directory, "schema.json", SchemaProbe)
+    tools_probe = parse_definition(directory, "tools.json", ToolsProbe)
+    refusal = parse_definition(directory, "refusal_patterns.yaml", RefusalPatterns)
     _self_test(f"{directory.name}/refusal_patterns.yaml", refusal)
     for lang in languages:
         if lang not in refusal.languages:
             raise ProbeDefinitionError(
                 f"{directory.name}/refusal_patterns.yaml: missing patterns for {lang!r}"
             )
-    builtin = _parse(directory, "builtin_exclusions.yaml", BuiltinExclusions)
+    builtin = parse_definition(directory, BUILTIN_FILE, BuiltinExclusions)
 
     checksums: dict[str, str] = {}
     for lang in languages:
@@ -413,18 +340,7 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
         per_request[(Contract.schema, lang)] = checksums["schema"]
         per_request[(Contract.tools, lang)] = checksums["tools"]
 
-    exclusions = tuple(
-        Exclusion(
-            model=e.model,
-            tag=e.provider,
-            layer=Layer.builtin,
-            reason=f"{e.reason} (evidence: {e.evidence})",
-            since=_midnight(e.since),
-            until=_midnight(e.until),
-            evidence=e.rounds,
-        )
-        for e in builtin.entries
-    )
+    exclusions = builtin.exclusions()
     return ProbeSet(
         languages=languages,
         prompts=MappingProxyType({lang: prompts[lang] for lang in languages}),

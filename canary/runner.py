@@ -14,23 +14,30 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from canary.core.alerts import (
+    DAY,
+    budget_alert,
+    drift_events,
+    listing_alert,
+    once_a_day,
+    operator_alert,
+)
 from canary.core.budget import BudgetCandidate, plan_budget, priority_of
 from canary.core.cost import estimate_round_cost
 from canary.core.drift import diff_snapshots, snapshot_of
+from canary.core.floor import Publication
+from canary.core.identity import Listed, excluded_by
 from canary.core.model import (
-    OPERATOR_TRANSPORTS,
-    Contract,
     Endpoint,
     EndpointState,
     Event,
     EventKind,
+    Layer,
     RoundVerdict,
     Verdict,
 )
 from canary.core.plan import round_index
-from canary.core.quarantine import decide_model
 from canary.core.verdict import judge_round
 from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
@@ -184,14 +191,10 @@ class RoundRunner:
         try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
-            events = (
-                [Event(EventKind.operator_alert, model.id, None, {"listing": str(exc)})]
-                if (exc.transport in OPERATOR_TRANSPORTS)
-                else []
-            )
-            for event in events:
-                store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)
-            report.events += events
+            alert = listing_alert(model.id, exc.transport, str(exc))
+            if alert is not None:
+                store.record_audit(alert, "canary", self.w.policy_version, now, round_id=round_id)
+                report.events.append(alert)
             store.finish_round(
                 round_id, "abandoned", detail={"listing": exc.transport.value}, at=self.clock()
             )
@@ -200,9 +203,11 @@ class RoundRunner:
             return
 
         report.events += self._record_drift(model, round_id, endpoints, now)
+        decisions = self.w.decisions
+        published = decisions.publication(model.id, model.capacity_floor, now)
         states = store.load_states(model.id)
         index = round_index(slot.timestamp(), self.settings.interval_minutes)
-        chosen, skipped = self._apply_budget(model.id, endpoints, states, budget, index)
+        chosen, skipped = self._apply_budget(model, endpoints, states, published, budget, index)
         report.skipped = skipped
         probings = await self.prober.probe_endpoints(chosen, states, index)
         report.probings = probings
@@ -220,6 +225,9 @@ class RoundRunner:
             {p.endpoint.tag: p.results for p in probings},
             positive_controls=model.positive_controls,
             rules=self.w.rules,
+            round_id=round_id,
+            listed=[e.tag for e in endpoints],
+            usable=published.usable,
         )
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
@@ -230,10 +238,24 @@ class RoundRunner:
                 self.w.metrics.observe_probe(result.contract.value, result.result.value)
         report.verdicts = verdicts
 
-        events = list(outcome.events) + self._operator_alerts(model.id, observations)
-        events += self._budget_events(model.id, skipped, budget)
+        events = [self._gate_daily(e, now) for e in outcome.events]
+        events += [e for e in (operator_alert(model.id, observations),) if e is not None]
+        events += self._budget_events(model.id, skipped, budget, now)
         report.events += events
-        await self._decide(model, round_id, endpoints, verdicts, events, now, report)
+        decision = decisions.decide_round(
+            model.id,
+            round_id=round_id,
+            listing=[Listed.of(e) for e in endpoints],
+            verdicts={t: v for t, v in verdicts.items() if v.verdict is not Verdict.skipped},
+            skipped=[t for t, _ in skipped],
+            round_events=events,
+            floor=model.capacity_floor,
+            now=now,
+        )
+        report.decided = True
+        report.events += list(decision.events)
+        decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
+        self.w.metrics.set_quarantines(model.id, len(store.active_quarantines(model.id, now)))
         store.finish_round(
             round_id,
             "finished",
@@ -242,55 +264,15 @@ class RoundRunner:
             at=self.clock(),
         )
 
-    async def _decide(
-        self,
-        model: ModelSettings,
-        round_id: int,
-        endpoints: Sequence[Endpoint],
-        verdicts: dict[str, RoundVerdict],
-        round_events: list[Event],
-        now: datetime,
-        report: ModelRound,
-    ) -> None:
-        store = self.w.store
-        for _attempt in range(3):
-            before = store.load_states(model.id)
-            other = {e.tag for e in self.w.builtin_for(model.id)} | {
-                e.tag for e in store.active_exclusions(model.id, now)
-            }
-            decision = decide_model(
-                model.id,
-                before,
-                verdicts,
-                round_id=round_id,
-                now=now,
-                rules=self.w.rules_for(model),
-                capacity_floor=model.capacity_floor,
-                other_excluded=other,
-                all_tags=[e.tag for e in endpoints],
-                skipped=[t for t, _ in report.skipped],
-            )
-            applied = store.apply_decision(
-                round_id=round_id,
-                model=model.id,
-                before=before,
-                after=decision.states,
-                events=[*round_events, *decision.events],
-                quarantines_started=decision.quarantines,
-                releases=decision.releases,
-                actor="canary",
-                policy_version=self.w.policy_version,
-                at=now,
-            )
-            if applied:
-                report.decided = True
-                report.events += list(decision.events)
-                self.w.metrics.set_quarantines(
-                    model.id, len(store.active_quarantines(model.id, now))
-                )
-                return
-            log.warning("decision_conflict_retry", model=model.id, round_id=round_id)
-        raise RuntimeError(f"could not apply the decision of round {round_id} for {model.id}")
+    def _gate_daily(self, event: Event, now: datetime) -> Event:
+        """A missing control is audited every round and alerted at most once a day."""
+        if event.kind is not EventKind.control_missing:
+            return event
+        rows = self.w.store.audit(
+            model=event.model, since=now - DAY, events=[EventKind.control_missing]
+        )
+        last = max((r.at for r in rows if r.detail.get("alert")), default=None)
+        return once_a_day(event, last, now)
 
     def _record_drift(
         self, model: ModelSettings, round_id: int, endpoints: Sequence[Endpoint], now: datetime
@@ -310,40 +292,11 @@ class RoundRunner:
         )
         store.record_snapshots(round_id, model.id, endpoints, now)
         store.record_drift(round_id, model.id, changes, now)
-        events = []
-        for change in changes:
-            detail: dict[str, Any] = {
-                "field": change.field,
-                "old": change.old,
-                "new": change.new,
-                "alert": change.alert,
-                "reason": change.reason,
-            }
-            event = Event(EventKind.drift, model.id, change.tag, detail, (round_id,))
-            if change.alert:
+        events = drift_events(model.id, changes, round_id)
+        for event in events:
+            if event.detail["alert"]:
                 store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)
-            events.append(event)
         return events
-
-    def _operator_alerts(self, model: str, observations: Sequence[Any]) -> list[Event]:
-        ours = [o for o in observations if o.transport in OPERATOR_TRANSPORTS]
-        if not ours:
-            return []
-        kinds = sorted({o.transport.value for o in ours})
-        sample = ours[0]
-        return [
-            Event(
-                EventKind.operator_alert,
-                model,
-                None,
-                {
-                    "transports": kinds,
-                    "count": len(ours),
-                    "status": sample.status,
-                    "error": sample.error,
-                },
-            )
-        ]
 
     # -- budget ------------------------------------------------------------------------------
 
@@ -353,14 +306,17 @@ class RoundRunner:
             return None
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         spent = sum(self.w.store.round_spend(day_start).values())  # as status and the API count it
-        alerted = bool(self.w.store.audit(since=day_start, limit=1, events=[EventKind.budget]))
-        return _Budget(remaining=max(0.0, limit - spent), alerted=alerted)
+        alerts = self.w.store.audit(since=now - DAY, limit=1, events=[EventKind.budget])
+        return _Budget(
+            remaining=max(0.0, limit - spent), last_alert_at=alerts[0].at if alerts else None
+        )
 
     def _apply_budget(
         self,
-        model: str,
+        model: ModelSettings,
         endpoints: Sequence[Endpoint],
         states: Mapping[str, EndpointState],
+        published: Publication,
         budget: _Budget | None,
         index: int,
     ) -> tuple[list[Endpoint], list[tuple[str, str]]]:
@@ -375,8 +331,18 @@ class RoundRunner:
             )
             for e in endpoints
         }
+        human = [e for e in published.entries if e.layer is not Layer.quarantine]
         candidates = [
-            BudgetCandidate(model, e.tag, priority_of(states.get(e.tag)), per_endpoint[e.tag])
+            BudgetCandidate(
+                model.id,
+                e.tag,
+                priority_of(
+                    states.get(e.tag),
+                    control=e.tag in model.positive_controls,
+                    excluded=bool(excluded_by(human, Listed.of(e), published.at)),
+                ),
+                per_endpoint[e.tag],
+            )
             for e in endpoints
         ]
         plan = plan_budget(candidates, budget.remaining, rng_seed=index)
@@ -386,35 +352,26 @@ class RoundRunner:
         return [e for e in endpoints if e.tag in chosen_tags], skipped
 
     def _budget_events(
-        self, model: str, skipped: list[tuple[str, str]], budget: _Budget | None
+        self, model: str, skipped: list[tuple[str, str]], budget: _Budget | None, now: datetime
     ) -> list[Event]:
-        if not skipped or budget is None or budget.alerted:
+        if budget is None or self.settings.daily_budget_usd is None:
             return []
-        budget.alerted = True  # once a day: the audit row of this alert is what later rounds see
-        return [
-            Event(
-                EventKind.budget,
-                model,
-                None,
-                {
-                    "skipped": [t for t, _ in skipped],
-                    "reason": skipped[0][1],
-                    "daily_budget_usd": self.settings.daily_budget_usd,
-                },
-            )
-        ]
+        alert = budget_alert(
+            model, skipped, self.settings.daily_budget_usd, budget.last_alert_at, now
+        )
+        if alert is None:
+            return []
+        budget.last_alert_at = now  # once a day, across the models of this round too
+        return [alert]
 
     def _probes_per_endpoint(self, endpoint: Endpoint) -> int:
-        extra = sum(
-            1 for c in (Contract.schema, Contract.tools) if self.prober.applicable(c, endpoint)
-        )
-        return self.settings.ttft_samples + 2 + extra
+        return len(self.prober.plan(endpoint, None, 0))
 
 
 @dataclass
 class _Budget:
     remaining: float
-    alerted: bool = False
+    last_alert_at: datetime | None = None
 
 
 __all__ = ["ModelRound", "RoundRunner", "slot_of"]

@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -50,7 +58,7 @@ class MaxPrice(_Strict):
 
 class ModelSettings(_Strict):
     id: str
-    positive_controls: tuple[str, ...] = ()
+    positive_controls: tuple[str, ...] = ()  # endpoint tags (lowercase slugs)
     capacity_floor: int = Field(default=2, ge=0)
     max_price: MaxPrice | None = None
     min_quantization: str | None = None
@@ -62,6 +70,13 @@ class ModelSettings(_Strict):
         if not author or not slug or "/" in slug:
             raise ValueError(f"{value!r} is not of the form author/slug")
         return value
+
+    @field_validator("positive_controls")
+    @classmethod
+    def _controls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from canary.core.identity import check_tag
+
+        return tuple(check_tag(tag) for tag in value)
 
     @field_validator("min_quantization")
     @classmethod
@@ -101,6 +116,8 @@ class Policy(_Strict):
     ladder_days: tuple[float, ...] = (1, 3, 7)
     ladder_reset_days: float = Field(default=14, gt=0)
     model_wide_share: float = Field(default=0.5, gt=0, le=1)  # "most endpoints": more than this
+    # a contract's fail older than this starts its count again (hours)
+    streak_max_age_hours: float = Field(default=6, gt=0)
 
 
 class Settings(_Strict):
@@ -144,6 +161,17 @@ class Settings(_Strict):
                 f"{_redact_url(value)!r} is neither sqlite:/// nor postgresql+psycopg://"
             )
         return value
+
+    @model_validator(mode="after")
+    def _streak_age_spans_the_failing_rounds(self) -> Settings:
+        needed = self.policy.failing_rounds * self.interval_minutes / 60
+        if self.policy.streak_max_age_hours < needed:
+            raise ValueError(
+                f"policy.streak_max_age_hours = {self.policy.streak_max_age_hours:g} is shorter "
+                f"than failing_rounds x interval_minutes ({needed:g} h): no streak could reach "
+                "the threshold"
+            )
+        return self
 
     def model(self, model_id: str) -> ModelSettings:
         for m in self.models:
@@ -213,7 +241,17 @@ def _describe(error: ValidationError, source: str) -> str:
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown setting {where!r}"
     message = first["msg"].removeprefix("Value error, ")
+    if not first["loc"]:  # a rule across settings: its message names them
+        return f"{source}: {message}"
     return f"{source}: setting {where!r}: {message}"
+
+
+def with_changes(settings: Settings, source: str, **changes: Any) -> Settings:
+    """``settings`` with ``changes``, validated again (rules across settings included)."""
+    try:
+        return Settings.model_validate({**dict(settings), **changes})
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, source)) from None
 
 
 def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.core.cost import probe_cost
 from canary.core.model import Endpoint, Exclusion, Observation
@@ -13,6 +13,9 @@ from canary.core.policy import PolicyRules, policy_version
 from canary.probes import ProbeSet, load_probes
 from canary.settings import ModelSettings, Settings
 from canary.store.repository import Store
+
+if TYPE_CHECKING:
+    from canary.deciding import ModelDecisions
 
 
 @dataclass
@@ -42,15 +45,15 @@ class Wiring:
 
     @cached_property
     def policy_version(self) -> str:
-        s = self.settings
-        extra = {
-            "ttft_threshold_s": s.ttft_threshold_s,
-            "ttft_samples": s.ttft_samples,
-            "languages": list(s.languages),
-            "probes": dict(self.probes.checksums),
-            "models": [m.model_dump(mode="json") for m in s.models],
-        }
-        return policy_version(self.rules, extra)
+        return policy_version(self.rules, decision_settings(self.settings, self.probes))
+
+    @cached_property
+    def decisions(self) -> ModelDecisions:
+        from canary.deciding import ModelDecisions
+
+        return ModelDecisions(
+            self.store, self.probes.builtin_exclusions, self.rules, self.policy_version
+        )
 
     @cached_property
     def metrics(self) -> ModuleType:
@@ -63,6 +66,27 @@ class Wiring:
 
     def cost_of(self, observation: Observation, endpoint: Endpoint) -> float:
         return probe_cost(observation.usage, endpoint.pricing)
+
+
+def decision_settings(settings: Settings, probes: ProbeSet) -> dict[str, Any]:
+    """Every setting besides the policy rules that can change a verdict or a decision: its
+    hash is part of the policy version."""
+    o = settings.openrouter
+    return {
+        "ttft_threshold_s": settings.ttft_threshold_s,
+        "ttft_samples": settings.ttft_samples,
+        "languages": list(settings.languages),
+        "timeouts": {
+            "connect_s": o.connect_timeout_s,
+            "first_token_s": o.first_token_timeout_s,
+            "stream_s": o.stream_timeout_s,
+            "listing_s": o.listing_deadline_s,
+        },
+        "max_tokens": o.max_tokens,
+        "daily_budget_usd": settings.daily_budget_usd,
+        "models": [m.model_dump(mode="json") for m in settings.models],
+        "probes": dict(probes.checksums),
+    }
 
 
 def build_wiring(settings: Settings, *, store: Store | None = None, upgrade: bool = True) -> Wiring:

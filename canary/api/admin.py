@@ -13,6 +13,8 @@ from starlette.responses import JSONResponse, Response
 
 from canary.api import readmodel as rm
 from canary.api.common import MAX_REASON, BadRequest, Handlers, error, text_field
+from canary.core.identity import InvalidTag
+from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion
 
 
 class AdminHandlers(Handlers):
@@ -41,7 +43,7 @@ class AdminHandlers(Handlers):
         now = self.clock()
         try:
             await self._store(self.store.release_quarantine, model, tag, "api", reason, now)
-        except LookupError:
+        except NoActiveQuarantine:
             active = await self._store(self.store.active_quarantines, model, now)
             return error(
                 404,
@@ -58,6 +60,9 @@ class AdminHandlers(Handlers):
         model, tag, reason = (text_field(body, k) for k in ("model", "provider", "reason"))
         assert model is not None and tag is not None and reason is not None
         until_raw = text_field(body, "until", required=False)
+        force = body.get("force", False)
+        if not isinstance(force, bool):
+            raise BadRequest(422, "'force' must be true or false")
         now = self.clock()
         until = None
         if until_raw is not None:
@@ -70,17 +75,38 @@ class AdminHandlers(Handlers):
             if until <= now:
                 raise BadRequest(422, "until must be in the future")
         await self._store(rm.require_model, self.settings.model_ids, self.store, model)
-        builtin = [e.tag for e in self.ignore.builtin if e.model == model]
-        await self._store(rm.require_provider, self.store, model, tag, builtin)
-        new_id = await self._store(self.store.add_exclusion, model, tag, reason, "api", until, now)
+        builtin = [e for e in self.ignore.builtin if e.model == model]
+        try:
+            await self._store(rm.require_provider, self.store, model, tag, [e.tag for e in builtin])
+        except InvalidTag as exc:
+            raise BadRequest(422, str(exc)) from None
+        try:
+            added = await self._store(
+                self.store.add_exclusion,
+                model,
+                tag,
+                reason,
+                "api",
+                until,
+                now,
+                builtin=builtin,
+                floor=self.settings.model(model).capacity_floor,
+                force=force,
+            )
+        except FloorRefused as exc:
+            return error(409, str(exc), hint='send "force": true to exclude it anyway')
         await self._refresh()
         return JSONResponse(
             {
-                "id": new_id,
+                "id": added.id,
                 "model": model,
                 "provider": tag,
                 "reason": reason,
                 "until": rm.iso(until),
+                "force": force,
+                "usable_before": added.check.usable_before,
+                "usable_after": added.check.usable_after,
+                "floor": self.settings.model(model).capacity_floor,
             },
             status_code=201,
         )
@@ -102,7 +128,7 @@ class AdminHandlers(Handlers):
             await self._store(
                 self.store.remove_exclusion, exclusion_id, "api", reason, self.clock()
             )
-        except LookupError:
+        except UnknownExclusion:
             return error(404, f"no active runtime exclusion with id {exclusion_id}")
         await self._refresh()
         return JSONResponse({"id": exclusion_id, "removed": True})

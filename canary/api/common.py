@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from canary.api import readmodel as rm
 from canary.ignorelist import IgnoreListService, UnknownModel
 from canary.logs import get_logger
+from canary.store.engine import STORE_ERRORS
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -88,9 +89,7 @@ class Handlers:
     async def _store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await run_in_threadpool(fn, *args, **kwargs)
-        except (LookupError, BadRequest):
-            raise
-        except Exception as exc:
+        except STORE_ERRORS as exc:  # anything else is a bug: a 500, not "store unreachable"
             log.warning("store_unavailable", error=type(exc).__name__)
             raise StoreDown() from exc
 

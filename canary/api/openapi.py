@@ -21,6 +21,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         403: "Admin calls are disabled: no admin token is configured.",
         404: "Unknown model, provider or id; the error names the known ones.",
         413: "The request body is larger than 64 KiB.",
+        409: "Refused: it would leave fewer usable endpoints than the model's capacity floor "
+        "(or the model was never listed); the error names the floor and the usable count. "
+        'Send `"force": true` to do it anyway (audited as a floor breach).',
         422: "Well-formed but invalid request body.",
         503: "The store is unreachable (or the list was never read).",
     }
@@ -222,6 +225,11 @@ def openapi_document() -> dict[str, Any]:
                                         "provider": {"$ref": "#/components/schemas/Name"},
                                         "reason": {"$ref": "#/components/schemas/Reason"},
                                         "until": {"type": "string", "format": "date-time"},
+                                        "force": {
+                                            "type": "boolean",
+                                            "description": "Exclude it even below the "
+                                            "capacity floor.",
+                                        },
                                     },
                                 }
                             }
@@ -232,11 +240,16 @@ def openapi_document() -> dict[str, Any]:
                             {
                                 "type": "object",
                                 "required": ["id"],
-                                "properties": {"id": {"type": "integer"}},
+                                "properties": {
+                                    "id": {"type": "integer"},
+                                    "usable_before": {"type": ["integer", "null"]},
+                                    "usable_after": {"type": ["integer", "null"]},
+                                    "floor": {"type": "integer"},
+                                },
                             },
                             "Added.",
                         ),
-                        **_errors(400, 401, 403, 404, 413, 422, 503),
+                        **_errors(400, 401, 403, 404, 409, 413, 422, 503),
                     },
                 }
             },

@@ -36,6 +36,10 @@ SCHEMAS: dict[str, Any] = {
             "generated_at",
             "stale",
             "policy_version",
+            "floor_breached",
+            "capacity_floor",
+            "usable_endpoints",
+            "withheld",
         ],
         "properties": {
             "model": {"type": "string"},
@@ -53,6 +57,21 @@ SCHEMAS: dict[str, Any] = {
                 "description": "True: the store is unreachable and this is the last good list.",
             },
             "policy_version": {"type": "string"},
+            "capacity_floor": {"type": "integer"},
+            "usable_endpoints": {
+                "type": ["integer", "null"],
+                "description": "Listed endpoints no entry names (null before the first listing).",
+            },
+            "withheld": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Quarantined endpoints left off the list to hold the floor.",
+            },
+            "floor_breached": {
+                "type": "boolean",
+                "description": "True: fewer usable endpoints than the capacity floor even with "
+                "every helpful quarantine withheld.",
+            },
         },
     },
     "Percentiles": {
@@ -73,14 +92,23 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Routing state. Latency has its own field and never changes it.",
                 "enum": ["healthy", "suspect", "quarantined", "excluded", "unknown"],
             },
-            "failing_rounds": {"type": "integer"},
-            "passing_rounds": {"type": "integer"},
+            "failing_rounds": {
+                "type": "integer",
+                "description": "The longest per-contract failing count.",
+            },
+            "failing_by_contract": {
+                "type": "object",
+                "additionalProperties": {"type": "integer"},
+            },
+            "recovery_rounds": {"type": "integer"},
             "quarantine": {
                 "type": ["object", "null"],
                 "properties": {
                     "since": TIME,
                     "until": TIME,
                     "step": {"type": ["integer", "null"]},
+                    "causes": {"type": "array", "items": {"type": "string"}},
+                    "withheld": {"type": "boolean"},
                 },
             },
             "exclusions": {"type": "array", "items": {"type": "object"}},

@@ -279,12 +279,29 @@ def _ignore_block(section: ModelSection, now: datetime) -> str:
         if entries
         else '<p class="muted">Nothing ignored: every provider is routable.</p>'
     )
+    warn = published.stale or doc["floor_breached"]
     return (
-        f'<div class="list{" warn" if published.stale else ""}">'
+        f'<div class="list{" warn" if warn else ""}">'
         '<div class="listhead"><b>Published ignore list</b> '
         f"{freshness} · policy <code>{escape(str(doc.get('policy_version')))}</code></div>"
+        f"{_floor_block(doc)}"
         f"<div><code>provider.ignore = {escape(str(doc.get('ignore')))}</code></div>{body}</div>"
     )
+
+
+def _floor_block(doc: dict[str, Any]) -> str:
+    usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
+    withheld = doc["withheld"]
+    held = f" · withheld to hold it: {escape(', '.join(withheld))}" if withheld else ""
+    if usable is None:
+        return f'<div class="floor muted">capacity floor {floor}: not listed yet</div>'
+    if doc["floor_breached"]:
+        return (
+            '<div class="floor breached"><span class="pill" style="background:#cf222e">'
+            f"floor breached</span> {usable} usable endpoint(s), below the capacity floor of "
+            f"{floor}{held}</div>"
+        )
+    return f'<div class="floor">capacity floor {floor}: {usable} usable endpoint(s){held}</div>'
 
 
 def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: float) -> str:

@@ -93,13 +93,18 @@ def require_model(configured: Iterable[str], store: Any, model: str) -> str:
 
 
 def require_provider(store: Any, model: str, tag: str, extra: Iterable[str] = ()) -> str:
-    """The tag when the store (or ``extra``, e.g. the built-in list) knows it for the model.
+    """The tag when it is a lowercase slug that names an endpoint the store (or ``extra``, e.g.
+    the built-in list) knows for the model: its full tag, or its base slug (every endpoint of that
+    provider). Raises :class:`canary.core.identity.InvalidTag` or :class:`UnknownProvider`.
 
-    Before the first round nothing is known yet, and any tag is accepted: an operator may
+    Before the first round nothing is known yet, and any slug is accepted: an operator may
     exclude a provider before canary has seen it.
     """
+    from canary.core.identity import base_slug, check_tag
+
+    check_tag(tag)
     tags = known_tags(store, model, extra)
-    if tags and tag not in tags:
+    if tags and tag not in tags and tag not in {base_slug(t) for t in tags}:
         raise UnknownProvider(model, tag, tags)
     return tag
 
@@ -109,11 +114,14 @@ class ProviderView:
     model: str
     provider: str
     state: str  # routing state: quarantined | excluded | suspect | healthy | unknown
-    failing_streak: int
-    passing_streak: int
+    failing_streak: int  # the longest per-contract failing count
+    recovery_streak: int  # while quarantined: rounds in a row where every cause passed
+    failing: dict[str, int]  # contract -> its failing count (non-zero ones)
     quarantine_since: datetime | None
     quarantine_until: datetime | None
     quarantine_step: int | None
+    quarantine_causes: tuple[str, ...]
+    withheld: bool  # its quarantine is held back from the published list by the capacity floor
     exclusions: tuple[Exclusion, ...]  # builtin and runtime entries naming this provider
     results: dict[str, dict[str, Any]]  # contract -> {result, detail, round_id}
     latency: Latency  # information only: never part of the routing state
@@ -135,13 +143,16 @@ class ProviderView:
             "provider": self.provider,
             "state": self.state,
             "failing_rounds": self.failing_streak,
-            "passing_rounds": self.passing_streak,
+            "failing_by_contract": dict(self.failing),
+            "recovery_rounds": self.recovery_streak,
             "quarantine": None
             if self.quarantine_until is None
             else {
                 "since": iso(self.quarantine_since),
                 "until": iso(self.quarantine_until),
                 "step": self.quarantine_step,
+                "causes": list(self.quarantine_causes),
+                "withheld": self.withheld,
             },
             "exclusions": [
                 {
@@ -209,16 +220,26 @@ def provider_views_of(
     active = store.quarantines(model=None, active_only=True, now=now)
     runtime = store.active_exclusions(None, now)
     known_of = store.known_tags_of(models)
-    layered_of: dict[str, dict[str, list[Exclusion]]] = {m: {} for m in models}
-    for entry in (*builtin, *runtime):
-        if entry.model in layered_of and entry.active(now):
-            layered_of[entry.model].setdefault(entry.tag, []).append(entry)
+    listing_of = store.latest_snapshots(models)
     quarantined_of: dict[str, dict[str, Any]] = {m: {} for m in models}
     for q in active:  # at most one open quarantine per endpoint
         if q.model in quarantined_of:
             quarantined_of[q.model][q.tag] = q
+    human = [e for e in (*builtin, *runtime) if e.active(now)]
     tags_of = {
-        m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m], *layered_of[m]})
+        m: sorted(
+            {
+                *known_of[m],
+                *states_of[m],
+                *latest_of[m],
+                *quarantined_of[m],
+                *(e.tag for e in human if e.model == m),
+            }
+        )
+        for m in models
+    }
+    layered_of = {
+        m: _named_by(m, tags_of[m], listing_of[m] or {}, [e for e in human if e.model == m], now)
         for m in models
     }
     latency_of = fleet_latencies(store, models, now, degraded_p95_s, tags_of, spark=spark)
@@ -234,6 +255,25 @@ def provider_views_of(
         )
         for m in models
     }
+
+
+def _named_by(
+    model: str,
+    tags: Sequence[str],
+    listing: Mapping[str, Mapping[str, Any]],
+    entries: Sequence[Exclusion],
+    now: datetime,
+) -> dict[str, list[Exclusion]]:
+    """Which built-in and runtime entries name each endpoint (a base slug names them all)."""
+    from canary.core.identity import Listed, excluded_by
+
+    named = {}
+    for tag in tags:
+        tier = (listing.get(tag) or {}).get("service_tier")
+        hits = excluded_by(entries, Listed(tag, tier), now)
+        if hits:
+            named[tag] = hits
+    return named
 
 
 def _views(
@@ -260,10 +300,13 @@ def _views(
                     seen=bool(latest.get(tag)) or state is not None,
                 ),
                 failing_streak=state.failing_streak if state else 0,
-                passing_streak=state.passing_streak if state else 0,
+                recovery_streak=state.recovery_streak if state else 0,
+                failing={s.contract.value: s.count for s in state.streaks} if state else {},
                 quarantine_since=quarantine.started_at if quarantine else None,
                 quarantine_until=quarantine.until if quarantine else None,
                 quarantine_step=quarantine.step if quarantine else None,
+                quarantine_causes=tuple(quarantine.causes) if quarantine else (),
+                withheld=quarantine is not None and quarantine.withheld_at is not None,
                 exclusions=tuple(layered.get(tag, ())),
                 results={
                     str(jsonable(c)): _result_json(r)
@@ -286,6 +329,8 @@ def quarantine_json(row: Any) -> dict[str, Any]:
         "until": iso(field(row, "until")),
         "step": field(row, "step"),
         "reason": field(row, "reason", default=""),
+        "causes": list(field(row, "causes", default=()) or ()),
+        "withheld": field(row, "withheld_at") is not None,
         "released_at": iso(field(row, "released_at")),
         "release_why": field(row, "release_why"),
         "evidence": list(field(row, "evidence", default=()) or ()),

@@ -110,13 +110,17 @@ def quarantine_show(
             f"[bold red]quarantined[/] {provider} of {model} since {active['since']} "
             f"until {active['until']} (step {active['step']}): {active['reason']}"
         )
+        out.print(f"causes: {', '.join(active['causes']) or '–'}")
+        if active["withheld"]:
+            out.print("[yellow]withheld[/] from the published list to hold the capacity floor")
         out.print(f"evidence rounds: {', '.join(map(str, active['evidence'])) or '–'}")
     else:
         out.print(f"[green]not quarantined[/]: {provider} of {model}")
     if state is not None:
+        counts = ", ".join(f"{s.contract.value} {s.count}" for s in state.streaks) or "none"
         out.print(
-            f"failing rounds in a row {state.failing_streak}, passing {state.passing_streak}, "
-            f"ladder step {state.ladder_step}"
+            f"failing rounds in a row per contract: {counts}; recovery rounds "
+            f"{state.recovery_streak}; ladder step {state.ladder_step}"
         )
     if history:
         show(
@@ -168,8 +172,21 @@ def exclude_add(
     until: Annotated[
         str | None, typer.Option("--until", help="End, ISO-8601 (default: until removed).")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Exclude it even when fewer usable endpoints than the capacity floor would "
+            "remain (audited as a floor breach).",
+        ),
+    ] = False,
 ) -> None:
-    """Add a runtime exclusion (audited with the reason)."""
+    """Add a runtime exclusion (audited with the reason). A provider slug ("deepinfra")
+    excludes every endpoint of that provider; a tag ("deepinfra/fp8") one endpoint. Refused
+    (exit 4) when it would leave fewer usable endpoints than the capacity floor, unless --force."""
+    from canary.core.identity import InvalidTag
+    from canary.store.rows import FloorRefused
+
     if not reason.strip():
         fail("--reason must not be empty")
     end = when(until, "--until") if until else None
@@ -177,12 +194,29 @@ def exclude_add(
         if end is not None and end <= ops.now:
             fail(f"--until {until} is not in the future")
         ops.check_model(model)
-        ops.check_provider(
-            model, provider, extra=[e.tag for e in ops.builtin() if e.model == model]
-        )
-        new_id = ops.store.add_exclusion(model, provider, reason.strip(), actor(), end, ops.now)
+        builtin = [e for e in ops.builtin() if e.model == model]
+        try:
+            ops.check_provider(model, provider, extra=[e.tag for e in builtin])
+        except InvalidTag as exc:
+            fail(str(exc), code=2)
+        try:
+            added = ops.store.add_exclusion(
+                model,
+                provider,
+                reason.strip(),
+                actor(),
+                end,
+                ops.now,
+                builtin=builtin,
+                floor=ops.settings.model(model).capacity_floor,
+                force=force,
+            )
+        except FloorRefused as exc:
+            fail(f"refused: {exc} (--force to exclude it anyway)", code=4)
     typer.echo(
-        f"excluded {provider} of {model} (id {new_id})" + (f" until {until}" if until else "")
+        f"excluded {provider} of {model} (id {added.id})"
+        + (f" until {until}" if until else "")
+        + f"; {added.check.message}"
     )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -68,15 +67,14 @@ class Ops:
         return require_provider(self.store, model, tag, extra)
 
     def builtin(self) -> tuple[Exclusion, ...]:
-        return tuple(self.wiring().probes.builtin_exclusions)
+        """The built-in list read from its file alone (no full probe load), validated as the
+        full load validates it; a bad file stops the command with the same readable line."""
+        from canary.definitions import ProbeDefinitionError, load_builtin_exclusions
 
-    def quick_builtin(self) -> tuple[Exclusion, ...]:
-        """The built-in list read from its YAML alone (no full probe load); the full, validated
-        load (and its readable error) when the file holds anything this reader does not expect."""
         try:
-            return read_builtin_exclusions(self.settings.probes_dir)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            return self.builtin()
+            return load_builtin_exclusions(self.settings.probes_dir)
+        except ProbeDefinitionError as exc:
+            fail(f"probe definitions: {exc}")
 
     def quick_policy_version(self) -> str:
         """The policy version the daemon recorded with the latest round (what it publishes);
@@ -101,7 +99,9 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
     """The settings and store of one command; a store error stops it with one readable line
     ("cannot <action> the store at ...")."""
     settings = settings_from(ctx)
+    from canary.core.identity import InvalidTag
     from canary.settings import redact_url
+    from canary.store.engine import STORE_ERRORS
     from canary.store.repository import Store
 
     store = Store(settings.database_url)
@@ -111,7 +111,9 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
         raise
     except LookupError as exc:
         fail(str(exc).strip("'\""))
-    except Exception as exc:
+    except InvalidTag as exc:
+        fail(str(exc))
+    except STORE_ERRORS as exc:
         fail(
             f"cannot {action} the store at {redact_url(settings.database_url)}: "
             f"{type(exc).__name__}: {first_line(exc)} "
@@ -191,47 +193,14 @@ def ignore_service(
         list(models),
         ops.wiring().policy_version if policy_version is None else policy_version,
         lambda: ops.now,
+        floor_of=lambda model: ops.settings.model(model).capacity_floor,
     )
     if not service.refresh():
-        raise RuntimeError(service.last_error or "the store could not be read")
-    return service
+        from canary.settings import redact_url
 
-
-_BUILTIN_KEYS = frozenset({"model", "provider", "reason", "since", "until", "evidence", "rounds"})
-
-
-def read_builtin_exclusions(directory: Path) -> tuple[Exclusion, ...]:
-    """``builtin_exclusions.yaml`` as :func:`canary.probes.load_probes` reads it, without loading
-    (and validating) every other probe definition; raises on anything unexpected."""
-    import yaml
-
-    from canary.core.model import Exclusion, Layer
-
-    path = Path(directory) / "builtin_exclusions.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if set(data) - {"entries"}:
-        raise ValueError(f"{path.name}: unexpected keys")
-    out = []
-    for entry in data.get("entries") or ():
-        if set(entry) - _BUILTIN_KEYS or not entry["reason"] or not entry["evidence"]:
-            raise ValueError(f"{path.name}: an entry this reader does not expect")
-        out.append(
-            Exclusion(
-                model=str(entry["model"]),
-                tag=str(entry["provider"]),
-                layer=Layer.builtin,
-                reason=f"{entry['reason']} (evidence: {entry['evidence']})",
-                since=_midnight(entry["since"]),
-                until=None if entry.get("until") is None else _midnight(entry["until"]),
-                evidence=tuple(int(r) for r in entry.get("rounds") or ()),
-            )
+        fail(
+            f"cannot read the store at {redact_url(ops.settings.database_url)}: "
+            f"{service.last_error or 'unknown error'} (has `canary db upgrade` been run?)",
+            code=1,
         )
-    return tuple(out)
-
-
-def _midnight(value: Any) -> datetime:
-    from datetime import date, time
-
-    if isinstance(value, datetime) or not isinstance(value, date):
-        raise TypeError(f"{value!r} is not a date")
-    return datetime.combine(value, time(), tzinfo=UTC)
+    return service

@@ -35,7 +35,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
         models = [ops.check_model(model)] if model else ops.models()
         if not models:
             fail("no model is watched and the store has seen none: add [[models]] to the settings")
-        builtin = ops.quick_builtin()
+        builtin = ops.builtin()
         service = ignore_service(
             ops, models, builtin=builtin, policy_version=ops.quick_policy_version()
         )
@@ -79,8 +79,21 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             f"ignore list: {doc['ignore'] or '[] (nothing ignored)'}  "
             f"policy {doc['policy_version']}"
         )
+        out_console.print(floor_line(doc))
         out_console.print(cost_line(o["cost"]) + "\n")
     out_console.print(day_line(spend["day"]))
+
+
+def floor_line(doc: dict[str, Any]) -> str:
+    """The capacity floor on the published list: red when breached."""
+    usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
+    if usable is None:
+        return f"capacity floor {floor}: not listed yet"
+    withheld = doc["withheld"]
+    held = f"; withheld to hold it: {', '.join(withheld)}" if withheld else ""
+    if doc["floor_breached"]:
+        return f"[bold red]FLOOR BREACHED[/]: {usable} usable endpoint(s), floor {floor}{held}"
+    return f"capacity floor {floor}: {usable} usable endpoint(s){held}"
 
 
 def _providers_table(model: str, mode: str, views: list[Any]) -> Any:

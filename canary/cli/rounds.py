@@ -110,6 +110,7 @@ def drill(
     import os
 
     from canary.drill import DrillError, run_drill
+    from canary.settings import SettingsError
     from canary.sim.scenario import ScenarioError
 
     if mode not in (None, "observe", "enforce"):
@@ -134,8 +135,8 @@ def drill(
                 emit=emit,
             )
         )
-    except (ScenarioError, DrillError) as exc:
-        fail(str(exc), code=2 if isinstance(exc, ScenarioError) else 1)
+    except (ScenarioError, SettingsError, DrillError) as exc:
+        fail(str(exc), code=1 if isinstance(exc, DrillError) else 2)
 
 
 def _human(line: dict[str, Any]) -> str:

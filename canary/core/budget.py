@@ -1,8 +1,10 @@
 """Which endpoints a round can afford to probe under the daily budget (issue 8). Pure.
 
-Order of protection: quarantined endpoints (priority 0, their recovery must be seen), then
-suspects (priority 1, a failing streak in progress), then a deterministic random sample of the
-rest (priority 2 and above) that fits. Nothing is skipped silently: every skipped endpoint comes
+Positive controls are never skipped: without them the refusal probe proves nothing. Then, in
+order of protection: quarantined endpoints (priority 0, their recovery must be seen), suspects
+(priority 1, a failing count in progress), a deterministic random sample of the rest (priority 2)
+that fits, and last the endpoints a human entry (built-in or runtime) already excludes (priority
+3: their evidence changes no route). Nothing is skipped silently: every skipped endpoint comes
 with its reason. A skipped endpoint is "no evidence" for the state machine (frozen, like a
 transport error).
 """
@@ -15,25 +17,34 @@ from dataclasses import dataclass
 
 from canary.core.model import EndpointState
 
+CONTROL = -1
 QUARANTINED = 0
 SUSPECT = 1
 REST = 2
+EXCLUDED = 3
 
 
-def priority_of(state: EndpointState | None) -> int:
-    """Quarantined first (recovery must be seen), then suspects (a failing streak), then the rest."""
-    if state is None:
-        return REST
-    if state.quarantined_until is not None:
+def priority_of(
+    state: EndpointState | None, *, control: bool = False, excluded: bool = False
+) -> int:
+    """Controls always; quarantined first (recovery must be seen), then suspects (a failing
+    count), then the rest, and last what a human entry already excludes."""
+    if control:
+        return CONTROL
+    if state is not None and state.quarantined_until is not None:
         return QUARANTINED
-    return SUSPECT if state.failing_streak > 0 else REST
+    if excluded:
+        return EXCLUDED
+    if state is not None and state.failing_streak > 0:
+        return SUSPECT
+    return REST
 
 
 @dataclass(frozen=True)
 class BudgetCandidate:
     model: str
     tag: str
-    priority: int  # 0 = quarantined, 1 = suspect (failing_streak > 0), 2 = rest
+    priority: int  # -1 control, 0 quarantined, 1 suspect, 2 rest, 3 excluded by a human entry
     estimated_cost_usd: float
 
 
@@ -49,27 +60,31 @@ def plan_budget(
 ) -> BudgetPlan:
     """Choose what to probe with ``remaining_usd`` left (None: no budget, probe everything).
 
-    When the whole round fits, every candidate is probed in the given order. Otherwise the
-    protected groups (priority 0, then 1, each by model then tag) are taken greedily while their
-    estimated cost fits; then the rest, shuffled by ``random.Random(rng_seed)`` after sorting by
-    (model, tag) so the sample depends only on the seed and the candidates, are taken greedily
-    while they fit. A candidate that does not fit is skipped and the next, cheaper one may fit.
+    When the whole round fits, every candidate is probed in the given order. Otherwise controls
+    are taken whatever they cost, then the protected groups (priority 0, then 1, each by model
+    then tag) greedily while their estimated cost fits; then the rest, shuffled by
+    ``random.Random(rng_seed)`` after sorting by (model, tag) so the sample depends only on the
+    seed and the candidates, greedily while they fit; then the excluded ones, likewise. A
+    candidate that does not fit is skipped and the next, cheaper one may fit.
     """
     if remaining_usd is None:
         return BudgetPlan(tuple((c.model, c.tag) for c in candidates), (), False)
     total = sum(max(c.estimated_cost_usd, 0.0) for c in candidates)
     if total <= remaining_usd:
         return BudgetPlan(tuple((c.model, c.tag) for c in candidates), (), False)
-    ordered = sorted(candidates, key=lambda c: (min(c.priority, REST), c.model, c.tag))
+    ordered = sorted(candidates, key=lambda c: (c.priority, c.model, c.tag))
     protected = [c for c in ordered if c.priority < REST]
-    rest = [c for c in ordered if c.priority >= REST]
-    random.Random(rng_seed).shuffle(rest)
+    rest = [c for c in ordered if c.priority == REST]
+    excluded = [c for c in ordered if c.priority > REST]
+    shuffle = random.Random(rng_seed).shuffle
+    shuffle(rest)
+    shuffle(excluded)
     left = max(remaining_usd, 0.0)
     probe: list[tuple[str, str]] = []
     skipped: list[tuple[str, str, str]] = []
-    for c in protected + rest:
+    for c in protected + rest + excluded:
         cost = max(c.estimated_cost_usd, 0.0)
-        if cost <= left:
+        if c.priority == CONTROL or cost <= left:
             probe.append((c.model, c.tag))
             left -= cost
         else:
@@ -78,7 +93,9 @@ def plan_budget(
 
 
 def _reason(c: BudgetCandidate, cost: float, left: float, remaining: float) -> str:
-    kind = {QUARANTINED: "quarantined", SUSPECT: "suspect"}.get(c.priority, "not sampled")
+    kind = {QUARANTINED: "quarantined", SUSPECT: "suspect", EXCLUDED: "excluded"}.get(
+        c.priority, "not sampled"
+    )
     return (
         f"budget: {kind} endpoint needs ~${cost:.4f}, ${left:.4f} left "
         f"of ${max(remaining, 0.0):.4f} remaining today"

@@ -13,7 +13,8 @@ What is diffed (one :class:`DriftChange` per field that changed):
 - ``quantization``, ``context_length``, ``max_completion_tokens``, ``status``;
 - ``supported_parameters`` (old and new as sorted lists);
 - ``capacity`` (tag ``None``): the model's endpoint count, reported when it changes and either
-  side is below the model's capacity floor (an alert when the new count is below it).
+  side is below the model's capacity floor. Not an alert: what the floor means for routing is
+  judged on the published list, as a floor episode (:mod:`canary.core.floor`).
 
 ``uptime_last_30m`` and ``latency_last_30m`` are kept in the snapshots only (for the status page
 and the API beside our own measurements): they jitter every round, so they never make a change.
@@ -25,7 +26,7 @@ Alerts (the changes that can break routing):
   that appears already above it;
 - a quantization below the model's floor (``min_quantization`` in ``quantization_order``); a
   quantization that is ``None``, ``"unknown"`` or not in the order never alerts on its own;
-- an endpoint that vanished; the endpoint count falling below the capacity floor.
+- an endpoint that vanished.
 
 With no previous snapshots (the first round ever) there are no changes, and diffing a snapshot
 against itself gives none: a change is reported once, in the round it happened.
@@ -88,6 +89,7 @@ def snapshot_of(endpoint: Endpoint) -> dict[str, Any]:
         "status": endpoint.status,
         "uptime_last_30m": endpoint.uptime_last_30m,
         "latency_last_30m": dict(latency) if latency is not None else None,
+        "service_tier": endpoint.service_tier,
     }
 
 
@@ -204,11 +206,8 @@ def _field_changes(
 def _capacity_change(model: str, was: int, now: int, floor: int) -> DriftChange | None:
     if was == now or (was >= floor and now >= floor):
         return None
-    if now < floor:
-        return DriftChange(
-            model, None, CAPACITY, was, now, True, f"{now} endpoints < capacity floor {floor}"
-        )
-    return DriftChange(model, None, CAPACITY, was, now, False, None)
+    reason = f"{now} endpoints < capacity floor {floor}" if now < floor else None
+    return DriftChange(model, None, CAPACITY, was, now, False, reason)
 
 
 def ttft_health(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 from canary.core.model import Exclusion, Layer
 
@@ -35,7 +34,7 @@ def merge_layers(
     """The model's exclusions active at ``now`` from all three layers, sorted by tag then layer.
 
     Entries of other models are left out. A tag excluded by several layers appears once per layer
-    (each entry explains itself); :func:`ignore_tags` gives the unique tags. An entry's layer is
+    (each entry explains itself). An entry's layer is
     the layer it was passed in, whatever its ``layer`` field says.
     """
     merged: list[Exclusion] = []
@@ -49,42 +48,3 @@ def merge_layers(
                 continue
             merged.append(entry if entry.layer is layer else replace(entry, layer=layer))
     return tuple(sorted(merged, key=exclusion_key))
-
-
-def ignore_tags(entries: Sequence[Exclusion]) -> list[str]:
-    return sorted({e.tag for e in entries})
-
-
-def ignore_document(
-    model: str,
-    entries: Sequence[Exclusion],
-    *,
-    generated_at: datetime,
-    stale: bool,
-    policy_version: str,
-) -> dict[str, Any]:
-    """The published ignore list of one model: what apps put into ``provider.ignore``.
-
-    ``entries`` are the merged, active entries (see :func:`merge_layers`); entries of other models
-    are left out. Times are ISO-8601 UTC strings with a ``Z`` suffix, null when missing.
-    """
-    mine = sorted((e for e in entries if e.model == model), key=exclusion_key)
-    tags = ignore_tags(mine)
-    return {
-        "model": model,
-        "ignore": tags,
-        "provider": {"ignore": list(tags)},
-        "entries": [
-            {
-                "provider": e.tag,
-                "layer": e.layer.value,
-                "reason": e.reason,
-                "since": iso_utc(e.since),
-                "until": iso_utc(e.until),
-            }
-            for e in mine
-        ],
-        "generated_at": iso_utc(generated_at),
-        "stale": stale,
-        "policy_version": policy_version,
-    }

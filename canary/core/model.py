@@ -76,6 +76,10 @@ class EventKind(StrEnum):
     budget = "budget"
     exclusion_added = "exclusion_added"
     exclusion_removed = "exclusion_removed"
+    control_missing = "control_missing"  # a positive control is not in the listing
+    floor_breached = "floor_breached"  # opens a floor episode: usable < capacity floor
+    floor_restored = "floor_restored"  # closes it: usable >= floor again
+    republished = "republished"  # a quarantine held back by the floor is published again
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class Endpoint:
     status: int | None = None
     uptime_last_30m: float | None = None
     latency_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, ms
+    service_tier: str | None = None  # flex | priority | ...: a base slug does not match it
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def supports(self, parameter: str) -> bool:
@@ -198,26 +203,51 @@ class Exclusion:
         )
 
 
+ALL_CONTRACTS = "all"  # the causes of a quarantine recorded before causes were kept
+
+
+@dataclass(frozen=True)
+class Streak:
+    """One contract's failing count on one endpoint (see canary.core.streaks)."""
+
+    contract: Contract
+    count: int = 0
+    last_fail_at: datetime | None = None
+    evidence: tuple[int, ...] = ()  # round ids of the failures counted
+    warned: bool = False  # would_quarantine was emitted for this streak
+
+
 @dataclass(frozen=True)
 class EndpointState:
     """What the rules remember about one (model, endpoint) between rounds."""
 
     model: str
     tag: str
-    failing_streak: int = 0  # conclusive failing rounds in a row
-    passing_streak: int = 0  # fully passing rounds in a row
+    streaks: tuple[Streak, ...] = ()  # per contract, sorted by contract; zero counts dropped
+    recovery_streak: int = 0  # rounds in a row, while quarantined, where every cause passed
+    recovery_evidence: tuple[int, ...] = ()  # their round ids
     quarantined_since: datetime | None = None
     quarantined_until: datetime | None = None  # set only while a quarantine is enforced
+    causes: tuple[str, ...] = ()  # contracts that caused the quarantine (or ALL_CONTRACTS)
     ladder_step: int = 0  # how many quarantines count on the escalation ladder
     last_quarantine_at: datetime | None = None  # start of the latest quarantine (ladder decay)
     next_language: str | None = None  # repeat this language next round (after an anomaly)
-    evidence: tuple[
-        int, ...
-    ] = ()  # round ids of the current failing (or passing, while quarantined) streak
+    next_language_since: datetime | None = None  # when that language became pending
     version: int = 0  # compare-and-set guard in the store
 
     def quarantined(self, now: datetime) -> bool:
         return self.quarantined_until is not None and now < self.quarantined_until
+
+    def streak(self, contract: Contract) -> Streak:
+        for s in self.streaks:
+            if s.contract is contract:
+                return s
+        return Streak(contract)
+
+    @property
+    def failing_streak(self) -> int:
+        """The longest failing count among the contracts: what operators see as "failing"."""
+        return max((s.count for s in self.streaks), default=0)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,10 @@
 
 ``PolicyRules`` is the pure core's copy of the ``[policy]`` settings plus the mode; the capacity
 floor is per model and is passed to :func:`canary.core.quarantine.decide_model` separately.
+
+The policy version hashes the rules, everything else that can change a verdict or a decision
+(the caller passes it as ``extra``: thresholds, samples, timeouts, ``max_tokens``, languages,
+floors, controls, the budget, the probe checksums) and :data:`RULES_REVISION`.
 """
 
 from __future__ import annotations
@@ -10,9 +14,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
 from canary.core.model import Mode
+
+# Bumped whenever the code of a rule changes what it decides: the policy version changes with it,
+# so a decision always says which rules produced it.
+RULES_REVISION = 3
 
 
 class PolicyNumbers(Protocol):
@@ -28,6 +37,8 @@ class PolicyNumbers(Protocol):
     def ladder_reset_days(self) -> float: ...
     @property
     def model_wide_share(self) -> float: ...
+    @property
+    def streak_max_age_hours(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class PolicyRules:
     ladder_days: tuple[float, ...] = (1.0, 3.0, 7.0)  # 1st, 2nd, 3rd-and-later quarantine
     ladder_reset_days: float = 14.0  # no new quarantine for this long: the ladder restarts
     model_wide_share: float = 0.5  # a contract failing on MORE than this share is model-wide
+    streak_max_age_hours: float = 6.0  # a contract's fail older than this starts a new count
     mode: Mode = Mode.observe
 
     def __post_init__(self) -> None:
@@ -44,6 +56,7 @@ class PolicyRules:
         object.__setattr__(self, "ladder_days", tuple(float(d) for d in self.ladder_days))
         object.__setattr__(self, "ladder_reset_days", float(self.ladder_reset_days))
         object.__setattr__(self, "model_wide_share", float(self.model_wide_share))
+        object.__setattr__(self, "streak_max_age_hours", float(self.streak_max_age_hours))
         object.__setattr__(self, "mode", Mode(self.mode))
         if self.failing_rounds < 1:
             raise ValueError(f"failing_rounds must be at least 1, not {self.failing_rounds}")
@@ -55,6 +68,14 @@ class PolicyRules:
             raise ValueError(f"ladder_reset_days must be positive, not {self.ladder_reset_days}")
         if not 0 < self.model_wide_share <= 1:
             raise ValueError(f"model_wide_share must be in (0, 1], not {self.model_wide_share}")
+        if self.streak_max_age_hours <= 0:
+            raise ValueError(
+                f"streak_max_age_hours must be positive, not {self.streak_max_age_hours}"
+            )
+
+    @property
+    def streak_max_age(self) -> timedelta:
+        return timedelta(hours=self.streak_max_age_hours)
 
     @classmethod
     def of(cls, policy: PolicyNumbers, mode: Mode | str) -> PolicyRules:
@@ -65,6 +86,7 @@ class PolicyRules:
             ladder_days=tuple(policy.ladder_days),
             ladder_reset_days=policy.ladder_reset_days,
             model_wide_share=policy.model_wide_share,
+            streak_max_age_hours=policy.streak_max_age_hours,
             mode=Mode(mode),
         )
 
@@ -75,6 +97,7 @@ class PolicyRules:
             "ladder_days": list(self.ladder_days),
             "ladder_reset_days": self.ladder_reset_days,
             "model_wide_share": self.model_wide_share,
+            "streak_max_age_hours": self.streak_max_age_hours,
             "mode": str(self.mode),
         }
 
@@ -86,7 +109,11 @@ def policy_version(rules: PolicyRules, extra: Mapping[str, Any] | None = None) -
     Values that JSON cannot hold are rendered with ``str``. The order of ``extra``'s keys does not
     matter; any change of a value does.
     """
-    document = {"rules": rules.as_dict(), "extra": dict(extra or {})}
+    document = {
+        "rules": rules.as_dict(),
+        "revision": RULES_REVISION,
+        "extra": dict(extra or {}),
+    }
     canonical = json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str
     )

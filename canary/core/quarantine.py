@@ -1,19 +1,20 @@
 """The quarantine state machine: previous states + round verdicts + ``now`` -> next states, events.
 
-Per endpoint, in this order (each rule is one function below):
+Per endpoint, in this order (each rule is one function):
 
-1. :func:`expire` — a quarantine whose end has come is released (why ``expired``); both streaks
-   restart, so the endpoint must fail ``failing_rounds`` rounds in a row again to return.
-2. :func:`count` — ``fail`` advances the failing streak and resets the passing one; ``pass`` does
-   the opposite; ``transport_error``, ``inconclusive`` and ``skipped`` (no evidence) freeze both.
-3. :func:`recover` — a quarantined endpoint that passed ``recovery_rounds`` rounds in a row is
-   released early (why ``recovered``).
-4. :func:`next_language` — a language anomaly makes the next round repeat that language.
+1. :func:`expire` — a quarantine whose end has come is released (why ``expired``); every count
+   restarts, so the endpoint must fail again, contract by contract, to return.
+2. :func:`canary.core.streaks.count_round` — each contract's own failing count (see that module).
+3. :func:`recover` — a quarantined endpoint whose causes passed ``recovery_rounds`` rounds in a
+   row (no contract failing) is released early (why ``recovered``).
+4. :func:`canary.core.streaks.pending_language` — an anomaly makes the next round repeat its
+   language.
 
-Then per model, :func:`decide_model` takes the candidates (not quarantined, failing this round,
-streak at or over ``failing_rounds``) in :func:`candidate_order` and, in enforce mode, quarantines
-each unless the capacity floor would be broken (:func:`capacity_left`); in observe mode it emits
-``would_quarantine`` once per streak and changes no quarantine.
+Then per model, :func:`decide_model` takes the candidates (not quarantined; a contract failed this
+round with its count at or over ``failing_rounds``: those contracts are the causes) in
+:func:`candidate_order` and, in enforce mode, quarantines each unless that would leave fewer
+usable endpoints than the capacity floor on the published list (``floor_held``); in observe mode
+it emits ``would_quarantine`` once per contract streak and changes no quarantine.
 
 The escalation ladder (:func:`ladder_step`) counts from the START of the latest quarantine: when
 ``ladder_reset_days`` or more have passed since then, the next quarantine is step 1 again.
@@ -21,13 +22,14 @@ The escalation ladder (:func:`ladder_step`) counts from the START of the latest 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from canary.core.floor import publish
+from canary.core.identity import Listed
 from canary.core.layers import iso_utc
 from canary.core.model import (
-    Contract,
     EndpointState,
     Event,
     EventKind,
@@ -36,15 +38,14 @@ from canary.core.model import (
     Mode,
     Result,
     RoundVerdict,
-    Verdict,
+    Streak,
 )
 from canary.core.policy import PolicyRules
+from canary.core.streaks import causes_now, count_round, pending_language, recover_count
 
 EXPIRED = "expired"
 RECOVERED = "recovered"
 MANUAL = "manual"
-
-_FROZEN = frozenset({Verdict.transport_error, Verdict.inconclusive, Verdict.skipped})
 
 
 class NotQuarantined(LookupError):
@@ -64,7 +65,8 @@ class QuarantineStart:
     until: datetime
     step: int  # position on the escalation ladder (1 = first)
     reason: str
-    evidence: tuple[int, ...]  # round ids of the failing streak
+    evidence: tuple[int, ...]  # round ids of the causes' failing streaks
+    causes: tuple[str, ...] = ()  # the contracts whose streaks reached the threshold
 
     def exclusion(self) -> Exclusion:
         return Exclusion(
@@ -101,8 +103,21 @@ class Decision:
 # --- per-endpoint rules -------------------------------------------------------------------
 
 
+def _released(state: EndpointState) -> EndpointState:
+    """Out of quarantine, every count restarted; the ladder position and its date are kept."""
+    return replace(
+        state,
+        quarantined_since=None,
+        quarantined_until=None,
+        causes=(),
+        streaks=(),
+        recovery_streak=0,
+        recovery_evidence=(),
+    )
+
+
 def expire(state: EndpointState, now: datetime) -> tuple[EndpointState, QuarantineEnd | None]:
-    """Release a quarantine whose end is at or before ``now``; both streaks restart at 0."""
+    """Release a quarantine whose end is at or before ``now``."""
     if state.quarantined_until is None or now < state.quarantined_until:
         return state, None
     end = QuarantineEnd(
@@ -111,46 +126,11 @@ def expire(state: EndpointState, now: datetime) -> tuple[EndpointState, Quaranti
     return _released(state), end
 
 
-def _released(state: EndpointState) -> EndpointState:
-    """Out of quarantine, streaks restarted; the ladder position and its date are kept."""
-    return replace(
-        state,
-        quarantined_since=None,
-        quarantined_until=None,
-        failing_streak=0,
-        passing_streak=0,
-        evidence=(),
-    )
-
-
-def count(state: EndpointState, verdict: Verdict, round_id: int, now: datetime) -> EndpointState:
-    """Advance or reset the streaks; frozen verdicts (no conclusive evidence) change nothing.
-
-    ``evidence`` holds the round ids of the current failing streak, or, while quarantined, of the
-    current passing streak (the evidence of an early release).
-    """
-    if verdict in _FROZEN:
-        return state
-    if verdict is Verdict.fail:
-        kept = state.evidence if state.failing_streak > 0 else ()
-        return replace(
-            state,
-            failing_streak=state.failing_streak + 1,
-            passing_streak=0,
-            evidence=kept + (round_id,),
-        )
-    kept = state.evidence if state.passing_streak > 0 and state.quarantined(now) else ()
-    evidence = kept + (round_id,) if state.quarantined(now) else ()
-    return replace(
-        state, failing_streak=0, passing_streak=state.passing_streak + 1, evidence=evidence
-    )
-
-
 def recover(
     state: EndpointState, now: datetime, rules: PolicyRules
 ) -> tuple[EndpointState, QuarantineEnd | None]:
-    """Release a quarantined endpoint early after ``recovery_rounds`` fully passing rounds."""
-    if not state.quarantined(now) or state.passing_streak < rules.recovery_rounds:
+    """Release a quarantined endpoint early after ``recovery_rounds`` rounds of passing causes."""
+    if not state.quarantined(now) or state.recovery_streak < rules.recovery_rounds:
         return state, None
     end = QuarantineEnd(
         state.model,
@@ -159,29 +139,33 @@ def recover(
         state.quarantined_until,
         now,
         RECOVERED,
-        state.evidence,
+        state.recovery_evidence,
     )
     return _released(state), end
 
 
-def next_language(state: EndpointState, verdict: RoundVerdict | None) -> str | None:
-    """The language the next round must use for this endpoint, or None to keep rotating.
+def step_endpoint(
+    state: EndpointState,
+    verdict: RoundVerdict | None,
+    *,
+    round_id: int,
+    now: datetime,
+    rules: PolicyRules,
+) -> tuple[EndpointState, list[QuarantineEnd]]:
+    """One endpoint through one round: expire, count, recover, pending language.
 
-    A round that measured the language contract (a result other than a transport error or
-    not-applicable) decides: its anomaly language, or None. A round that did not measure it
-    (skipped, transport error, no language result) keeps the pending language, so a frozen round
-    cannot dodge the repetition.
+    ``verdict`` None means no evidence this round (not probed, skipped by the budget).
     """
-    if verdict is None:
-        return state.next_language
-    result = verdict.result_of(Contract.language)
-    measured = result is not None and result.result not in (
-        Result.transport_error,
-        Result.not_applicable,
-    )
-    if verdict.language_anomaly_in is not None or measured:
-        return verdict.language_anomaly_in
-    return state.next_language
+    max_age = rules.streak_max_age
+    state, expired = expire(state, now)
+    results = verdict.results if verdict is not None else ()
+    state = replace(state, streaks=count_round(state, results, round_id, now, max_age))
+    if state.quarantined(now):
+        state = recover_count(state, verdict, round_id)
+    state, recovered = recover(state, now, rules)
+    language, since = pending_language(state, verdict, now, max_age)
+    state = replace(state, next_language=language, next_language_since=since)
+    return state, [e for e in (expired, recovered) if e is not None]
 
 
 def ladder_step(state: EndpointState, now: datetime, rules: PolicyRules) -> int:
@@ -212,28 +196,41 @@ def quarantine_until(
     return until
 
 
-def is_candidate(
-    state: EndpointState, verdict: Verdict | None, now: datetime, rules: PolicyRules
-) -> bool:
-    """Not quarantined, failed this round, and the failing streak reached the threshold."""
-    return (
-        verdict is Verdict.fail
-        and not state.quarantined(now)
-        and state.failing_streak >= rules.failing_rounds
-    )
+@dataclass(frozen=True)
+class Candidate:
+    state: EndpointState
+    causes: tuple[Streak, ...]  # the streaks at or over the threshold that failed this round
+
+    @property
+    def tag(self) -> str:
+        return self.state.tag
+
+    @property
+    def worst(self) -> int:
+        return max(s.count for s in self.causes)
+
+    @property
+    def evidence(self) -> tuple[int, ...]:
+        return tuple(sorted({r for s in self.causes for r in s.evidence}))
+
+    @property
+    def cause_names(self) -> tuple[str, ...]:
+        return tuple(s.contract.value for s in self.causes)
 
 
-def candidate_order(candidates: Iterable[EndpointState]) -> list[EndpointState]:
+def candidate_of(
+    state: EndpointState, verdict: RoundVerdict | None, now: datetime, rules: PolicyRules
+) -> Candidate | None:
+    """Not quarantined, and a contract failed this round with its count at the threshold."""
+    if verdict is None or state.quarantined(now):
+        return None
+    causes = causes_now(state.streaks, verdict.results, rules.failing_rounds)
+    return Candidate(state, causes) if causes else None
+
+
+def candidate_order(candidates: Iterable[Candidate]) -> list[Candidate]:
     """Most failing rounds in a row first, then tag name: the worst endpoint leaves first."""
-    return sorted(candidates, key=lambda s: (-s.failing_streak, s.tag))
-
-
-def capacity_left(
-    all_tags: Collection[str], excluded: Collection[str], removing: str
-) -> tuple[list[str], int]:
-    """The endpoints outside every layer now, and how many would stay if ``removing`` left."""
-    outside = sorted(t for t in set(all_tags) if t not in excluded)
-    return outside, len([t for t in outside if t != removing])
+    return sorted(candidates, key=lambda c: (-c.worst, c.tag))
 
 
 # --- per-model decision -------------------------------------------------------------------
@@ -248,67 +245,72 @@ def decide_model(
     now: datetime,
     rules: PolicyRules,
     capacity_floor: int,
-    other_excluded: Collection[str],
-    all_tags: Collection[str],
+    listing: Sequence[Listed],
+    human: Sequence[Exclusion] = (),
+    quarantines: Sequence[Exclusion] = (),
     skipped: Collection[str] = (),
 ) -> Decision:
     """Decide one round of one model.
 
     ``states``: the previous state per tag (missing tags start fresh). ``verdicts``: this round's
-    verdict per probed tag; a tag without a verdict, or listed in ``skipped``, had no evidence and
-    is frozen. ``all_tags``: the model's current endpoints (the capacity). ``other_excluded``: tags
-    excluded now by the built-in and runtime layers; quarantines are read from ``states`` (after
-    this round's releases), so do not pass them here.
+    verdict per probed tag; a tag without one, or listed in ``skipped``, had no evidence and is
+    frozen. ``listing``: the model's endpoints this round. ``human``: the built-in and runtime
+    entries; ``quarantines``: the quarantine entries as published before this round (the floor
+    is counted on the published list, see :mod:`canary.core.floor`).
 
     Returns the next state of every tag considered (``changed`` lists those that differ) and the
     events: release, quarantine, floor_held (enforce), would_quarantine (observe).
     """
-    tags = sorted(set(all_tags) | set(states) | set(verdicts) | set(skipped))
+    tags = sorted({e.tag for e in listing} | set(states) | set(verdicts) | set(skipped))
     nothing = frozenset(skipped)
     nexts: dict[str, EndpointState] = {}
     releases: list[QuarantineEnd] = []
-    verdict_of: dict[str, Verdict | None] = {}
+    candidates: list[Candidate] = []
     for tag in tags:
+        verdict = None if tag in nothing else verdicts.get(tag)
         state = states.get(tag) or EndpointState(model=model, tag=tag)
-        rv = None if tag in nothing else verdicts.get(tag)
-        verdict_of[tag] = None if rv is None else rv.verdict
-        state, expired = expire(state, now)
-        state = count(state, Verdict.skipped if rv is None else rv.verdict, round_id, now)
-        state, recovered = recover(state, now, rules)
-        state = replace(state, next_language=next_language(state, rv))
-        releases.extend(e for e in (expired, recovered) if e is not None)
-        nexts[tag] = state
-    events = [_release_event(end) for end in releases]
-    candidates = candidate_order(
-        s for tag, s in nexts.items() if is_candidate(s, verdict_of[tag], now, rules)
-    )
-    excluded = set(other_excluded) | {t for t, s in nexts.items() if s.quarantined(now)}
+        nexts[tag], ended = step_endpoint(state, verdict, round_id=round_id, now=now, rules=rules)
+        releases.extend(ended)
+        candidate = candidate_of(nexts[tag], verdict, now, rules)
+        if candidate is not None:
+            candidates.append(candidate)
+    events = [release_event(end) for end in releases]
+    released = {end.tag for end in releases}
+    standing = [q for q in quarantines if q.tag not in released]
     starts: list[QuarantineStart] = []
-    for state in candidates:
-        outside, left = capacity_left(all_tags, excluded, state.tag)
-        holds = left < capacity_floor and state.tag in outside
-        reason = _failure_reason(state, verdicts.get(state.tag))
+    ordered = candidate_order(candidates)
+    for candidate in ordered:
+        entries = [*standing, *(s.exclusion() for s in starts)]
+        before = publish(model, listing, human, (), entries, floor=capacity_floor, now=now)
+        usable = before.usable or ()
+        holds = candidate.tag in usable and len(usable) - 1 < capacity_floor
+        reason = failure_reason(candidate, verdicts.get(candidate.tag))
         if rules.mode is Mode.observe:
-            if not holds:
-                excluded.add(state.tag)  # what enforce mode would have done
-            if state.failing_streak == rules.failing_rounds:
-                events.append(_would_event(state, reason, holds, outside, capacity_floor))
+            fresh = tuple(s for s in candidate.causes if not s.warned)
+            if not holds:  # what enforce mode would have done
+                starts.append(_start(candidate, now, rules, reason))
+            if fresh:
+                nexts[candidate.tag] = _warned(nexts[candidate.tag], fresh)
+                events.append(_would_event(candidate, fresh, reason, holds, usable, capacity_floor))
             continue
         if holds:
-            events.append(_floor_event(state, reason, outside, left, capacity_floor, candidates))
+            events.append(_floor_event(candidate, reason, usable, capacity_floor, ordered))
             continue
-        start = _start(state, now, rules, reason)
+        start = _start(candidate, now, rules, reason)
         starts.append(start)
-        excluded.add(state.tag)
-        nexts[state.tag] = replace(
-            state,
+        nexts[candidate.tag] = replace(
+            nexts[candidate.tag],
             quarantined_since=now,
             quarantined_until=start.until,
+            causes=start.causes,
             ladder_step=start.step,
             last_quarantine_at=now,
-            passing_streak=0,
+            recovery_streak=0,
+            recovery_evidence=(),
         )
-        events.append(_quarantine_event(start))
+        events.append(quarantine_event(start))
+    if rules.mode is Mode.observe:
+        starts = []
     changed = tuple(
         t for t in tags if nexts[t] != (states.get(t) or EndpointState(model=model, tag=t))
     )
@@ -321,7 +323,18 @@ def decide_model(
     )
 
 
-def _start(state: EndpointState, now: datetime, rules: PolicyRules, reason: str) -> QuarantineStart:
+def _warned(state: EndpointState, fresh: Sequence[Streak]) -> EndpointState:
+    marked = {s.contract for s in fresh}
+    return replace(
+        state,
+        streaks=tuple(
+            replace(s, warned=True) if s.contract in marked else s for s in state.streaks
+        ),
+    )
+
+
+def _start(candidate: Candidate, now: datetime, rules: PolicyRules, reason: str) -> QuarantineStart:
+    state = candidate.state
     step = ladder_step(state, now, rules)
     return QuarantineStart(
         state.model,
@@ -330,19 +343,26 @@ def _start(state: EndpointState, now: datetime, rules: PolicyRules, reason: str)
         quarantine_until(state, now, step, rules),
         step,
         reason,
-        state.evidence,
+        candidate.evidence,
+        candidate.cause_names,
     )
 
 
-def _failure_reason(state: EndpointState, verdict: RoundVerdict | None) -> str:
-    head = f"failed {state.failing_streak} rounds in a row"
-    if verdict is None:
-        return head
-    fails = [f"{r.contract.value}: {r.detail}" for r in verdict.results if r.result is Result.fail]
-    return f"{head}: {'; '.join(fails)}" if fails else head
+def failure_reason(candidate: Candidate, verdict: RoundVerdict | None) -> str:
+    """'schema failed 2 rounds in a row: <detail>; ttft failed 3 rounds in a row: <detail>'."""
+    details = {
+        r.contract: r.detail
+        for r in (verdict.results if verdict else ())
+        if r.result is Result.fail
+    }
+    parts = []
+    for s in candidate.causes:
+        part = f"{s.contract.value} failed {s.count} rounds in a row"
+        parts.append(f"{part}: {details[s.contract]}" if s.contract in details else part)
+    return "; ".join(parts)
 
 
-def _quarantine_event(start: QuarantineStart) -> Event:
+def quarantine_event(start: QuarantineStart) -> Event:
     return Event(
         kind=EventKind.quarantine,
         model=start.model,
@@ -353,59 +373,67 @@ def _quarantine_event(start: QuarantineStart) -> Event:
             "step": start.step,
             "days": (start.until - start.since) / timedelta(days=1),
             "reason": start.reason,
+            "causes": list(start.causes),
         },
         evidence=start.evidence,
     )
 
 
 def _would_event(
-    state: EndpointState, reason: str, holds: bool, outside: list[str], floor: int
+    candidate: Candidate,
+    fresh: Sequence[Streak],
+    reason: str,
+    holds: bool,
+    usable: Sequence[str],
+    floor: int,
 ) -> Event:
     return Event(
         kind=EventKind.would_quarantine,
-        model=state.model,
-        tag=state.tag,
+        model=candidate.state.model,
+        tag=candidate.tag,
         detail={
             "reason": reason,
-            "failing_rounds": state.failing_streak,
+            "causes": [s.contract.value for s in fresh],
+            "failing_rounds": candidate.worst,
             "floor_would_hold": holds,
-            "outside": outside,
+            "usable": list(usable),
             "floor": floor,
         },
-        evidence=state.evidence,
+        evidence=tuple(sorted({r for s in fresh for r in s.evidence})),
     )
 
 
 def _floor_event(
-    state: EndpointState,
+    candidate: Candidate,
     reason: str,
-    outside: list[str],
-    left: int,
+    usable: Sequence[str],
     floor: int,
-    candidates: list[EndpointState],
+    ordered: Sequence[Candidate],
 ) -> Event:
+    left = len(usable) - 1
     return Event(
         kind=EventKind.floor_held,
-        model=state.model,
-        tag=state.tag,
+        model=candidate.state.model,
+        tag=candidate.tag,
         detail={
-            "kept": state.tag,
+            "kept": candidate.tag,
             "why": (
-                f"quarantining {state.tag} would leave {left} endpoint(s) outside every "
-                f"exclusion layer, below the capacity floor of {floor}"
+                f"quarantining {candidate.tag} would leave {left} usable endpoint(s) on the "
+                f"published list, below the capacity floor of {floor}"
             ),
             "floor": floor,
-            "outside": outside,
-            "order": [c.tag for c in candidates],
+            "usable": list(usable),
+            "order": [c.tag for c in ordered],
             "reason": reason,
-            "failing_rounds": state.failing_streak,
+            "causes": list(candidate.cause_names),
+            "failing_rounds": candidate.worst,
             "alert": True,
         },
-        evidence=state.evidence,
+        evidence=candidate.evidence,
     )
 
 
-def _release_event(end: QuarantineEnd) -> Event:
+def release_event(end: QuarantineEnd) -> Event:
     return Event(
         kind=EventKind.release,
         model=end.model,
@@ -422,16 +450,30 @@ def _release_event(end: QuarantineEnd) -> Event:
 
 def release_manually(
     state: EndpointState, *, now: datetime, reason: str, actor: str
-) -> tuple[EndpointState, Event]:
-    """An operator ends a quarantine. Streaks restart; the ladder position is kept.
+) -> tuple[EndpointState, QuarantineEnd, Event]:
+    """An operator ends a quarantine. Every count restarts; the ladder position is kept.
 
-    Raises :class:`NotQuarantined` when the state has no quarantine to end.
+    Raises :class:`NotQuarantined` when the state has no quarantine in force at ``now``.
     """
-    if state.quarantined_until is None:
+    if not state.quarantined(now):
         raise NotQuarantined(state.model, state.tag)
     end = QuarantineEnd(
         state.model, state.tag, state.quarantined_since, state.quarantined_until, now, MANUAL
     )
-    event = _release_event(end)
+    event = release_event(end)
     event = replace(event, detail={**event.detail, "reason": reason, "actor": actor})
-    return _released(state), event
+    return _released(state), end, event
+
+
+def expire_due(
+    states: Mapping[str, EndpointState], now: datetime
+) -> tuple[dict[str, EndpointState], tuple[QuarantineEnd, ...], tuple[Event, ...]]:
+    """Between rounds: release every quarantine whose end has come (housekeeping)."""
+    nexts: dict[str, EndpointState] = {}
+    ends: list[QuarantineEnd] = []
+    for tag, state in sorted(states.items()):
+        after, end = expire(state, now)
+        if end is not None:
+            nexts[tag] = after
+            ends.append(end)
+    return nexts, tuple(ends), tuple(release_event(e) for e in ends)

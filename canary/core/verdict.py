@@ -2,8 +2,10 @@
 
 Round-level rules run first, in this order, each in one function:
 
-1. :func:`apply_positive_control` — the refusal probe must catch the known filtering host(s).
-2. :func:`apply_model_wide` — a contract failing on most endpoints blames the model or the probe.
+1. :func:`apply_positive_control` — the refusal probe must catch the known filtering host(s); a
+   control missing from the listing makes the round's refusal results inconclusive.
+2. :func:`apply_model_wide` — a contract failing on most usable endpoints blames the model or the
+   probe, not a provider.
 
 Then :func:`aggregate` turns each endpoint's (adjusted) results into its :class:`RoundVerdict`.
 """
@@ -28,7 +30,9 @@ Results = dict[str, list[ContractResult]]
 
 PROBE_WEAK = "probe_weak"
 POSITIVE_CONTROL = "positive_control"
+CONTROL_MISSING = "control_missing"
 MODEL_WIDE = "model_wide"
+MODEL_WIDE_MIN_JUDGED = 3  # usable endpoints judged conclusively before a contract is model-wide
 
 
 @dataclass(frozen=True)
@@ -44,20 +48,30 @@ def judge_round(
     positive_controls: Collection[str],
     rules: PolicyRules,
     round_id: int | None = None,
+    listed: Collection[str] | None = None,
+    usable: Collection[str] | None = None,
 ) -> RoundOutcome:
     """Apply the round-level rules to every endpoint's contract results, then aggregate.
 
     ``results`` maps each probed endpoint tag to its contract results of this round. Endpoints not
     probed at all (budget) are simply absent: they get no verdict here (the caller marks them
-    skipped). ``round_id``, when given, is the evidence of the events.
+    skipped). ``listed``: the tags of this round's listing (controls are checked against it).
+    ``usable``: the endpoints no published entry names (None: every endpoint with results), the
+    only ones the model-wide rule counts. ``round_id``, when given, is the evidence of the events.
     """
     adjusted: Results = {tag: list(rs) for tag, rs in results.items()}
     controls = frozenset(positive_controls)
     evidence = () if round_id is None else (round_id,)
     events: list[Event] = []
-    adjusted, weak = apply_positive_control(model, adjusted, controls, evidence=evidence)
-    events.extend(weak)
-    adjusted, wide = apply_model_wide(model, adjusted, controls, rules, evidence=evidence)
+    missing = sorted(controls - set(listed)) if listed is not None else []
+    if missing:
+        adjusted, absent = apply_missing_control(model, adjusted, missing, evidence=evidence)
+        events.extend(absent)
+    else:
+        adjusted, weak = apply_positive_control(model, adjusted, controls, evidence=evidence)
+        events.extend(weak)
+    counted = frozenset(adjusted) if usable is None else frozenset(usable)
+    adjusted, wide = apply_model_wide(model, adjusted, controls, rules, counted, evidence=evidence)
     events.extend(wide)
     verdicts = {tag: aggregate(model, tag, rs) for tag, rs in sorted(adjusted.items())}
     return RoundOutcome(verdicts=verdicts, events=tuple(events))
@@ -125,6 +139,36 @@ def apply_positive_control(
     return out, [event]
 
 
+def apply_missing_control(
+    model: str, results: Results, missing: Sequence[str], *, evidence: tuple[int, ...] = ()
+) -> tuple[Results, list[Event]]:
+    """A positive control that is not in the listing cannot show the probe works: every refusal
+    result of the round is inconclusive (reason ``control_missing``), and one event says so."""
+    why = f"positive control(s) not in the listing: {', '.join(missing)}"
+    out: Results = {
+        tag: [
+            replace(
+                r,
+                result=Result.inconclusive,
+                reason=CONTROL_MISSING,
+                detail=f"{why}; was {r.result.value}: {r.detail}",
+            )
+            if r.contract is Contract.refusal and r.result in (Result.passed, Result.fail)
+            else r
+            for r in rs
+        ]
+        for tag, rs in results.items()
+    }
+    event = Event(
+        kind=EventKind.control_missing,
+        model=model,
+        tag=None,
+        detail={"contract": Contract.refusal.value, "missing": list(missing), "why": why},
+        evidence=evidence,
+    )
+    return out, [event]
+
+
 def _adjust_refusal(r: ContractResult, is_control: bool, weak_why: str) -> ContractResult:
     if r.contract is not Contract.refusal:
         return r
@@ -152,15 +196,18 @@ def apply_model_wide(
     results: Results,
     controls: frozenset[str],
     rules: PolicyRules,
+    usable: frozenset[str],
     *,
     evidence: tuple[int, ...] = (),
 ) -> tuple[Results, list[Event]]:
-    """A contract failing on most endpoints says something about the model or the probe.
+    """A contract failing on most usable endpoints says something about the model or the probe.
 
-    For each contract, the endpoints counted are those with a conclusive result (pass or fail)
-    for it; for ``refusal`` the positive controls are left out. When at least 2 endpoints fail
-    and failing / counted > ``rules.model_wide_share``, every one of those failures becomes
-    ``inconclusive`` (reason ``model_wide``) and one ``model_wide`` event is emitted.
+    For each contract, the endpoints counted are the usable ones (named by no published entry)
+    with a conclusive result (pass or fail) for it; for ``refusal`` the positive controls are left
+    out. When at least ``MODEL_WIDE_MIN_JUDGED`` are counted, at least 2 of them fail and
+    failing / counted > ``rules.model_wide_share``, each of those failures becomes
+    ``inconclusive`` (reason ``model_wide``) and one ``model_wide`` event is emitted. Failures of
+    excluded endpoints are neither counted nor excused.
     """
     out: Results = {tag: list(rs) for tag, rs in results.items()}
     events: list[Event] = []
@@ -168,7 +215,7 @@ def apply_model_wide(
         counted: list[str] = []
         failing: list[str] = []
         for tag, rs in sorted(out.items()):
-            if contract is Contract.refusal and tag in controls:
+            if tag not in usable or (contract is Contract.refusal and tag in controls):
                 continue
             outcomes = {r.result for r in rs if r.contract is contract}
             if Result.fail in outcomes:
@@ -210,7 +257,7 @@ def apply_model_wide(
 
 
 def _is_model_wide(failing: int, counted: int, share: float) -> bool:
-    return failing >= 2 and counted > 0 and failing / counted > share
+    return failing >= 2 and counted >= MODEL_WIDE_MIN_JUDGED and failing / counted > share
 
 
 def aggregate(model: str, tag: str, results: Sequence[ContractResult]) -> RoundVerdict:

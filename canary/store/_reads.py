@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, text
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, select, text
 
 from canary.core.model import Endpoint
 from canary.core.stats import Histogram
@@ -31,7 +31,27 @@ def endpoint_meta(e: Endpoint) -> dict[str, Any]:
         "status": e.status,
         "uptime_last_30m": e.uptime_last_30m,
         "latency_last_30m": e.latency_last_30m,
+        "service_tier": e.service_tier,
     }
+
+
+_LATEST_AT = (
+    select(func.max(t.endpoint_snapshots.c.at))
+    .where(t.endpoint_snapshots.c.model == bindparam("model"))
+    .scalar_subquery()
+)
+# no ORDER BY: it lets SQLite walk the model's (model, tag) index through every snapshot
+_LATEST_SNAPSHOT = select(
+    t.endpoint_snapshots.c.tag, t.endpoint_snapshots.c.meta, t.endpoint_snapshots.c.id
+).where(t.endpoint_snapshots.c.model == bindparam("model"), t.endpoint_snapshots.c.at == _LATEST_AT)
+
+
+def snapshot_on(conn: Connection, model: str) -> dict[str, dict[str, Any]] | None:
+    """The model's latest snapshot read on ``conn``: meta by tag; None when never listed."""
+    rows = sorted(conn.execute(_LATEST_SNAPSHOT, {"model": model}), key=lambda r: (r.tag, r.id))
+    if not rows:
+        return None
+    return {tag: dict(meta) for tag, meta, _ in rows if tag != EMPTY_LISTING}
 
 
 # Distinct values read by hopping along an index, one step a value, instead of reading every row
@@ -299,20 +319,8 @@ class ReadsMixin(StoreBase):
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, Any]] | None]:
         """:meth:`latest_snapshot` of several models: one indexed query per model."""
-        s = t.endpoint_snapshots.c
-        latest_at = select(func.max(s.at)).where(s.model == bindparam("model")).scalar_subquery()
-        # no ORDER BY: it lets SQLite walk the model's (model, tag) index through every snapshot
-        stmt = select(s.tag, s.meta, s.id).where(s.model == bindparam("model"), s.at == latest_at)
-        out: dict[str, dict[str, dict[str, Any]] | None] = {}
         with self._read() as conn:
-            for model in dict.fromkeys(models):
-                rows = sorted(conn.execute(stmt, {"model": model}), key=lambda r: (r.tag, r.id))
-                out[model] = (
-                    {tag: dict(meta) for tag, meta, _ in rows if tag != EMPTY_LISTING}
-                    if rows
-                    else None
-                )
-        return out
+            return {model: snapshot_on(conn, model) for model in dict.fromkeys(models)}
 
     def record_drift(
         self, round_id: int | None, model: str, changes: Sequence[DriftChangeLike], at: datetime

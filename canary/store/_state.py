@@ -1,4 +1,5 @@
-"""Endpoint state, decisions (compare-and-set + audit in one transaction), exclusion layers."""
+"""Endpoint state and the quarantine layer: decisions (compare-and-set + audit in one
+transaction), manual release, reads. Every decision is made by canary.core; this persists it."""
 
 from __future__ import annotations
 
@@ -6,38 +7,50 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import Connection, Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from canary.core.model import EndpointState, Event, EventKind, Exclusion, Layer
+from canary.core.model import Contract, EndpointState, Event, Exclusion, Layer, Streak
+from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import tables as t
+from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store.engine import StoreBase
-from canary.store.rows import (
-    ExclusionRow,
-    NoActiveQuarantine,
-    QuarantineEndLike,
-    QuarantineRow,
-    QuarantineStartLike,
-    UnknownExclusion,
-)
+from canary.store.rows import NoActiveQuarantine, QuarantineRow
 
 
-class _Conflict(Exception):
-    """A compare-and-set lost: someone else changed the state first."""
+def _as_utc(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _streaks(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Streak, ...]:
+    return tuple(
+        Streak(
+            contract=Contract(s["contract"]),
+            count=int(s["count"]),
+            last_fail_at=_as_utc(s.get("last_fail_at")),
+            evidence=tuple(s.get("evidence") or ()),
+            warned=bool(s.get("warned")),
+        )
+        for s in raw or ()
+    )
 
 
 def _state(row: Row[Any]) -> EndpointState:
     return EndpointState(
         model=row.model,
         tag=row.tag,
-        failing_streak=row.failing_streak,
-        passing_streak=row.passing_streak,
+        streaks=_streaks(row.streaks),
+        recovery_streak=row.recovery_streak,
+        recovery_evidence=tuple(row.recovery_evidence or ()),
         quarantined_since=row.quarantined_since,
         quarantined_until=row.quarantined_until,
+        causes=tuple(row.causes or ()),
         ladder_step=row.ladder_step,
         last_quarantine_at=row.last_quarantine_at,
         next_language=row.next_language,
-        evidence=tuple(row.evidence or ()),
+        next_language_since=row.next_language_since,
         version=row.version,
     )
 
@@ -45,13 +58,25 @@ def _state(row: Row[Any]) -> EndpointState:
 def _state_values(s: EndpointState) -> dict[str, Any]:
     return {
         "failing_streak": s.failing_streak,
-        "passing_streak": s.passing_streak,
+        "streaks": [
+            {
+                "contract": x.contract.value,
+                "count": x.count,
+                "last_fail_at": x.last_fail_at,
+                "evidence": list(x.evidence),
+                "warned": x.warned,
+            }
+            for x in s.streaks
+        ],
+        "recovery_streak": s.recovery_streak,
+        "recovery_evidence": list(s.recovery_evidence),
         "quarantined_since": s.quarantined_since,
         "quarantined_until": s.quarantined_until,
+        "causes": list(s.causes),
         "ladder_step": s.ladder_step,
         "last_quarantine_at": s.last_quarantine_at,
         "next_language": s.next_language,
-        "evidence": list(s.evidence),
+        "next_language_since": s.next_language_since,
     }
 
 
@@ -67,20 +92,10 @@ def quarantine_row(row: Row[Any]) -> QuarantineRow:
         step=row.step,
         reason=row.reason,
         evidence=tuple(row.evidence or ()),
+        causes=tuple(row.causes or ()),
+        withheld_at=row.withheld_at,
         policy_version=row.policy_version,
         round_id=row.round_id,
-    )
-
-
-def _runtime_exclusion(row: Row[Any]) -> Exclusion:
-    return Exclusion(
-        model=row.model,
-        tag=row.tag,
-        layer=Layer.runtime,
-        reason=row.reason,
-        since=row.created_at,
-        until=row.until,
-        id=row.id,
     )
 
 
@@ -99,6 +114,20 @@ def audit_values(
         "round_id": round_id,
         "notify_attempts": 0,
     }
+
+
+def write_audit(
+    conn: Connection,
+    events: Sequence[Event],
+    actor: str,
+    policy_version: str | None,
+    at: datetime,
+    round_id: int | None = None,
+) -> None:
+    if events:
+        conn.execute(
+            insert(t.audit), [audit_values(e, actor, policy_version, at, round_id) for e in events]
+        )
 
 
 class StateMixin(StoreBase):
@@ -121,32 +150,36 @@ class StateMixin(StoreBase):
         before: Mapping[str, EndpointState],
         after: Mapping[str, EndpointState],
         events: Sequence[Event],
-        quarantines_started: Sequence[QuarantineStartLike] = (),
-        releases: Sequence[QuarantineEndLike] = (),
+        quarantines_started: Sequence[QuarantineStart] = (),
+        releases: Sequence[QuarantineEnd] = (),
         actor: str,
         policy_version: str,
         at: datetime,
+        guard: int | None = None,
     ) -> bool:
-        """Apply one decision in ONE transaction; False (and nothing written) on a version conflict.
+        """Apply one decision in ONE transaction; False (and nothing written) on a conflict.
 
-        Each state in ``after`` that differs from ``before`` is written by compare-and-set on the
-        version it was read at (``before[tag].version``, else ``after[tag].version``; version 0
-        means "not stored yet" and inserts). Releases close the open quarantine row; starts insert
-        one (closing any still-open row as ``superseded``); every event becomes one audit row.
+        ``guard``: the model's guard version the decision was made on (see
+        :meth:`guard_version`); when an operator changed the model's layers since, nothing is
+        written. Each state in ``after`` that differs from ``before`` is written by
+        compare-and-set on the version it was read at (``before[tag].version``, else
+        ``after[tag].version``; version 0 means "not stored yet" and inserts). Releases close the
+        open quarantine row; starts insert one (closing any still-open row as ``superseded``);
+        every event becomes one audit row.
         """
         try:
             with self._write() as conn:
+                if guard is not None and lock_guard(conn, model) != guard:
+                    raise Conflict(f"{model}: its layers changed since the decision was made")
                 for tag in sorted(after):
                     new = after[tag]
                     old = before.get(tag)
                     if old is not None and old == new:
                         continue
                     expected = old.version if old is not None else new.version
-                    self._cas_state(conn, model, tag, new, expected, at)
+                    _cas_state(conn, model, tag, new, expected, at)
                 for end in releases:
-                    _close_open_quarantine(
-                        conn, end.model, end.tag, getattr(end, "at", None) or at, end.why
-                    )
+                    _close_open_quarantine(conn, end.model, end.tag, end.at, end.why)
                 for start in quarantines_started:
                     _close_open_quarantine(conn, start.model, start.tag, start.since, "superseded")
                     conn.execute(
@@ -158,44 +191,17 @@ class StateMixin(StoreBase):
                             step=start.step,
                             reason=start.reason,
                             evidence=list(start.evidence),
+                            causes=list(start.causes),
                             policy_version=policy_version,
                             round_id=round_id,
                         )
                     )
-                if events:
-                    conn.execute(
-                        insert(t.audit),
-                        [audit_values(e, actor, policy_version, at, round_id) for e in events],
-                    )
-        except (_Conflict, IntegrityError):
+                write_audit(conn, events, actor, policy_version, at, round_id)
+                if quarantines_started or releases:
+                    bump_guard(conn, model)
+        except (Conflict, IntegrityError):
             return False
         return True
-
-    def _cas_state(
-        self,
-        conn: Connection,
-        model: str,
-        tag: str,
-        new: EndpointState,
-        expected: int,
-        at: datetime,
-    ) -> None:
-        values = _state_values(new)
-        if expected == 0:
-            conn.execute(
-                insert(t.endpoint_state).values(
-                    model=model, tag=tag, version=1, updated_at=at, **values
-                )
-            )
-            return
-        c = t.endpoint_state.c
-        result = conn.execute(
-            update(t.endpoint_state)
-            .where(c.model == model, c.tag == tag, c.version == expected)
-            .values(version=expected + 1, updated_at=at, **values)
-        )
-        if result.rowcount != 1:
-            raise _Conflict(f"{model} {tag}: version {expected} is stale")
 
     # --- the quarantine layer -------------------------------------------------------------------
 
@@ -233,121 +239,64 @@ class StateMixin(StoreBase):
 
     def release_quarantine(
         self, model: str, tag: str, actor: str, reason: str, now: datetime
-    ) -> bool:
-        """Manual release: closes the quarantine (why ``manual``), clears the state's quarantine
-        fields and streaks but keeps the ladder, and writes a ``release`` audit row, atomically."""
-        c = t.quarantines.c
+    ) -> QuarantineEnd:
+        """Manual release, decided by :func:`canary.core.quarantine.release_manually`: closes the
+        quarantine (why ``manual``), restarts the counts but keeps the ladder, and writes a
+        ``release`` audit row, atomically. Raises :class:`NoActiveQuarantine`."""
+        s = t.endpoint_state.c
         with self._write() as conn:
-            open_row = conn.execute(
-                select(t.quarantines)
-                .where(c.model == model, c.tag == tag, c.released_at.is_(None), c.until > now)
-                .order_by(c.id.desc())
-                .limit(1)
-                .with_for_update()
-            ).one_or_none()
-            if open_row is None:
-                raise NoActiveQuarantine(model, tag)
-            _close_open_quarantine(conn, model, tag, now, "manual")
-            s = t.endpoint_state.c
-            conn.execute(
-                update(t.endpoint_state)
-                .where(s.model == model, s.tag == tag)
-                .values(
-                    quarantined_since=None,
-                    quarantined_until=None,
-                    failing_streak=0,
-                    passing_streak=0,
-                    evidence=[],
-                    version=s.version + 1,
-                    updated_at=now,
-                )
-            )
-            event = Event(
-                kind=EventKind.release,
-                model=model,
-                tag=tag,
-                detail={"why": "manual", "reason": reason, "quarantine_id": open_row.id},
-                evidence=tuple(open_row.evidence or ()),
-            )
-            conn.execute(
-                insert(t.audit).values(
-                    **audit_values(event, actor, open_row.policy_version, now, None)
-                )
-            )
-        return True
-
-    # --- the runtime layer ----------------------------------------------------------------------
-
-    def add_exclusion(
-        self, model: str, tag: str, reason: str, actor: str, until: datetime | None, now: datetime
-    ) -> int:
-        with self._write() as conn:
-            exclusion_id: int = conn.execute(
-                insert(t.exclusions)
-                .values(
-                    model=model, tag=tag, reason=reason, actor=actor, created_at=now, until=until
-                )
-                .returning(t.exclusions.c.id)
-            ).scalar_one()
-            detail = {
-                "id": exclusion_id,
-                "reason": reason,
-                "until": until.isoformat() if until else None,
-            }
-            event = Event(kind=EventKind.exclusion_added, model=model, tag=tag, detail=detail)
-            conn.execute(insert(t.audit).values(**audit_values(event, actor, None, now, None)))
-        return exclusion_id
-
-    def remove_exclusion(
-        self, exclusion_id: int, actor: str, reason: str, now: datetime
-    ) -> Exclusion:
-        c = t.exclusions.c
-        with self._write() as conn:
+            lock_guard(conn, model)
             row = conn.execute(
-                select(t.exclusions)
-                .where(c.id == exclusion_id, c.removed_at.is_(None))
-                .with_for_update()
+                select(t.endpoint_state).where(s.model == model, s.tag == tag)
             ).one_or_none()
-            if row is None:
-                raise UnknownExclusion(exclusion_id)
-            conn.execute(
-                update(t.exclusions)
-                .where(c.id == exclusion_id)
-                .values(removed_at=now, removed_by=actor, remove_reason=reason)
+            open_row = _open_quarantine(conn, model, tag, now)
+            state = _state(row) if row is not None else None
+            if state is None or open_row is None or not state.quarantined(now):
+                raise NoActiveQuarantine(model, tag)
+            after, end, event = release_manually(state, now=now, reason=reason, actor=actor)
+            _cas_state(conn, model, tag, after, state.version, now)
+            _close_open_quarantine(conn, model, tag, now, end.why)
+            event_detail = {**event.detail, "quarantine_id": open_row.id}
+            write_audit(
+                conn,
+                [Event(event.kind, model, tag, event_detail, tuple(open_row.evidence or ()))],
+                actor,
+                open_row.policy_version,
+                now,
             )
-            detail = {"id": exclusion_id, "reason": reason, "was": row.reason}
-            event = Event(
-                kind=EventKind.exclusion_removed, model=row.model, tag=row.tag, detail=detail
-            )
-            conn.execute(insert(t.audit).values(**audit_values(event, actor, None, now, None)))
-        return _runtime_exclusion(row)
+            bump_guard(conn, model)
+        return end
 
-    def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]:
-        c = t.exclusions.c
-        stmt = (
-            select(t.exclusions)
-            .where(c.removed_at.is_(None), or_(c.until.is_(None), c.until > now))
-            .order_by(c.model, c.tag, c.id)
+
+def _cas_state(
+    conn: Connection, model: str, tag: str, new: EndpointState, expected: int, at: datetime
+) -> None:
+    values = _state_values(new)
+    if expected == 0:
+        conn.execute(
+            insert(t.endpoint_state).values(
+                model=model, tag=tag, version=1, updated_at=at, **values
+            )
         )
-        if model is not None:
-            stmt = stmt.where(c.model == model)
-        with self._read() as conn:
-            return [_runtime_exclusion(r) for r in conn.execute(stmt)]
+        return
+    c = t.endpoint_state.c
+    result = conn.execute(
+        update(t.endpoint_state)
+        .where(c.model == model, c.tag == tag, c.version == expected)
+        .values(version=expected + 1, updated_at=at, **values)
+    )
+    if result.rowcount != 1:
+        raise Conflict(f"{model} {tag}: version {expected} is stale")
 
-    def exclusion_rows(
-        self, model: str | None = None, active_only: bool = True, now: datetime | None = None
-    ) -> list[ExclusionRow]:
-        """Runtime exclusions with who added/removed them, newest first."""
-        c = t.exclusions.c
-        stmt = select(t.exclusions).order_by(c.created_at.desc(), c.id.desc())
-        if model is not None:
-            stmt = stmt.where(c.model == model)
-        if active_only:
-            stmt = stmt.where(c.removed_at.is_(None))
-            if now is not None:
-                stmt = stmt.where(or_(c.until.is_(None), c.until > now))
-        with self._read() as conn:
-            return [ExclusionRow(**dict(r._mapping)) for r in conn.execute(stmt)]
+
+def _open_quarantine(conn: Connection, model: str, tag: str, now: datetime) -> Row[Any] | None:
+    c = t.quarantines.c
+    return conn.execute(
+        select(t.quarantines)
+        .where(c.model == model, c.tag == tag, c.released_at.is_(None), c.until > now)
+        .order_by(c.id.desc())
+        .limit(1)
+    ).one_or_none()
 
 
 def _close_open_quarantine(conn: Connection, model: str, tag: str, at: datetime, why: str) -> int:

@@ -16,9 +16,12 @@ from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# What "the store is unreachable" looks like; anything else is a bug and must not pass for it.
+STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, OSError)
 _WRITE = "canary_write"
 
 
@@ -77,6 +80,17 @@ def _configure_sqlite(engine: Engine) -> None:
     def _begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get(_WRITE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def insert_ignoring_conflict(conn: Connection, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING`` on ``table`` for the connection's backend."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table).on_conflict_do_nothing()
 
 
 class StoreBase:

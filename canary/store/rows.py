@@ -13,6 +13,16 @@ class UnknownExclusion(LookupError):
         self.exclusion_id = exclusion_id
 
 
+class FloorRefused(ValueError):
+    """An operator's exclusion would lower a model's usable endpoints below its capacity floor
+    (or the model was never listed); the message names the floor and the usable count."""
+
+    def __init__(self, model: str, tag: str, message: str) -> None:
+        super().__init__(message)
+        self.model = model
+        self.tag = tag
+
+
 class NoActiveQuarantine(LookupError):
     def __init__(self, model: str, tag: str) -> None:
         super().__init__(f"{model} has no active quarantine of provider {tag!r}")
@@ -26,35 +36,7 @@ class UnknownRound(LookupError):
         self.round_id = round_id
 
 
-# Inputs. The core defines its own equivalents; anything with these attributes fits.
-
-
-class QuarantineStartLike(Protocol):
-    @property
-    def model(self) -> str: ...
-    @property
-    def tag(self) -> str: ...
-    @property
-    def since(self) -> datetime: ...
-    @property
-    def until(self) -> datetime: ...
-    @property
-    def step(self) -> int: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def evidence(self) -> tuple[int, ...]: ...
-
-
-class QuarantineEndLike(Protocol):
-    """An optional ``at`` attribute is the release time (else the decision's time)."""
-
-    @property
-    def model(self) -> str: ...
-    @property
-    def tag(self) -> str: ...
-    @property
-    def why(self) -> str: ...
+# Inputs. The core defines its own equivalent; anything with these attributes fits.
 
 
 class DriftChangeLike(Protocol):
@@ -68,14 +50,6 @@ class DriftChangeLike(Protocol):
     def new(self) -> Any: ...
     @property
     def alert(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class QuarantineEnd:
-    model: str
-    tag: str
-    why: str  # recovered | expired | manual
-    at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +151,8 @@ class QuarantineRow:
     evidence: tuple[int, ...]
     policy_version: str
     round_id: int | None
+    causes: tuple[str, ...] = ()  # the contracts that caused it ("all": from before causes)
+    withheld_at: datetime | None = None  # held back from the published list by the floor
 
 
 @dataclass(frozen=True)

@@ -204,14 +204,17 @@ endpoint_state = Table(
     metadata,
     Column("model", String(200), primary_key=True),
     Column("tag", String(200), primary_key=True),
-    _int("failing_streak"),
-    _int("passing_streak"),
+    _int("failing_streak"),  # the longest of the per-contract counts in `streaks` (for reads)
+    _json("streaks"),  # [{contract, count, last_fail_at, evidence, warned}]
+    _int("recovery_streak"),
+    _json("recovery_evidence"),
     _when("quarantined_since", null=True),
     _when("quarantined_until", null=True),
+    _json("causes"),
     _int("ladder_step"),
     _when("last_quarantine_at", null=True),
     _str("next_language", 16, null=True),
-    _json("evidence"),
+    _when("next_language_since", null=True),
     _int("version"),
     _when("updated_at"),
 )
@@ -229,9 +232,38 @@ quarantines = Table(
     _int("step"),
     _text("reason"),
     _json("evidence"),
+    _json("causes"),  # the contracts that caused it; ["all"] for those from before causes
     _str("policy_version"),
     _round_fk(null=True),
+    _when("withheld_at", null=True),  # held back from the published list by the capacity floor
     Index(None, "model", "tag", "released_at"),
+)
+
+# One row per floor episode: opened when a model's usable endpoints fall below its capacity floor
+# on the published list, closed when they reach it again. `open_model` is the model while the
+# episode is open and NULL after: its unique constraint keeps one open episode per model, so
+# replicas that see the same breach record it once.
+floor_episodes = Table(
+    "floor_episodes",
+    metadata,
+    _id(),
+    _str("model"),
+    _str("open_model", null=True),
+    _when("opened_at"),
+    _when("closed_at", null=True),
+    _str("opened_by"),
+    _json("detail"),
+    UniqueConstraint("open_model"),
+    Index(None, "model", "opened_at"),
+)
+
+# Serialises what changes a model's published list (a round's decision, an operator's exclusion,
+# a manual release): each takes the model's row first and bumps its version.
+model_guards = Table(
+    "model_guards",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    _int("version"),
 )
 
 exclusions = Table(

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
 
+from canary.core.identity import Listed
 from canary.core.model import (
     Contract,
     ContractResult,
     EndpointState,
     Event,
     EventKind,
+    Exclusion,
+    Layer,
     Mode,
     Result,
     RoundVerdict,
+    Streak,
     Verdict,
 )
 from canary.core.policy import PolicyRules
@@ -56,6 +60,41 @@ def rv(tag: str, verdict: Verdict, *, anomaly_in: str | None = None) -> RoundVer
     if anomaly_in is not None:
         results += (cr(Contract.language, Result.fail, "mixed", language=anomaly_in, anomaly=True),)
     return RoundVerdict(MODEL, tag, verdict, results, language_anomaly_in=anomaly_in)
+
+
+def failing(
+    tag: str,
+    count: int,
+    *,
+    contract: Contract = Contract.schema,
+    evidence: tuple[int, ...] | None = None,
+    last_fail_at: datetime = T0 - INTERVAL,
+    **fields: object,
+) -> EndpointState:
+    """A state whose ``contract`` failed ``count`` rounds in a row, the last one an interval ago."""
+    rounds = evidence if evidence is not None else tuple(range(1, count + 1))
+    streak = Streak(contract, count, last_fail_at, rounds)
+    return EndpointState(MODEL, tag, streaks=(streak,), **fields)  # type: ignore[arg-type]
+
+
+def listing(*tags: str) -> tuple[Listed, ...]:
+    return tuple(Listed(t) for t in tags)
+
+
+def runtime(*tags: str, model: str = MODEL) -> tuple[Exclusion, ...]:
+    return tuple(Exclusion(model, t, Layer.runtime, "operator") for t in tags)
+
+
+def quarantine_entries(states: Mapping[str, EndpointState], now: datetime) -> list[Exclusion]:
+    """The quarantine layer as the store would publish it for these states."""
+    return [
+        Exclusion(
+            MODEL, s.tag, Layer.quarantine, "q", since=s.quarantined_since,
+            until=s.quarantined_until, id=i,
+        )  # fmt: skip
+        for i, s in enumerate(sorted(states.values(), key=lambda s: s.tag), 1)
+        if s.quarantined(now)
+    ]
 
 
 LETTERS = {
@@ -107,8 +146,9 @@ class Fleet:
             now=self.now,
             rules=self.rules,
             capacity_floor=self.floor,
-            other_excluded=self.other_excluded,
-            all_tags=self.tags,
+            listing=listing(*self.tags),
+            human=runtime(*sorted(self.other_excluded)),
+            quarantines=quarantine_entries(self.states, self.now),
             skipped=skipped,
         )
         self.states = dict(decision.states)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from canary.core.budget import BudgetCandidate, plan_budget, priority_of
-from canary.core.model import EndpointState
+from canary.core.budget import CONTROL, EXCLUDED, BudgetCandidate, plan_budget, priority_of
+from canary.core.model import Contract, EndpointState, Streak
 
 M = "acme/roleplay-1"
 
@@ -80,10 +80,11 @@ def test_an_exhausted_budget_skips_everything(remaining: float) -> None:
     [
         (None, 2),
         (EndpointState("m", "t"), 2),
-        (EndpointState("m", "t", failing_streak=1), 1),
+        (EndpointState("m", "t", streaks=(Streak(Contract.ttft, 1),)), 1),
         (
             EndpointState(
-                "m", "t", quarantined_until=datetime(2026, 1, 2, tzinfo=UTC), failing_streak=3
+                "m", "t", quarantined_until=datetime(2026, 1, 2, tzinfo=UTC),
+                streaks=(Streak(Contract.ttft, 3),),
             ),
             0,
         ),
@@ -93,3 +94,32 @@ def test_quarantined_then_suspects_then_the_rest(
     state: EndpointState | None, expected: int
 ) -> None:
     assert priority_of(state) == expected
+
+
+def test_a_control_comes_first_and_an_excluded_endpoint_last() -> None:
+    suspect = EndpointState("m", "t", streaks=(Streak(Contract.ttft, 1),))
+    assert priority_of(None, control=True) == CONTROL
+    assert priority_of(suspect, excluded=True) == EXCLUDED
+    quarantined = EndpointState("m", "t", quarantined_until=datetime(2026, 1, 2, tzinfo=UTC))
+    assert priority_of(quarantined, excluded=True) == 0
+
+
+def test_the_budget_never_skips_a_control() -> None:
+    candidates = [
+        BudgetCandidate("m", "control", CONTROL, 5.0),
+        BudgetCandidate("m", "q", 0, 0.5),
+        BudgetCandidate("m", "rest", 2, 0.5),
+    ]
+    plan = plan_budget(candidates, 1.0, rng_seed=3)
+    assert plan.probe[0] == ("m", "control")
+    assert [t for _, t, _ in plan.skipped] == ["q", "rest"]
+
+
+def test_excluded_endpoints_are_sampled_after_the_rest() -> None:
+    candidates = [
+        BudgetCandidate("m", "x", EXCLUDED, 1.0),
+        BudgetCandidate("m", "r", 2, 1.0),
+    ]
+    plan = plan_budget(candidates, 1.5, rng_seed=3)
+    assert plan.probe == (("m", "r"),)
+    assert "excluded endpoint" in plan.skipped[0][2]

@@ -8,7 +8,9 @@ from typing import Any
 
 from core_builders import MODEL, T0
 
-from canary.core.layers import ignore_document, iso_utc, merge_layers
+from canary.core.floor import ignore_document, publish
+from canary.core.identity import Listed
+from canary.core.layers import iso_utc, merge_layers
 from canary.core.model import Exclusion, Layer
 
 HOUR = timedelta(hours=1)
@@ -39,16 +41,18 @@ def test_an_entry_takes_the_layer_it_was_passed_in() -> None:
 
 
 def test_ignore_document_shape() -> None:
-    entries = merge_layers(
+    publication = publish(
         MODEL,
+        [Listed(t) for t in ("a", "b", "c", "d")],
         [ex("b", Layer.builtin)],
         [],
         [ex("a", Layer.quarantine, since=T0, until=T0 + timedelta(days=1), evidence=(3, 4)),
          ex("b", Layer.quarantine, since=T0, until=T0 + HOUR)],
+        floor=2,
         now=T0,
     )  # fmt: skip
     doc = ignore_document(
-        MODEL, entries, generated_at=T0, stale=False, policy_version="p-0123456789"
+        publication, generated_at=T0, stale=False, policy_version="p-0123456789"
     )
     assert doc == {
         "model": MODEL,
@@ -62,6 +66,10 @@ def test_ignore_document_shape() -> None:
             {"provider": "b", "layer": "quarantine", "reason": "quarantine b",
              "since": "2026-01-05T12:00:00Z", "until": "2026-01-05T13:00:00Z"},
         ],
+        "withheld": [],
+        "capacity_floor": 2,
+        "usable_endpoints": 2,
+        "floor_breached": False,
         "generated_at": "2026-01-05T12:00:00Z",
         "stale": False,
         "policy_version": "p-0123456789",
@@ -70,14 +78,18 @@ def test_ignore_document_shape() -> None:
 
 
 def test_empty_ignore_document_is_still_complete_and_can_be_stale() -> None:
-    doc = ignore_document(MODEL, [], generated_at=T0, stale=True, policy_version="p-x")
+    publication = publish(MODEL, None, [], [], [], floor=2, now=T0)
+    doc = ignore_document(publication, generated_at=T0, stale=True, policy_version="p-x")
     assert doc["ignore"] == [] and doc["provider"] == {"ignore": []} and doc["stale"] is True
+    assert doc["usable_endpoints"] is None and doc["floor_breached"] is False
 
 
 def test_ignore_document_leaves_out_other_models() -> None:
-    doc = ignore_document(MODEL, [ex("a", Layer.runtime, model="x/y")], generated_at=T0,
-                          stale=False, policy_version="p-x")  # fmt: skip
-    assert doc["ignore"] == [] and doc["entries"] == []
+    publication = publish(
+        MODEL, [Listed("a")], [], [ex("a", Layer.runtime, model="x/y")], [], floor=1, now=T0
+    )
+    doc = ignore_document(publication, generated_at=T0, stale=False, policy_version="p-x")
+    assert doc["ignore"] == [] and doc["entries"] == [] and doc["usable_endpoints"] == 1
 
 
 def test_iso_utc_converts_offsets_and_takes_naive_as_utc() -> None:

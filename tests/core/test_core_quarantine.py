@@ -5,9 +5,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from core_builders import ENFORCE, INTERVAL, MODEL, T0, Fleet, kinds, rv
+from core_builders import (
+    ENFORCE,
+    INTERVAL,
+    MODEL,
+    T0,
+    Fleet,
+    failing,
+    kinds,
+    listing,
+    quarantine_entries,
+    rv,
+)
 
-from canary.core.model import EndpointState, EventKind, Layer, Verdict
+from canary.core.model import Contract, EndpointState, EventKind, Layer, Verdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import (
     NotQuarantined,
@@ -39,14 +50,15 @@ def test_two_failing_rounds_quarantine_at_the_second_never_the_first() -> None:
     assert event.detail["days"] == 1.0
     [q] = second.quarantines
     assert (q.since, q.until, q.step, q.evidence) == (start, start + DAY, 1, (1, 2))
-    assert "schema: schema fail" in q.reason
+    assert q.reason == "schema failed 2 rounds in a row: schema fail"
+    assert q.causes == ("schema",)
     assert fleet.state("a").quarantined_since == start
 
 
 def test_transport_error_between_failures_freezes_the_count() -> None:
     fleet = Fleet()
     fleet.run("a", "FT")
-    assert fleet.state("a").failing_streak == 1
+    assert fleet.state("a").streak(Contract.schema).count == 1
     [third] = fleet.run("a", "F")
     assert [e.tag for e in kinds(third, EventKind.quarantine)] == ["a"]
     assert third.quarantines[0].evidence == (1, 3)
@@ -57,7 +69,7 @@ def test_a_pass_between_failures_resets_the_count() -> None:
     decisions = fleet.run("a", "FPF")
     assert all(not d.quarantines for d in decisions)
     assert fleet.state("a").failing_streak == 1
-    assert fleet.state("a").evidence == (3,)
+    assert fleet.state("a").streak(Contract.schema).evidence == (3,)
 
 
 def test_inconclusive_freezes_the_count() -> None:
@@ -78,19 +90,19 @@ def test_skipped_round_is_no_evidence_and_freezes_the_count() -> None:
 
 
 def test_skipped_wins_over_a_verdict_given_for_the_same_tag() -> None:
-    state = EndpointState(MODEL, "a", failing_streak=1, evidence=(1,))
+    state = failing("a", 1)
     decision = decide_model(
         MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, round_id=2, now=T0, rules=ENFORCE,
-        capacity_floor=0, other_excluded=(), all_tags=("a",), skipped=("a",),
+        capacity_floor=0, listing=listing("a"), skipped=("a",),
     )  # fmt: skip
     assert decision.quarantines == () and decision.states["a"] == state
 
 
 def test_endpoint_without_a_verdict_is_frozen() -> None:
-    state = EndpointState(MODEL, "a", failing_streak=1, evidence=(1,))
+    state = failing("a", 1)
     decision = decide_model(
         MODEL, {"a": state}, {}, round_id=2, now=T0, rules=ENFORCE, capacity_floor=0,
-        other_excluded=(), all_tags=("a", "b"),
+        listing=listing("a", "b"),
     )  # fmt: skip
     assert decision.states["a"] == state
     assert decision.changed == ()
@@ -116,7 +128,7 @@ def test_two_passing_rounds_release_a_quarantine_early() -> None:
     assert event.tag == "a" and event.detail["why"] == "recovered" and event.evidence == (3, 4)
     state = fleet.state("a")
     assert state.quarantined_until is None and state.ladder_step == 1
-    assert state.failing_streak == 0 and state.passing_streak == 0
+    assert state.failing_streak == 0 and state.recovery_streak == 0 and state.causes == ()
 
 
 def test_transport_error_between_passes_still_releases() -> None:
@@ -147,7 +159,7 @@ def test_expiry_releases_and_two_fresh_failures_are_needed_to_return() -> None:
     [at_expiry] = fleet.run("a", "F")
     [release] = kinds(at_expiry, EventKind.release)
     assert release.detail["why"] == "expired" and at_expiry.quarantines == ()
-    assert fleet.state("a").failing_streak == 1
+    assert fleet.state("a").streak(Contract.schema).count == 1
     assert fleet.state("a").quarantined_until is None
     [again] = fleet.run("a", "F")
     [q] = again.quarantines
@@ -222,14 +234,15 @@ def test_a_quarantine_never_shortens_a_recorded_end() -> None:
 
 def test_a_failing_quarantined_endpoint_keeps_its_longer_end_under_a_shorter_policy() -> None:
     until = T0 + 7 * DAY
-    state = EndpointState(
-        MODEL, "a", failing_streak=5, quarantined_since=T0 - DAY, quarantined_until=until,
+    state = failing(
+        "a", 5, quarantined_since=T0 - DAY, quarantined_until=until, causes=("schema",),
         ladder_step=3, last_quarantine_at=T0 - DAY,
     )  # fmt: skip
     short = PolicyRules(ladder_days=(0.5,), mode=ENFORCE.mode)
     decision = decide_model(
         MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, round_id=9, now=T0, rules=short,
-        capacity_floor=0, other_excluded=(), all_tags=("a", "b", "c"),
+        capacity_floor=0, listing=listing("a", "b", "c"),
+        quarantines=quarantine_entries({"a": state}, T0),
     )  # fmt: skip
     assert decision.quarantines == ()
     assert decision.states["a"].quarantined_until == until
@@ -247,7 +260,7 @@ def test_capacity_floor_holds_the_second_candidate_by_tag_order() -> None:
     assert [q.tag for q in decision.quarantines] == ["a"]
     [held] = kinds(decision, EventKind.floor_held)
     assert held.tag == "b" and held.detail["kept"] == "b"
-    assert held.detail["outside"] == ["b", "c"] and held.detail["floor"] == 2
+    assert held.detail["usable"] == ["b", "c"] and held.detail["floor"] == 2
     assert held.detail["order"] == ["a", "b"]
     assert "below the capacity floor of 2" in held.detail["why"]
     assert quarantined_tags(fleet) == ["a"]
@@ -255,29 +268,29 @@ def test_capacity_floor_holds_the_second_candidate_by_tag_order() -> None:
 
 def test_capacity_floor_quarantines_the_longest_failing_first() -> None:
     states = {
-        "a": EndpointState(MODEL, "a", failing_streak=1, evidence=(7,)),
-        "b": EndpointState(MODEL, "b", failing_streak=2, evidence=(6, 7)),  # held last round
+        "a": failing("a", 1, evidence=(7,)),
+        "b": failing("b", 2, evidence=(6, 7)),  # held last round
     }
     verdicts = {t: rv(t, Verdict.fail) for t in ("a", "b")} | {"c": rv("c", Verdict.passed)}
     decision = decide_model(
         MODEL, states, verdicts, round_id=8, now=T0, rules=ENFORCE, capacity_floor=2,
-        other_excluded=(), all_tags=("a", "b", "c"),
+        listing=listing("a", "b", "c"),
     )  # fmt: skip
     # b failed 3 rounds in a row, a only 2: b leaves first although "a" sorts first
     assert [q.tag for q in decision.quarantines] == ["b"]
     assert decision.quarantines[0].evidence == (6, 7, 8)
     [held] = kinds(decision, EventKind.floor_held)
     assert held.tag == "a" and held.detail["order"] == ["b", "a"]
-    assert held.detail["outside"] == ["a", "c"]
+    assert held.detail["usable"] == ["a", "c"]
 
 
 def test_the_same_round_gives_the_same_choice_whatever_the_input_order() -> None:
     def decide(order: tuple[str, ...]) -> tuple[list[str], list[str]]:
-        states = {t: EndpointState(MODEL, t, failing_streak=1, evidence=(1,)) for t in order}
+        states = {t: failing(t, 1) for t in order}
         verdicts = {t: rv(t, Verdict.fail) for t in order}
         d = decide_model(
             MODEL, states, verdicts, round_id=2, now=T0, rules=ENFORCE, capacity_floor=2,
-            other_excluded=(), all_tags=order + ("x",),
+            listing=listing(*order, "x"),
         )  # fmt: skip
         held = [e.tag or "" for e in kinds(d, EventKind.floor_held)]
         return [q.tag for q in d.quarantines], held
@@ -290,7 +303,7 @@ def test_builtin_and_runtime_exclusions_count_toward_the_floor() -> None:
     _, second = fleet.run("a", "FF")
     assert second.quarantines == ()
     [held] = kinds(second, EventKind.floor_held)
-    assert held.detail["outside"] == ["a", "b"]
+    assert held.detail["usable"] == ["a", "b"]
     assert quarantined_tags(fleet) == []
 
 
@@ -344,7 +357,7 @@ def test_observe_mode_says_when_the_floor_would_hold() -> None:
     fleet = Fleet(("a", "b"), rules=PolicyRules(), floor=2)
     _, second = fleet.run("a", "FF")
     [would] = kinds(second, EventKind.would_quarantine)
-    assert would.detail["floor_would_hold"] is True
+    assert would.detail["floor_would_hold"] is True and would.detail["causes"] == ["schema"]
     assert kinds(second, EventKind.floor_held) == []
 
 
@@ -375,7 +388,10 @@ def test_manual_release_keeps_the_ladder_position() -> None:
     fleet = Fleet()
     fleet.run("a", "FF")
     before = fleet.state("a")
-    state, event = release_manually(before, now=fleet.now, reason="fixed upstream", actor="ops")
+    state, end, event = release_manually(
+        before, now=fleet.now, reason="fixed upstream", actor="ops"
+    )
+    assert end.why == "manual" and end.until == before.quarantined_until
     assert state.quarantined_until is None and state.quarantined_since is None
     assert state.ladder_step == 1 and state.last_quarantine_at == before.last_quarantine_at
     assert state.failing_streak == 0

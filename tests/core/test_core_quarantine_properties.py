@@ -8,7 +8,7 @@ from core_builders import Fleet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canary.core.model import EventKind
+from canary.core.model import Contract, EventKind
 
 letters = st.lists(
     st.tuples(st.sampled_from("FPTIS"), st.sampled_from([0, 0, 0, 1, 30, 200])), max_size=30
@@ -44,8 +44,10 @@ def test_quarantine_needs_two_conclusive_failures_in_a_row(steps: list[tuple[str
             assert EventKind.quarantine not in events
             assert all(r.why == "expired" for r in released)
             if not released:
-                assert (after.failing_streak, after.passing_streak) == (
-                    before.failing_streak, before.passing_streak)  # fmt: skip
+                assert after.recovery_streak == before.recovery_streak
+                old = before.streak(Contract.schema).last_fail_at
+                aged = old is not None and fleet.at - old > fleet.rules.streak_max_age
+                assert after.failing_streak == (0 if aged else before.failing_streak)
         if until is not None and after.quarantined_until is not None:
             assert after.quarantined_until >= until  # never shortened
         if EventKind.quarantine in events:

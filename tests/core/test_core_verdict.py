@@ -167,7 +167,8 @@ def test_contract_failing_on_most_endpoints_is_model_wide() -> None:
         ([R.fail, R.fail, R.passed], True),
         ([R.fail], False),  # one endpoint alone is never model-wide
         ([R.fail, R.passed], False),
-        ([R.fail, R.fail], True),
+        ([R.fail, R.fail], False),  # fewer than 3 judged: never model-wide
+        ([R.fail, R.fail, R.fail], True),
         # transport errors and not-applicable are not counted: 2 of 3 conclusive
         ([R.fail, R.fail, R.passed, R.transport_error, R.not_applicable], True),
         ([R.fail, R.fail, R.passed, R.passed, R.inconclusive], False),
@@ -215,3 +216,28 @@ def test_verdict_event_carries_the_contract_results() -> None:
     assert event.kind is EventKind.verdict and event.evidence == (5,)
     assert event.detail["verdict"] == "fail"
     assert event.detail["results"][0]["detail"] == "ttft 12.4 s > 10 s"
+
+
+def test_model_wide_counts_only_usable_endpoints() -> None:
+    # three endpoints a human entry excludes fail language, one new host fails, two pass
+    results = {t: with_schema(R.fail) for t in ("x1", "x2", "x3", "new")}
+    results |= {t: with_schema(R.passed) for t in ("ok1", "ok2")}
+    usable = ("new", "ok1", "ok2")
+    out = judge_round(MODEL, results, positive_controls=(), rules=OBSERVE, usable=usable)
+    assert not any(e.kind is EventKind.model_wide for e in out.events)
+    assert out.verdicts["new"].verdict is Verdict.fail
+    assert out.verdicts["x1"].verdict is Verdict.fail  # neither counted nor excused
+
+
+def test_a_control_missing_from_the_listing_makes_refusal_inconclusive_for_everyone() -> None:
+    results = {"a": healthy("a"), "b": healthy("b", R.fail)}
+    out = judge_round(
+        MODEL, results, positive_controls=("gone",), rules=OBSERVE, listed=("a", "b")
+    )
+    [event] = out.events
+    assert event.kind is EventKind.control_missing and event.detail["missing"] == ["gone"]
+    for tag in ("a", "b"):
+        refusal = out.verdicts[tag].result_of(C.refusal)
+        assert refusal is not None and refusal.result is R.inconclusive
+        assert refusal.reason == "control_missing"
+    assert not any(e.kind is EventKind.probe_weak for e in out.events)

@@ -28,7 +28,7 @@ def test_capacity_floor_holds_the_last_endpoints_and_alerts() -> None:
     assert rounds_of(result, "floor_held", "bravo") == [2, 3]
     held = result.of_kind("floor_held")[0]
     assert held["kept"] == "bravo" and held["floor"] == 2 and held["alert"] is True
-    assert held["outside"] == ["alpha", "bravo"]
+    assert held["usable"] == ["alpha", "bravo"]
     assert "below the capacity floor of 2" in held["why"]
     assert ignored(result) == []
 

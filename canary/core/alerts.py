@@ -1,0 +1,94 @@
+"""Events raised to operators that are not about a provider's quality. Pure.
+
+- :func:`operator_alert` — auth/config or bad-request answers: our problem, never a provider's.
+- :func:`listing_alert` — the endpoints list itself failed for one of those reasons.
+- :func:`budget_alert` — the daily budget made a round skip endpoints (once a day).
+- :func:`once_a_day` — marks an event as an alert only when none was sent in the last day.
+- :func:`drift_events` — metadata changes as audit events (alerts where they break routing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from canary.core.drift import DriftChange
+from canary.core.model import OPERATOR_TRANSPORTS, Event, EventKind, Observation, Transport
+
+DAY = timedelta(days=1)
+
+
+def operator_alert(model: str, observations: Sequence[Observation]) -> Event | None:
+    ours = [o for o in observations if o.transport in OPERATOR_TRANSPORTS]
+    if not ours:
+        return None
+    sample = ours[0]
+    return Event(
+        EventKind.operator_alert,
+        model,
+        None,
+        {
+            "transports": sorted({o.transport.value for o in ours}),
+            "count": len(ours),
+            "status": sample.status,
+            "error": sample.error,
+        },
+    )
+
+
+def listing_alert(model: str, transport: Transport, error: str) -> Event | None:
+    if transport not in OPERATOR_TRANSPORTS:
+        return None  # the provider side: the round is abandoned, nothing to raise
+    return Event(EventKind.operator_alert, model, None, {"listing": error})
+
+
+def budget_alert(
+    model: str,
+    skipped: Sequence[tuple[str, str]],
+    daily_budget_usd: float,
+    last_alert_at: datetime | None,
+    now: datetime,
+) -> Event | None:
+    """One alert a day when the budget made a round skip endpoints."""
+    if not skipped or not _due(last_alert_at, now):
+        return None
+    return Event(
+        EventKind.budget,
+        model,
+        None,
+        {
+            "skipped": [tag for tag, _ in skipped],
+            "reason": skipped[0][1],
+            "daily_budget_usd": daily_budget_usd,
+            "alert": True,
+        },
+    )
+
+
+def once_a_day(event: Event, last_alert_at: datetime | None, now: datetime) -> Event:
+    """The event, marked ``alert`` when no alert of its kind went out in the last day."""
+    return replace(event, detail={**event.detail, "alert": _due(last_alert_at, now)})
+
+
+def _due(last_alert_at: datetime | None, now: datetime) -> bool:
+    return last_alert_at is None or now - last_alert_at >= DAY
+
+
+def drift_events(model: str, changes: Sequence[DriftChange], round_id: int) -> list[Event]:
+    return [
+        Event(
+            EventKind.drift,
+            model,
+            change.tag,
+            {
+                "field": change.field,
+                "old": change.old,
+                "new": change.new,
+                "alert": change.alert,
+                "reason": change.reason,
+            },
+            (round_id,),
+        )
+        for change in changes
+    ]

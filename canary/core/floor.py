@@ -1,0 +1,288 @@
+"""The capacity floor, held on the published list. Pure.
+
+``usable(model)`` is the number of listed endpoints that no published entry names
+(:func:`canary.core.identity.usable`). Rules, each in one function:
+
+1. :func:`publish` — the list apps receive: the built-in and runtime entries (human decisions,
+   never withheld) and the quarantines. When usable falls below the floor, quarantine entries are
+   withheld, most recent first, until the floor is met or none is left that would help (a
+   quarantine of an endpoint that is not listed, or that a human entry names too, gives no
+   capacity back). ``breached`` is true whenever usable < floor even so.
+2. :func:`reconcile` — what the store must record when a publication differs from what it
+   remembers: a ``floor_held`` row per quarantine newly withheld, a ``republished`` row per one
+   published again, and one ``floor_breached`` row opening an episode (closed by one
+   ``floor_restored`` row when usable >= floor again).
+3. :func:`check_exclusion` — an operator's exclusion that would lower usable below the floor is
+   refused unless forced; before the model's first listing every add must be forced.
+
+Before a model's first listing nothing is known of its capacity: usable is None and the floor
+is neither held nor breached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from canary.core.identity import Listed, excluded_by, usable
+from canary.core.layers import exclusion_key, iso_utc, merge_layers
+from canary.core.model import Event, EventKind, Exclusion, Layer
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One model's published list at ``at``, and the floor as it stands on it."""
+
+    model: str
+    at: datetime
+    entries: tuple[Exclusion, ...]  # merged, active, withheld quarantines left out
+    withheld: tuple[Exclusion, ...]  # quarantine entries held back by the floor
+    listing: tuple[Listed, ...] | None  # the latest listing; None before the first listing
+    usable: tuple[str, ...] | None  # tags of the listed endpoints no published entry names
+    floor: int
+
+    @property
+    def breached(self) -> bool:
+        return self.usable is not None and len(self.usable) < self.floor
+
+    @property
+    def ignore(self) -> list[str]:
+        return sorted({e.tag for e in self.entries})
+
+
+def publish(
+    model: str,
+    listing: Sequence[Listed] | None,
+    builtin: Sequence[Exclusion],
+    runtime: Sequence[Exclusion],
+    quarantines: Sequence[Exclusion],
+    *,
+    floor: int,
+    now: datetime,
+) -> Publication:
+    merged = merge_layers(model, builtin, runtime, quarantines, now)
+    if listing is None:
+        return Publication(model, now, merged, (), None, None, floor)
+    human = [e for e in merged if e.layer is not Layer.quarantine]
+    held = [e for e in merged if e.layer is Layer.quarantine]
+    by_tag = {e.tag: e for e in listing}
+    withheld: list[Exclusion] = []
+    published = list(merged)
+    left = usable(listing, published, now)
+    for entry in sorted(held, key=_most_recent_first):
+        if len(left) >= floor:
+            break
+        endpoint = by_tag.get(entry.tag)
+        if endpoint is None or excluded_by(human, endpoint, now):
+            continue  # withholding it would give no capacity back
+        withheld.append(entry)
+        published.remove(entry)
+        left = usable(listing, published, now)
+    listed = tuple(sorted(listing, key=lambda e: e.tag))
+    return Publication(model, now, tuple(published), tuple(withheld), listed, left, floor)
+
+
+def ignore_document(
+    publication: Publication, *, generated_at: datetime, stale: bool, policy_version: str
+) -> dict[str, Any]:
+    """The published ignore list of one model: what apps put into ``provider.ignore``.
+
+    Times are ISO-8601 UTC strings with a ``Z`` suffix, null when missing. ``floor_breached`` is
+    true exactly when fewer listed endpoints than the capacity floor are usable even with every
+    quarantine that would help withheld (``withheld`` names those).
+    """
+    tags = publication.ignore
+    return {
+        "model": publication.model,
+        "ignore": tags,
+        "provider": {"ignore": list(tags)},
+        "entries": [
+            {
+                "provider": e.tag,
+                "layer": e.layer.value,
+                "reason": e.reason,
+                "since": iso_utc(e.since),
+                "until": iso_utc(e.until),
+            }
+            for e in sorted(publication.entries, key=exclusion_key)
+        ],
+        "withheld": sorted({e.tag for e in publication.withheld}),
+        "capacity_floor": publication.floor,
+        "usable_endpoints": None if publication.usable is None else len(publication.usable),
+        "floor_breached": publication.breached,
+        "generated_at": iso_utc(generated_at),
+        "stale": stale,
+        "policy_version": policy_version,
+    }
+
+
+def _most_recent_first(entry: Exclusion) -> tuple[float, int, str]:
+    since = entry.since.timestamp() if entry.since is not None else 0.0
+    return (-since, -(entry.id or 0), entry.tag)
+
+
+# --- what the store records ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FloorRecord:
+    """What the store remembers of a model's floor: withheld quarantine ids, an open episode."""
+
+    withheld: Mapping[int, str] = field(default_factory=dict)  # quarantine id -> tag
+    episode_open: bool = False
+
+
+@dataclass(frozen=True)
+class FloorChanges:
+    """Each change with the audit row it writes; the store writes a row only if its change
+    applied (a replica that sees the same change a moment later writes nothing)."""
+
+    withhold: tuple[tuple[int, Event], ...] = ()  # quarantine id to mark withheld, floor_held row
+    republish: tuple[tuple[int, Event], ...] = ()  # quarantine id published again, republished row
+    open_episode: Event | None = None  # floor_breached
+    close_episode: Event | None = None  # floor_restored
+
+    @property
+    def empty(self) -> bool:
+        return not (self.withhold or self.republish or self.open_episode or self.close_episode)
+
+
+def reconcile(publication: Publication, record: FloorRecord) -> FloorChanges:
+    """The rows that bring the store's record in line with ``publication``."""
+    withheld_now = {e.id: e for e in publication.withheld if e.id is not None}
+    withhold = tuple(
+        (i, _withheld_event(publication, withheld_now[i]))
+        for i in sorted(set(withheld_now) - set(record.withheld))
+    )
+    republish = tuple(
+        (
+            i,
+            Event(
+                EventKind.republished,
+                publication.model,
+                tag,
+                {"quarantine_id": i, "why": "the capacity floor is met without withholding it"},
+            ),
+        )
+        for i, tag in sorted(record.withheld.items())
+        if i not in withheld_now
+    )
+    opening = publication.breached and not record.episode_open
+    closing = record.episode_open and publication.usable is not None and not publication.breached
+    return FloorChanges(
+        withhold,
+        republish,
+        breach_event(publication) if opening else None,
+        restore_event(publication) if closing else None,
+    )
+
+
+def restore_event(publication: Publication) -> Event:
+    return Event(
+        EventKind.floor_restored,
+        publication.model,
+        None,
+        {
+            "usable": len(publication.usable or ()),
+            "floor": publication.floor,
+            "why": f"{len(publication.usable or ())} usable endpoint(s), the floor of "
+            f"{publication.floor} is met again",
+        },
+    )
+
+
+def breach_event(publication: Publication, **extra: object) -> Event:
+    """The row that opens a floor episode (one alert)."""
+    usable_now = publication.usable or ()
+    return Event(
+        EventKind.floor_breached,
+        publication.model,
+        None,
+        {
+            "usable": len(usable_now),
+            "floor": publication.floor,
+            "usable_endpoints": list(usable_now),
+            "listed": len(publication.listing or ()),
+            "why": (
+                f"{len(usable_now)} usable endpoint(s) on the published list, below the capacity "
+                f"floor of {publication.floor}"
+            ),
+            "alert": True,
+            **extra,
+        },
+    )
+
+
+def _withheld_event(publication: Publication, entry: Exclusion) -> Event:
+    return Event(
+        EventKind.floor_held,
+        publication.model,
+        entry.tag,
+        {
+            "withheld": entry.tag,
+            "quarantine_id": entry.id,
+            "since": iso_utc(entry.since),
+            "until": iso_utc(entry.until),
+            "floor": publication.floor,
+            "usable": len(publication.usable or ()),
+            "why": (
+                f"quarantine of {entry.tag} withheld from the published list: without it "
+                f"fewer than {publication.floor} endpoints would be usable"
+            ),
+            "alert": True,
+        },
+        entry.evidence,
+    )
+
+
+# --- operators ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExclusionCheck:
+    """An operator's exclusion weighed against the floor."""
+
+    allowed: bool
+    message: str  # why it is refused, or what it does to the floor
+    usable_before: int | None
+    usable_after: int | None
+    breaches: bool  # allowed only because forced, and usable falls below the floor
+
+
+def check_exclusion(
+    before: Publication, entry: Exclusion, *, force: bool, now: datetime
+) -> ExclusionCheck:
+    """May ``entry`` join the runtime layer of ``before``'s model?
+
+    Refused (unless ``force``) when it lowers usable below the floor, counted on the list as
+    published now plus the entry, or when the model was never listed (nothing is known of its
+    capacity).
+    """
+    floor = before.floor
+    if before.usable is None or before.listing is None:
+        return ExclusionCheck(
+            force,
+            f"{before.model} has not been listed yet, so its capacity is unknown: "
+            "adding an exclusion needs --force",
+            None,
+            None,
+            False,
+        )
+    usable_now = [e for e in before.listing if e.tag in set(before.usable)]
+    after = usable(usable_now, [entry], now)
+    lowers = len(after) < len(before.usable) and len(after) < floor
+    message = (
+        f"excluding {entry.tag} leaves {len(after)} usable endpoint(s) of {before.model} "
+        f"(now {len(before.usable)}), below its capacity floor of {floor}"
+    )
+    if not lowers:
+        message = f"{len(after)} usable endpoint(s) of {before.model} remain (floor {floor})"
+    return ExclusionCheck(
+        allowed=force or not lowers,
+        message=message,
+        usable_before=len(before.usable),
+        usable_after=len(after),
+        breaches=lowers,
+    )

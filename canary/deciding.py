@@ -1,0 +1,130 @@
+"""Persisting a model's decisions: the shell between canary.core and the store.
+
+:class:`ModelDecisions` asks the core and writes what it returns, for a round
+(:meth:`~ModelDecisions.decide_round`), for the floor on the published list
+(:meth:`~ModelDecisions.sync_floor`) and for quarantines whose end has come between rounds
+(:meth:`~ModelDecisions.expire_due`). The round runner, the daemon's housekeeping and the
+property tests use this one path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from canary.core.floor import Publication, reconcile
+from canary.core.identity import Listed
+from canary.core.model import Event, Exclusion, RoundVerdict
+from canary.core.policy import PolicyRules
+from canary.core.quarantine import Decision, decide_model, expire_due
+from canary.store.repository import Store
+
+ACTOR = "canary"
+_ATTEMPTS = 5
+
+
+class DecisionConflict(RuntimeError):
+    """The decision kept losing its compare-and-set against concurrent changes."""
+
+    def __init__(self, model: str, round_id: int | None) -> None:
+        super().__init__(f"could not apply the decision of round {round_id} for {model}")
+        self.model = model
+        self.round_id = round_id
+
+
+@dataclass
+class ModelDecisions:
+    store: Store
+    builtin: Sequence[Exclusion]
+    rules: PolicyRules
+    policy_version: str
+
+    def builtin_for(self, model: str) -> list[Exclusion]:
+        return [e for e in self.builtin if e.model == model]
+
+    def publication(self, model: str, floor: int, now: datetime) -> Publication:
+        layers = self.store.model_layers([model], now)[model]
+        return layers.publish(model, self.builtin_for(model), floor, now)
+
+    def decide_round(
+        self,
+        model: str,
+        *,
+        round_id: int,
+        listing: Sequence[Listed],
+        verdicts: Mapping[str, RoundVerdict],
+        skipped: Collection[str],
+        round_events: Sequence[Event],
+        floor: int,
+        now: datetime,
+    ) -> Decision:
+        """Decide the round on the layers as they stand and write it in one transaction,
+        deciding again when an operator changed the model's layers in between."""
+        for _ in range(_ATTEMPTS):
+            guard = self.store.guard_version(model)
+            before = self.store.load_states(model)
+            layers = self.store.model_layers([model], now)[model]
+            decision = decide_model(
+                model,
+                before,
+                verdicts,
+                round_id=round_id,
+                now=now,
+                rules=self.rules,
+                capacity_floor=floor,
+                listing=listing,
+                human=[*self.builtin_for(model), *layers.runtime],
+                quarantines=layers.quarantines,
+                skipped=skipped,
+            )
+            if self.store.apply_decision(
+                round_id=round_id,
+                model=model,
+                before=before,
+                after=decision.states,
+                events=[*round_events, *decision.events],
+                quarantines_started=decision.quarantines,
+                releases=decision.releases,
+                actor=ACTOR,
+                policy_version=self.policy_version,
+                at=now,
+                guard=guard,
+            ):
+                return decision
+        raise DecisionConflict(model, round_id)
+
+    def sync_floor(self, models: Sequence[str], floors: Mapping[str, int], now: datetime) -> int:
+        """Record what the floor does on each model's published list (withheld quarantines, floor
+        episodes). Idempotent; any replica may run it. Returns the audit rows written."""
+        written = 0
+        for model, layers in self.store.model_layers(models, now).items():
+            publication = layers.publish(model, self.builtin_for(model), floors[model], now)
+            changes = reconcile(publication, layers.record)
+            if not changes.empty:
+                written += self.store.apply_floor_changes(
+                    model, changes, now, ACTOR, self.policy_version
+                )
+        return written
+
+    def expire_due(self, model: str, now: datetime) -> tuple[Event, ...]:
+        """Release the quarantines whose end has come, between rounds (their `release` rows go
+        out when ``until`` passes, not at the next round)."""
+        for _ in range(_ATTEMPTS):
+            before = self.store.load_states(model)
+            after, ends, events = expire_due(before, now)
+            if not ends:
+                return ()
+            if self.store.apply_decision(
+                round_id=None,
+                model=model,
+                before=before,
+                after=after,
+                events=events,
+                releases=ends,
+                actor=ACTOR,
+                policy_version=self.policy_version,
+                at=now,
+            ):
+                return events
+        raise DecisionConflict(model, None)
