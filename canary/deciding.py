@@ -94,10 +94,12 @@ class ModelDecisions:
                 return decision
         raise DecisionConflict(model, round_id)
 
-    def sync_floor(self, models: Sequence[str], floors: Mapping[str, int], now: datetime) -> int:
+    def sync_floor(
+        self, models: Sequence[str], floors: Mapping[str, int], now: datetime
+    ) -> list[Event]:
         """Record what the floor does on each model's published list (withheld quarantines, floor
-        episodes). Idempotent; any replica may run it. Returns the audit rows written."""
-        written = 0
+        episodes). Idempotent; any replica may run it. Returns the events it recorded."""
+        written: list[Event] = []
         for model, layers in self.store.model_layers(models, now).items():
             publication = layers.publish(model, self.builtin_for(model), floors[model], now)
             changes = reconcile(publication, layers.record)

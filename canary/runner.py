@@ -254,7 +254,7 @@ class RoundRunner:
         )
         report.decided = True
         report.events += list(decision.events)
-        decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
+        report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
         self.w.metrics.set_quarantines(model.id, len(store.active_quarantines(model.id, now)))
         store.finish_round(
             round_id,

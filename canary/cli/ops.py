@@ -98,7 +98,9 @@ def quarantine_show(
         "provider": provider,
         "quarantined": active is not None,
         "active": active,
-        "state": jsonable(state),
+        "state": None
+        if state is None
+        else {**jsonable(state), "failing_streak": state.failing_streak},
         "history": history,
     }
     if as_json:

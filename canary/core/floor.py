@@ -258,10 +258,12 @@ def check_exclusion(
 
     Refused (unless ``force``) when it lowers usable below the floor, counted on the list as
     published now plus the entry, or when the model was never listed (nothing is known of its
-    capacity).
+    capacity) and has a floor.
     """
     floor = before.floor
     if before.usable is None or before.listing is None:
+        if floor <= 0:  # no floor to hold
+            return ExclusionCheck(True, f"{before.model} has no capacity floor", None, None, False)
         return ExclusionCheck(
             force,
             f"{before.model} has not been listed yet, so its capacity is unknown: "

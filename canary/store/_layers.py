@@ -212,12 +212,12 @@ class LayersMixin(StoreBase):
         now: datetime,
         actor: str,
         policy_version: str | None,
-    ) -> int:
+    ) -> list[Event]:
         """Record withheld/republished quarantines and floor episodes; each audit row is written
         only if its change applied, so replicas that see the same change record it once.
-        Returns the number of audit rows written."""
+        Returns the events whose rows were written."""
         if changes.empty:
-            return 0
+            return []
         with self._write() as conn:
             return _apply_floor(conn, model, changes, now, actor, policy_version)
 
@@ -277,7 +277,7 @@ def _apply_floor(
     now: datetime,
     actor: str,
     policy_version: str | None,
-) -> int:
+) -> list[Event]:
     q = t.quarantines.c
     written: list[Event] = []
     for quarantine_id, event in changes.withhold:
@@ -320,4 +320,4 @@ def _apply_floor(
         if closed:
             written.append(changes.close_episode)
     write_audit(conn, written, actor, policy_version, now)
-    return len(written)
+    return written

@@ -28,6 +28,7 @@ from canary.core.model import (
     Pricing,
     Result,
     RoundVerdict,
+    Streak,
     Transport,
     Verdict,
 )
@@ -134,22 +135,24 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
     until = since + timedelta(days=1)
     evidence = tuple(rounds)
     after = {
-        tag: EndpointState(model=model, tag=tag, passing_streak=2)
+        tag: EndpointState(model=model, tag=tag)
         for tag in TAGS
         if tag not in ("bravo", "charlie/fp8")
     }
     after["bravo"] = EndpointState(
         model=model,
         tag="bravo",
-        failing_streak=2,
+        streaks=(Streak(Contract.hygiene, 2, since, evidence),),
         quarantined_since=since,
         quarantined_until=until,
+        causes=("hygiene",),
         ladder_step=1,
         last_quarantine_at=since,
-        evidence=evidence,
     )
     after["charlie/fp8"] = EndpointState(
-        model=model, tag="charlie/fp8", failing_streak=1, evidence=(rounds[1],)
+        model=model,
+        tag="charlie/fp8",
+        streaks=(Streak(Contract.hygiene, 1, since, (rounds[1],)),),
     )
     reason = "hygiene failed 2 rounds in a row: stray leading fragment"
     applied = s.apply_decision(
@@ -166,15 +169,24 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
                 evidence=evidence,
             )
         ],
-        quarantines_started=[QuarantineStart(model, "bravo", since, until, 1, reason, evidence)],
+        quarantines_started=[
+            QuarantineStart(model, "bravo", since, until, 1, reason, evidence, ("hygiene",))
+        ],
         actor="canary",
         policy_version=POLICY,
         at=since,
     )
     assert applied
     exclusion_id = s.add_exclusion(
-        model, "delta", "incident 42: timeouts in eu", "seed", None, now - timedelta(minutes=10)
-    )
+        model,
+        "delta",
+        "incident 42: timeouts in eu",
+        "seed",
+        None,
+        now - timedelta(minutes=10),
+        builtin=builtin(model),
+        floor=0,
+    ).id
     return Seeded(model=model, rounds=evidence, exclusion_id=exclusion_id, quarantine_until=until)
 
 
@@ -210,7 +222,12 @@ class Api:
             store.url, self.model, token=token, daily_budget_usd=daily_budget_usd
         )
         self.service = IgnoreListService(
-            store, builtin(self.model), [self.model], POLICY, self.clock
+            store,
+            builtin(self.model),
+            [self.model],
+            POLICY,
+            self.clock,
+            floor_of=lambda m: self.settings.model(m).capacity_floor,
         )
         assert self.service.refresh()
         self.app = create_app(self.settings, store, self.service, clock=self.clock)

@@ -8,19 +8,32 @@ from datetime import datetime, timedelta
 import pytest
 from ops_seed import NOW, Clock
 
+from canary.core.floor import FloorRecord
+from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
+from canary.store._layers import ModelLayers
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, strong_etag
 
 M = "acme/one"
 
 
 class LayerStore:
-    """A stand-in for the two store reads the service makes; it can be told to fail on either."""
+    """A stand-in for the store read the service makes; it can be told to fail on either half
+    (runtime entries, then quarantines: a failure after the first half is a partial read)."""
 
     def __init__(self) -> None:
         self.runtime: list[Exclusion] = []
         self.quarantines: list[Exclusion] = []
+        self.listing: tuple[Listed, ...] | None = None
         self.fail_on: str | None = None
+
+    def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+        out = {}
+        for model in models:
+            runtime = tuple(e for e in self.active_exclusions(model, now) if e.model == model)
+            held = tuple(e for e in self.active_quarantines(model, now) if e.model == model)
+            out[model] = ModelLayers(self.listing, runtime, held, FloorRecord())
+        return out
 
     def active_exclusions(self, model: str | None, now: datetime) -> Sequence[Exclusion]:
         if self.fail_on == "runtime":
@@ -170,3 +183,21 @@ def test_serving_never_waits_for_a_refresh_stuck_on_the_store() -> None:
     refresher.join(30)
     reader.join(30)
     assert not stuck_while_serving and served == [[]]
+
+
+def test_the_served_list_holds_the_floor_and_says_when_it_is_breached() -> None:
+    store = LayerStore()
+    store.listing = (Listed("bad"), Listed("good"), Listed("spare"))
+    store.quarantines = [_q("bad", NOW + timedelta(days=1))]
+    service = IgnoreListService(store, (), [M], "p-1", Clock(), floor_of=lambda model: 2)
+    service.refresh()
+    doc, _ = service.document(M)
+    assert doc["ignore"] == ["bad"] and doc["floor_breached"] is False
+    store.listing = (Listed("bad"), Listed("good"))  # spare vanished: bad is withheld
+    service.refresh()
+    doc, _ = service.document(M)
+    assert doc["ignore"] == [] and doc["withheld"] == ["bad"] and doc["usable_endpoints"] == 2
+    store.runtime = [Exclusion(M, "good", Layer.runtime, "forced by an operator")]
+    service.refresh()
+    doc, _ = service.document(M)
+    assert doc["ignore"] == ["good"] and doc["floor_breached"] is True

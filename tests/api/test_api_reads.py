@@ -23,8 +23,15 @@ def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: A
         "generated_at",
         "stale",
         "policy_version",
+        "capacity_floor",
+        "usable_endpoints",
+        "withheld",
+        "floor_breached",
     }
     assert doc["model"] == api.model
+    # six listed, three excluded: alpha, charlie/fp8 and foxtrot are usable, floor 2
+    assert (doc["usable_endpoints"], doc["capacity_floor"]) == (3, 2)
+    assert doc["floor_breached"] is False and doc["withheld"] == []
     assert doc["ignore"] == ["bravo", "delta", "echo"]
     assert doc["provider"] == {"ignore": ["bravo", "delta", "echo"]}
     assert [(e["provider"], e["layer"]) for e in doc["entries"]] == [
@@ -108,7 +115,10 @@ def test_providers_show_each_state_failing_rounds_results_and_ttft(api: Api) -> 
         "since": "2026-05-01T11:30:00Z",
         "until": "2026-05-02T11:30:00Z",
         "step": 1,
+        "causes": ["hygiene"],
+        "withheld": False,
     }
+    assert bravo["failing_by_contract"] == {"hygiene": 2}
     assert bravo["last_round"]["hygiene"]["result"] == "fail"
     assert "stray fragment" in bravo["last_round"]["hygiene"]["detail"]
     assert providers["charlie/fp8"]["failing_rounds"] == 1

@@ -35,7 +35,7 @@ def test_status_with_no_model_anywhere_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no model is watched" in result.stderr
 
 
-def test_before_the_first_round_any_provider_can_be_excluded(tmp_path: Path) -> None:
+def test_before_the_first_round_any_provider_can_be_excluded_when_forced(tmp_path: Path) -> None:
     from canary.store.repository import Store
 
     url = f"sqlite:///{(tmp_path / 'canary.db').as_posix()}"
@@ -46,6 +46,10 @@ def test_before_the_first_round_any_provider_can_be_excluded(tmp_path: Path) -> 
     runner = CliRunner()
     args = ["--config", str(config), "exclude", "add", "--model", "acme/new"]
     result = runner.invoke(app, [*args, "--provider", "badhost", "--reason", "known bad"])
+    assert result.exit_code == 4 and "not been listed yet" in result.stderr
+    assert store.active_exclusions("acme/new", datetime.now(UTC)) == []
+    forced = [*args, "--provider", "badhost", "--reason", "known bad", "--force"]
+    result = runner.invoke(app, forced)
     assert result.exit_code == 0, result.output
     assert [e.tag for e in store.active_exclusions("acme/new", datetime.now(UTC))] == ["badhost"]
     store.dispose()

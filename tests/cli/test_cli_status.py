@@ -16,7 +16,7 @@ from cli_fleet import REPO, Fleet
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.cli.ops_base import read_builtin_exclusions
+from canary.definitions import load_builtin_exclusions
 from canary.probes import load_probes
 from canary.store.repository import Store
 
@@ -105,12 +105,12 @@ def test_the_quick_builtin_reader_matches_the_full_probe_load(tmp_path: Path) ->
     probes = tmp_path / "probes"
     shutil.copytree(REPO / "probes", probes)
     (probes / "builtin_exclusions.yaml").write_text(BUILTIN, encoding="utf-8")
-    quick = read_builtin_exclusions(probes)
+    quick = load_builtin_exclusions(probes)
     assert len(quick) == 2
     assert quick == load_probes(probes, ("en",)).builtin_exclusions
 
 
-def test_an_unexpected_builtin_file_falls_back_to_the_full_load_and_its_error(
+def test_an_unexpected_builtin_file_stops_status_with_the_loader_error(
     fleet: Fleet,
 ) -> None:
     probes = Path(fleet.config.read_text().split('probes_dir = "')[1].split('"')[0])

@@ -30,7 +30,9 @@ class Live:
         url = f"sqlite:///{self.db}"
         self.store = Store(url)
         self.store.upgrade()
-        self.store.add_exclusion(MODEL, "bad-host", "stray tokens", "test", None, NOW)
+        self.store.add_exclusion(
+            MODEL, "bad-host", "stray tokens", "test", None, NOW, builtin=(), floor=0
+        )
         self.service = IgnoreListService(self.store, (), [MODEL], "p-test", clock=lambda: NOW)
         assert self.service.refresh()
         settings = Settings(database_url=url, models=(ModelSettings(id=MODEL),))

@@ -63,6 +63,7 @@ def test_snapshot_keeps_the_tracked_metadata_with_sorted_parameters() -> None:
         "status": 0,
         "uptime_last_30m": 99.5,
         "latency_last_30m": {"p50": 640.0, "p75": 900.0, "p90": 1500.0, "p99": 4000.0},
+        "service_tier": None,
     }
 
 
@@ -204,7 +205,7 @@ def test_endpoint_that_appears_above_the_cap_or_below_the_floor_is_an_alert() ->
     assert change.reason == "prompt price 5 > cap 1 USD/M tokens; quantization fp4 < floor fp8"
 
 
-def test_falling_below_the_capacity_floor_is_an_alert_with_no_tag() -> None:
+def test_falling_below_the_capacity_floor_is_recorded_and_left_to_the_floor_episode() -> None:
     before = fleet()
     after = {"alpha": before["alpha"]}
     got = diff(before, after)
@@ -214,7 +215,7 @@ def test_falling_below_the_capacity_floor_is_an_alert_with_no_tag() -> None:
         (None, "capacity"),
     ]
     assert got[-1] == DriftChange(
-        MODEL, None, "capacity", 3, 1, True, "1 endpoints < capacity floor 2"
+        MODEL, None, "capacity", 3, 1, False, "1 endpoints < capacity floor 2"
     )
 
 

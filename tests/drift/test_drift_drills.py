@@ -93,7 +93,7 @@ EXPECTED = sorted(
         (4, "echo", "presence", True),
         (5, "bravo", "presence", True),
         (5, "delta", "presence", True),
-        (5, None, "capacity", True),
+        (5, None, "capacity", False),
         (6, "foxtrot", "presence", False),
         (6, "golf", "presence", True),
         (6, None, "capacity", False),
@@ -225,8 +225,13 @@ def test_vanished_endpoints_alert_and_the_capacity_floor_is_watched(drilled: Dri
             "present", None, True, "vanished",
         )  # fmt: skip
     below = drilled.one(5, None, "capacity")
-    assert (below["old"], below["new"], below["alert"]) == (4, 2, True)
+    assert (below["old"], below["new"], below["alert"]) == (4, 2, False)
     assert below["reason"] == "2 endpoints < capacity floor 3"
+    # what the floor means for routing is one floor episode, opened and closed once
+    breached = drilled.result.of_kind("floor_breached")
+    restored = drilled.result.of_kind("floor_restored")
+    assert [e["round"] for e in breached] == [5] and breached[0]["usable"] == 2
+    assert [e["round"] for e in restored] == [6]
     back = drilled.one(6, None, "capacity")
     assert (back["old"], back["new"], back["alert"], back["reason"]) == (2, 4, False, None)
 
@@ -281,7 +286,7 @@ def test_drift_since_filters_by_time(drilled: Drilled, store: Store) -> None:
 def test_every_alert_has_exactly_one_audit_record(drilled: Drilled, store: Store) -> None:
     audit = store.audit(model=MODEL, events=["drift"], limit=1000)
     alerts = [e for e in drilled.drift if e["alert"]]
-    assert len(audit) == len(alerts) == 8
+    assert len(audit) == len(alerts) == 7
     recorded = Counter((a.tag, a.detail["field"], a.round_id) for a in audit)
     expected = Counter((e["provider"], e["field"], e["evidence"][0]) for e in alerts)
     assert recorded == expected
@@ -313,7 +318,7 @@ def test_an_emptied_endpoints_list_alerts_once_not_every_round(tmp_path: Path) -
         (e["provider"] or "", e["field"], e["alert"]) for e in drift if e["round"] == 2
     )
     assert emptied == [
-        ("", "capacity", True),
+        ("", "capacity", False),
         ("alpha", "presence", True),
         ("bravo", "presence", True),
     ]

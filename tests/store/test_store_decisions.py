@@ -305,16 +305,16 @@ def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, mode
     held = Event(EventKind.floor_held, model, "alpha", {"withheld": "alpha"})
     changes = FloorChanges(withhold=((q.id, held),), open_episode=breach)
     now = T0 + timedelta(minutes=5)
-    assert store.apply_floor_changes(model, changes, now, "canary", "p-1") == 2
-    assert store.apply_floor_changes(model, changes, now, "replica-2", "p-1") == 0
+    assert len(store.apply_floor_changes(model, changes, now, "canary", "p-1")) == 2
+    assert store.apply_floor_changes(model, changes, now, "replica-2", "p-1") == []
     assert store.quarantines(model)[0].withheld_at == now
     assert [e["model"] for e in store.floor_episodes(model)] == [model]
     assert stored.quarantined(now)
     restore = Event(EventKind.floor_restored, model, None, {})
     republish = Event(EventKind.republished, model, "alpha", {})
     closing = FloorChanges(republish=((q.id, republish),), close_episode=restore)
-    assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == 2
-    assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == 0
+    assert len(store.apply_floor_changes(model, closing, now, "canary", "p-1")) == 2
+    assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == []
     [episode] = store.floor_episodes(model)
     assert episode["closed_at"] == now and store.quarantines(model)[0].withheld_at is None
     kinds = [a.event for a in store.audit(model)]

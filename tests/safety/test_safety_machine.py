@@ -1,0 +1,377 @@
+"""The safety invariants of the published list, as a stateful property (issue 12).
+
+Hypothesis drives the real core and a real SQLite store (migrated once per session, emptied per
+example) through random sequences: rounds with random per-contract results (transport errors and
+weak probes included), endpoints appearing and vanishing, base-slug and dated built-in entries,
+operator exclusions with and without force, manual releases, housekeeping and clock jumps of up
+to 20 days. After every step it checks, against oracles written here rather than the code under
+test:
+
+- no quarantine that would give capacity back is published while usable < floor, and no
+  unforced operator action lowered usable below the floor;
+- ``floor_breached`` is in the document exactly when usable < floor, with one audit row per
+  episode and an episode open exactly while the floor is breached (once recorded);
+- no quarantine without the evidence rule: each cause failed this round and in the previous
+  conclusive round of that contract, within the max age, since the endpoint's last release;
+- ``until`` never moves earlier except by a release;
+- one audit row per quarantine start and end, exclusion add and remove;
+- the list is the merge of the published layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+from sqlalchemy import delete
+
+from canary.core.floor import Publication, ignore_document
+from canary.core.identity import Listed
+from canary.core.model import (
+    Contract,
+    ContractResult,
+    Endpoint,
+    EventKind,
+    Exclusion,
+    Layer,
+    Mode,
+    Pricing,
+    Result,
+)
+from canary.core.policy import PolicyRules
+from canary.core.verdict import judge_round
+from canary.deciding import ModelDecisions
+from canary.store import FloorRefused, NoActiveQuarantine, Store
+from canary.store import tables as t
+
+MODEL = "acme/safety-1"
+T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+INTERVAL = timedelta(minutes=30)
+TAGS = ("deepinfra/fp8", "deepinfra/turbo", "alpha", "beta", "gamma", "delta")
+TIERED = {"deepinfra/turbo": "flex"}  # a service-tier endpoint: a base slug does not name it
+ENTRY_TAGS = ("deepinfra", "deepinfra/fp8", "deepinfra/turbo", "alpha", "beta", "gamma")
+CONTRACTS = (Contract.ttft, Contract.schema, Contract.language, Contract.refusal)
+RESULTS = (
+    Result.passed,
+    Result.passed,
+    Result.fail,
+    Result.fail,
+    Result.inconclusive,
+    Result.transport_error,
+    Result.not_applicable,
+)
+RULES = PolicyRules(mode=Mode.enforce)
+MAX_AGE = RULES.streak_max_age
+
+
+@pytest.fixture(scope="session")
+def safety_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    store = Store(f"sqlite:///{tmp_path_factory.mktemp('safety') / 'canary.db'}")
+    store.upgrade()
+    yield store
+    store.dispose()
+
+
+def names(entry: str, tag: str) -> bool:
+    """The identity rule, restated: the full tag, or the base slug of a tier-less endpoint."""
+    return entry == tag or ("/" not in entry and tag.split("/")[0] == entry and tag not in TIERED)
+
+
+@dataclass
+class Oracle:
+    """What the test remembers on its own."""
+
+    conclusive: dict[tuple[str, Contract], list[tuple[datetime, Result]]] = field(
+        default_factory=dict
+    )
+    released_at: dict[str, datetime] = field(default_factory=dict)
+    until: dict[str, datetime] = field(default_factory=dict)
+    episodes_seen: int = 0
+
+
+class SafetyMachine(RuleBasedStateMachine):
+    store: Store
+
+    @initialize(floor=st.integers(1, 3))
+    def start(self, floor: int) -> None:
+        self.floor = floor
+        self.now = T0
+        self.listed: set[str] = {"alpha", "beta", "gamma", "deepinfra/fp8"}
+        self.builtin: list[Exclusion] = []
+        self.oracle = Oracle()
+        self.rounds = 0
+        self.synced_at: datetime | None = T0  # when the floor record was last brought up to date
+        with self.store.engine.begin() as conn:
+            for table in reversed(t.metadata.sorted_tables):
+                conn.execute(delete(table))
+
+    # --- the shell under test -------------------------------------------------------------
+
+    @property
+    def decisions(self) -> ModelDecisions:
+        return ModelDecisions(self.store, tuple(self.builtin), RULES, "p-safety")
+
+    def publication(self, at: datetime | None = None) -> Publication:
+        return self.decisions.publication(MODEL, self.floor, at or self.now)
+
+    def endpoints(self) -> list[Endpoint]:
+        return [
+            Endpoint(MODEL, tag, tag, Pricing(0.0, 0.0), service_tier=TIERED.get(tag))
+            for tag in sorted(self.listed)
+        ]
+
+    # --- rules ----------------------------------------------------------------------------
+
+    @rule(
+        data=st.data(),
+        weak=st.booleans(),
+        skip=st.sets(st.sampled_from(TAGS), max_size=2),
+    )
+    def round(self, data: st.DataObject, weak: bool, skip: set[str]) -> None:
+        self.run_round(data, weak, skip)
+
+    @rule(data=st.data(), tag=st.sampled_from(TAGS), contract=st.sampled_from(CONTRACTS))
+    def a_defect_reproduces(self, data: st.DataObject, tag: str, contract: Contract) -> None:
+        """Two rounds in which one endpoint fails one contract (the others drawn at random)."""
+        for _ in range(2):
+            self.run_round(data, False, set(), forced=(tag, contract))
+
+    def run_round(
+        self,
+        data: st.DataObject,
+        weak: bool,
+        skip: set[str],
+        forced: tuple[str, Contract] | None = None,
+    ) -> None:
+        self.rounds += 1
+        round_id = self.store.claim_round(MODEL, self.now, "machine", "p-safety", {})
+        assert round_id is not None
+        self.store.record_snapshots(round_id, MODEL, self.endpoints(), self.now)
+        before = self.publication()
+        probed = sorted(self.listed - skip)
+        results: dict[str, list[ContractResult]] = {}
+        for tag in probed:
+            chosen = data.draw(st.tuples(*(st.sampled_from(RESULTS) for _ in CONTRACTS)))
+            results[tag] = [
+                ContractResult(c, Result.fail if forced == (tag, c) else r, f"{c.value} {r.value}")
+                for c, r in zip(CONTRACTS, chosen, strict=True)
+            ]
+        outcome = judge_round(
+            MODEL,
+            results,
+            positive_controls=("alpha",) if weak else (),
+            rules=RULES,
+            round_id=round_id,
+            listed=sorted(self.listed),
+            usable=before.usable,
+        )
+        states_before = self.store.load_states(MODEL)
+        decision = self.decisions.decide_round(
+            MODEL,
+            round_id=round_id,
+            listing=[Listed.of(e) for e in self.endpoints()],
+            verdicts=outcome.verdicts,
+            skipped=sorted(self.listed & skip),
+            round_events=list(outcome.events),
+            floor=self.floor,
+            now=self.now,
+        )
+        for end in decision.releases:
+            self.oracle.released_at[end.tag] = self.now
+            self.oracle.until.pop(end.tag, None)
+        for start in decision.quarantines:
+            event("a quarantine started")
+            self.check_evidence(start.tag, start.causes, outcome.verdicts[start.tag].results)
+            assert states_before.get(start.tag) is None or not states_before[
+                start.tag
+            ].quarantined(self.now)
+        for tag, verdict in outcome.verdicts.items():
+            for r in verdict.results:
+                if r.result in (Result.passed, Result.fail):
+                    self.oracle.conclusive.setdefault((tag, r.contract), []).append(
+                        (self.now, r.result)
+                    )
+        self.decisions.sync_floor([MODEL], {MODEL: self.floor}, self.now)
+        self.synced_at = self.now
+        self.now += INTERVAL
+
+    def check_evidence(self, tag: str, causes: tuple[str, ...], results: tuple[ContractResult, ...]) -> None:
+        assert causes, f"{tag} quarantined without a cause"
+        released = self.oracle.released_at.get(tag)
+        for cause in causes:
+            contract = Contract(cause)
+            now_result = next(r.result for r in results if r.contract is contract)
+            assert now_result is Result.fail, f"{tag}: cause {cause} did not fail this round"
+            history = [
+                (at, result)
+                for at, result in self.oracle.conclusive.get((tag, contract), [])
+                if released is None or at >= released
+            ]
+            assert history, f"{tag}: {cause} failed only once"
+            at, result = history[-1]
+            assert result is Result.fail and self.now - at <= MAX_AGE, (
+                f"{tag}: {cause} had no failing round in a row before ({history[-3:]})"
+            )
+
+    @rule(tag=st.sampled_from(TAGS))
+    def endpoint_appears_or_vanishes(self, tag: str) -> None:
+        self.listed ^= {tag}  # seen by the next round's listing
+
+    @rule(
+        tag=st.sampled_from(ENTRY_TAGS),
+        starts=st.sampled_from([None, -30, 2, 48]),
+        lasts=st.sampled_from([None, 1, 24, 24 * 40]),
+    )
+    def builtin_entry(self, tag: str, starts: int | None, lasts: int | None) -> None:
+        since = None if starts is None else self.now + timedelta(hours=starts)
+        until = None if lasts is None else (since or self.now) + timedelta(hours=lasts)
+        self.builtin.append(Exclusion(MODEL, tag, Layer.builtin, "reviewed", since, until))
+        self.synced_at = None
+
+    @rule(tag=st.sampled_from(ENTRY_TAGS), force=st.booleans())
+    def operator_excludes(self, tag: str, force: bool) -> None:
+        before = self.publication()
+        try:
+            self.store.add_exclusion(
+                MODEL, tag, "ops", "cli:ops", None, self.now,
+                builtin=tuple(self.builtin), floor=self.floor, force=force,
+            )  # fmt: skip
+        except FloorRefused:
+            event("an exclusion was refused by the floor")
+            assert not force
+            return
+        after = self.publication()
+        if not force and before.usable is not None:
+            assert after.usable is not None
+            assert len(after.usable) >= min(self.floor, len(before.usable)), (
+                f"an unforced exclusion of {tag} left {len(after.usable)} usable"
+            )
+        self.synced_at = self.now  # an add records the floor of its publication, in its transaction
+
+    @rule(data=st.data())
+    def operator_removes(self, data: st.DataObject) -> None:
+        active = self.store.active_exclusions(MODEL, self.now)
+        if active:
+            chosen = data.draw(st.sampled_from(active))
+            assert chosen.id is not None
+            self.store.remove_exclusion(chosen.id, "cli:ops", "done", self.now)
+            self.synced_at = None
+
+    @rule(tag=st.sampled_from(TAGS))
+    def operator_releases(self, tag: str) -> None:
+        try:
+            self.store.release_quarantine(MODEL, tag, "cli:ops", "checked", self.now)
+        except NoActiveQuarantine:
+            return
+        self.oracle.released_at[tag] = self.now
+        self.oracle.until.pop(tag, None)
+        self.synced_at = None
+
+    @rule()
+    def housekeeping(self) -> None:
+        for event in self.decisions.expire_due(MODEL, self.now):
+            if event.tag is not None:
+                self.oracle.released_at[event.tag] = self.now
+                self.oracle.until.pop(event.tag, None)
+        self.decisions.sync_floor([MODEL], {MODEL: self.floor}, self.now)
+        self.synced_at = self.now
+
+    @rule(hours=st.sampled_from([1, 6, 7, 23, 24 * 3, 24 * 8, 24 * 20]))
+    def clock_jumps(self, hours: int) -> None:
+        self.now += timedelta(hours=hours)
+
+    # --- invariants ---------------------------------------------------------------------------
+
+    @invariant()
+    def the_floor_holds_on_the_published_list(self) -> None:
+        p = self.publication()
+        document = ignore_document(p, generated_at=self.now, stale=False, policy_version="p")
+        listing = self.store.latest_listing(MODEL)
+        if listing is None:
+            assert document["floor_breached"] is False and document["usable_endpoints"] is None
+            return
+        listed = {e.tag for e in listing}
+        published = [e for e in p.entries]
+        usable = {tag for tag in listed if not any(names(e.tag, tag) for e in published)}
+        assert document["usable_endpoints"] == len(usable)
+        assert document["floor_breached"] is (len(usable) < self.floor)
+        if p.withheld:
+            event("a quarantine was withheld")
+        if p.breached:
+            event("the floor was breached")
+        humans = [e for e in published if e.layer is not Layer.quarantine]
+        if len(usable) < self.floor:
+            for entry in published:
+                if entry.layer is Layer.quarantine:
+                    helps = entry.tag in listed and not any(names(h.tag, entry.tag) for h in humans)
+                    assert not helps, f"{entry.tag} stays quarantined while the floor is breached"
+
+    @invariant()
+    def one_audit_row_per_episode_and_an_episode_open_exactly_while_breached(self) -> None:
+        episodes = self.store.floor_episodes(MODEL)
+        breaches = self.store.audit(MODEL, events=[EventKind.floor_breached], limit=10_000)
+        assert len(breaches) == len(episodes)
+        assert sum(1 for e in episodes if e["closed_at"] is None) <= 1
+        if self.synced_at is not None and self.store.latest_listing(MODEL) is not None:
+            open_now = any(e["closed_at"] is None for e in episodes)
+            assert open_now is self.publication(self.synced_at).breached
+
+    @invariant()
+    def until_never_moves_earlier_except_by_a_release(self) -> None:
+        for q in self.store.quarantines(MODEL, active_only=True):
+            recorded = self.oracle.until.get(q.tag)
+            assert recorded is None or q.until >= recorded
+            self.oracle.until[q.tag] = q.until
+
+    @invariant()
+    def one_audit_row_per_start_end_add_and_remove(self) -> None:
+        rows = self.store.audit(MODEL, limit=100_000)
+        count = {kind: sum(1 for r in rows if r.event == kind) for kind in {r.event for r in rows}}
+        quarantines = self.store.quarantines(MODEL, active_only=False)
+        ended = [q for q in quarantines if q.released_at is not None]
+        exclusions = self.store.exclusion_rows(MODEL, active_only=False)
+        assert count.get("quarantine", 0) == len(quarantines)
+        assert count.get("release", 0) == sum(1 for q in ended if q.release_why != "superseded")
+        assert count.get("exclusion_added", 0) == len(exclusions)
+        assert count.get("exclusion_removed", 0) == sum(1 for e in exclusions if e.removed_at)
+
+    @invariant()
+    def the_list_is_the_merge_of_the_published_layers(self) -> None:
+        p = self.publication()
+        runtime = self.store.active_exclusions(MODEL, self.now)
+        quarantines = self.store.active_quarantines(MODEL, self.now)
+        withheld = {e.id for e in p.withheld}
+        expected = {
+            (e.tag, Layer.builtin) for e in self.builtin if e.active(self.now)
+        } | {(e.tag, Layer.runtime) for e in runtime} | {
+            (e.tag, Layer.quarantine) for e in quarantines if e.id not in withheld
+        }
+        assert {(e.tag, e.layer) for e in p.entries} == expected
+        assert p.ignore == sorted({tag for tag, _ in expected})
+        assert withheld <= {e.id for e in quarantines}
+
+
+TestSafety = SafetyMachine.TestCase
+TestSafety.settings = settings(
+    max_examples=500,
+    stateful_step_count=14,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.fixture(autouse=True)
+def _machine_store(safety_store: Store) -> Iterator[None]:
+    SafetyMachine.store = safety_store
+    yield
