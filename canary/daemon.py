@@ -70,7 +70,6 @@ class Daemon:
         except Exception as exc:
             log.warning("notify_failed", error=repr(exc))
 
-
     def keep_decisions(self, now: datetime) -> None:
         """Between rounds: release quarantines whose end has come (their notifications go out
         now, not at the next round) and record what the floor does on the published lists."""

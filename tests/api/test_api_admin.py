@@ -183,3 +183,53 @@ def test_an_oversized_body_is_413_and_changes_nothing(api: Api) -> None:
     )
     assert response.status_code == 413 and "larger than" in response.json()["error"]
     assert api.ignore() == ["bravo", "delta", "echo"]
+
+
+def test_an_exclusion_below_the_capacity_floor_is_409_unless_forced(api: Api) -> None:
+    # alpha, charlie/fp8 and foxtrot are usable, floor 2: one more exclusion is fine, two is not
+    def add(provider: str, **extra: object) -> object:
+        body = {"model": api.model, "provider": provider, "reason": "incident", **extra}
+        return api.client.post("/v1/exclusions", json=body, headers=api.admin())
+
+    ok = add("alpha")
+    assert ok.status_code == 201  # type: ignore[attr-defined]
+    assert ok.json()["usable_after"] == 2  # type: ignore[attr-defined]
+    refused = add("foxtrot")
+    assert refused.status_code == 409  # type: ignore[attr-defined]
+    message = refused.json()["error"]  # type: ignore[attr-defined]
+    assert "leaves 1 usable endpoint(s)" in message and "floor of 2" in message
+    assert "foxtrot" not in api.ignore()
+    forced = add("foxtrot", force=True)
+    assert forced.status_code == 201  # type: ignore[attr-defined]
+    document = api.client.get("/v1/ignore-list", params={"model": api.model}).json()
+    # bravo's quarantine is withheld: it gives the capacity back, and the floor holds
+    assert document["withheld"] == ["bravo"] and "bravo" not in document["ignore"]
+    assert document["floor_breached"] is False and document["usable_endpoints"] == 2
+    [held] = api.store.audit(api.model, events=["floor_held"])
+    assert held.tag == "bravo" and held.actor == "api"
+    assert add("charlie/fp8", force=True).status_code == 201  # type: ignore[attr-defined]
+    document = api.client.get("/v1/ignore-list", params={"model": api.model}).json()
+    assert document["floor_breached"] is True and document["usable_endpoints"] == 1
+    breaches = api.store.audit(api.model, events=["floor_breached"])
+    assert len(breaches) == 1 and breaches[0].actor == "api"
+
+
+def test_an_exclusion_of_a_provider_slug_names_every_endpoint_of_it(api: Api) -> None:
+    body = {"model": api.model, "provider": "charlie", "reason": "whole provider"}
+    response = api.client.post("/v1/exclusions", json=body, headers=api.admin())
+    assert response.status_code == 201  # type: ignore[attr-defined]
+    assert response.json()["usable_after"] == 2  # charlie/fp8 left the usable endpoints
+
+
+@pytest.mark.parametrize("provider", ["Charlie", "charlie fp8", "CHARLIE/fp8"])
+def test_an_exclusion_of_a_tag_that_is_not_a_lowercase_slug_is_422(api: Api, provider: str) -> None:
+    body = {"model": api.model, "provider": provider, "reason": "r"}
+    response = api.client.post("/v1/exclusions", json=body, headers=api.admin())
+    assert response.status_code == 422  # type: ignore[attr-defined]
+    assert "lowercase" in response.json()["error"]  # type: ignore[attr-defined]
+
+
+def test_force_must_be_a_boolean(api: Api) -> None:
+    body = {"model": api.model, "provider": "alpha", "reason": "r", "force": "yes"}
+    response = api.client.post("/v1/exclusions", json=body, headers=api.admin())
+    assert response.status_code == 422  # type: ignore[attr-defined]

@@ -11,8 +11,8 @@ from ops_seed import NOW, Clock
 from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.store._layers import ModelLayers
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, strong_etag
+from canary.store._layers import ModelLayers
 
 M = "acme/one"
 

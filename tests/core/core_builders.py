@@ -89,8 +89,13 @@ def quarantine_entries(states: Mapping[str, EndpointState], now: datetime) -> li
     """The quarantine layer as the store would publish it for these states."""
     return [
         Exclusion(
-            MODEL, s.tag, Layer.quarantine, "q", since=s.quarantined_since,
-            until=s.quarantined_until, id=i,
+            MODEL,
+            s.tag,
+            Layer.quarantine,
+            "q",
+            since=s.quarantined_since,
+            until=s.quarantined_until,
+            id=i,
         )  # fmt: skip
         for i, s in enumerate(sorted(states.values(), key=lambda s: s.tag), 1)
         if s.quarantined(now)

@@ -83,7 +83,9 @@ def test_an_exhausted_budget_skips_everything(remaining: float) -> None:
         (EndpointState("m", "t", streaks=(Streak(Contract.ttft, 1),)), 1),
         (
             EndpointState(
-                "m", "t", quarantined_until=datetime(2026, 1, 2, tzinfo=UTC),
+                "m",
+                "t",
+                quarantined_until=datetime(2026, 1, 2, tzinfo=UTC),
                 streaks=(Streak(Contract.ttft, 3),),
             ),
             0,

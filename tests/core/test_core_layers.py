@@ -51,9 +51,7 @@ def test_ignore_document_shape() -> None:
         floor=2,
         now=T0,
     )  # fmt: skip
-    doc = ignore_document(
-        publication, generated_at=T0, stale=False, policy_version="p-0123456789"
-    )
+    doc = ignore_document(publication, generated_at=T0, stale=False, policy_version="p-0123456789")
     assert doc == {
         "model": MODEL,
         "ignore": ["a", "b"],

@@ -20,7 +20,7 @@ from canary.core.policy import PolicyRules
 from canary.core.streaks import causes_passed, pending_language
 from canary.core.verdict import aggregate
 
-P, F, I, T, NA = (
+P, F, INC, T, NA = (
     Result.passed,
     Result.fail,
     Result.inconclusive,
@@ -161,10 +161,10 @@ def _anomaly(language: str | None, result: Result) -> RoundVerdict:
 def test_a_pending_language_survives_inconclusive_repeats_for_the_max_age() -> None:
     state = EndpointState(MODEL, "a")
     max_age = ENFORCE.streak_max_age
-    lang, since = pending_language(state, _anomaly("pt", I), T0, max_age)
+    lang, since = pending_language(state, _anomaly("pt", INC), T0, max_age)
     assert (lang, since) == ("pt", T0)
     state = EndpointState(MODEL, "a", next_language=lang, next_language_since=since)
-    repeat = _anomaly(None, I)  # the repeat was inconclusive: keep repeating pt
+    repeat = _anomaly(None, INC)  # the repeat was inconclusive: keep repeating pt
     assert pending_language(state, repeat, T0 + timedelta(hours=6), max_age) == ("pt", T0)
     assert pending_language(state, repeat, T0 + timedelta(hours=6, seconds=1), max_age) == (
         None, None)  # fmt: skip

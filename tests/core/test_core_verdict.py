@@ -231,9 +231,7 @@ def test_model_wide_counts_only_usable_endpoints() -> None:
 
 def test_a_control_missing_from_the_listing_makes_refusal_inconclusive_for_everyone() -> None:
     results = {"a": healthy("a"), "b": healthy("b", R.fail)}
-    out = judge_round(
-        MODEL, results, positive_controls=("gone",), rules=OBSERVE, listed=("a", "b")
-    )
+    out = judge_round(MODEL, results, positive_controls=("gone",), rules=OBSERVE, listed=("a", "b"))
     [event] = out.events
     assert event.kind is EventKind.control_missing and event.detail["missing"] == ["gone"]
     for tag in ("a", "b"):

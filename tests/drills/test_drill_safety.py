@@ -112,7 +112,9 @@ def test_clean_answers_count_even_in_rounds_where_the_refusal_probe_is_weak() ->
     base = settings(model=ModelSettings(id=MODEL, positive_controls=("filterhost",)))
     result = drill(fleet, 6, base=base)
     assert rounds_of(result, "probe_weak") == [1, 2, 3, 4, 5, 6]
-    schema = [verdict_line(result, k, "bravo")["contracts"]["schema"]["result"] for k in range(1, 7)]
+    schema = [
+        verdict_line(result, k, "bravo")["contracts"]["schema"]["result"] for k in range(1, 7)
+    ]
     assert schema == ["fail", "pass", "pass", "pass", "pass", "fail"]
     assert result.of_kind("quarantine") == [] and ignored(result) == []
 

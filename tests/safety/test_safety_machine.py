@@ -31,7 +31,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
 )
 from sqlalchemy import delete
@@ -193,9 +192,9 @@ class SafetyMachine(RuleBasedStateMachine):
         for start in decision.quarantines:
             event("a quarantine started")
             self.check_evidence(start.tag, start.causes, outcome.verdicts[start.tag].results)
-            assert states_before.get(start.tag) is None or not states_before[
-                start.tag
-            ].quarantined(self.now)
+            assert states_before.get(start.tag) is None or not states_before[start.tag].quarantined(
+                self.now
+            )
         for tag, verdict in outcome.verdicts.items():
             for r in verdict.results:
                 if r.result in (Result.passed, Result.fail):
@@ -206,7 +205,9 @@ class SafetyMachine(RuleBasedStateMachine):
         self.synced_at = self.now
         self.now += INTERVAL
 
-    def check_evidence(self, tag: str, causes: tuple[str, ...], results: tuple[ContractResult, ...]) -> None:
+    def check_evidence(
+        self, tag: str, causes: tuple[str, ...], results: tuple[ContractResult, ...]
+    ) -> None:
         assert causes, f"{tag} quarantined without a cause"
         released = self.oracle.released_at.get(tag)
         for cause in causes:
@@ -280,10 +281,10 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @rule()
     def housekeeping(self) -> None:
-        for event in self.decisions.expire_due(MODEL, self.now):
-            if event.tag is not None:
-                self.oracle.released_at[event.tag] = self.now
-                self.oracle.until.pop(event.tag, None)
+        for released in self.decisions.expire_due(MODEL, self.now):
+            if released.tag is not None:
+                self.oracle.released_at[released.tag] = self.now
+                self.oracle.until.pop(released.tag, None)
         self.decisions.sync_floor([MODEL], {MODEL: self.floor}, self.now)
         self.synced_at = self.now
 
@@ -352,11 +353,11 @@ class SafetyMachine(RuleBasedStateMachine):
         runtime = self.store.active_exclusions(MODEL, self.now)
         quarantines = self.store.active_quarantines(MODEL, self.now)
         withheld = {e.id for e in p.withheld}
-        expected = {
-            (e.tag, Layer.builtin) for e in self.builtin if e.active(self.now)
-        } | {(e.tag, Layer.runtime) for e in runtime} | {
-            (e.tag, Layer.quarantine) for e in quarantines if e.id not in withheld
-        }
+        expected = (
+            {(e.tag, Layer.builtin) for e in self.builtin if e.active(self.now)}
+            | {(e.tag, Layer.runtime) for e in runtime}
+            | {(e.tag, Layer.quarantine) for e in quarantines if e.id not in withheld}
+        )
         assert {(e.tag, e.layer) for e in p.entries} == expected
         assert p.ignore == sorted({tag for tag, _ in expected})
         assert withheld <= {e.id for e in quarantines}

@@ -10,8 +10,8 @@ import pytest
 from canary.core.floor import FloorChanges
 from canary.core.model import (
     Contract,
-    EndpointState,
     Endpoint,
+    EndpointState,
     Event,
     EventKind,
     Exclusion,
