@@ -51,8 +51,8 @@ def test_a_contract_that_passed_in_between_starts_again_whatever_the_others_did(
     fleet = Fleet()
     fleet.round({"a": results("a", {Contract.schema: F})})
     for _ in range(4):  # the refusal probe is weak: inconclusive, but schema passes
-        fleet.round({"a": results("a", {Contract.refusal: I})})
-    sixth = fleet.round({"a": results("a", {Contract.schema: F, Contract.refusal: I})})
+        fleet.round({"a": results("a", {Contract.refusal: INC})})
+    sixth = fleet.round({"a": results("a", {Contract.schema: F, Contract.refusal: INC})})
     assert sixth.quarantines == ()
     assert fleet.state("a").streak(Contract.schema).count == 1
 
@@ -60,7 +60,7 @@ def test_a_contract_that_passed_in_between_starts_again_whatever_the_others_did(
 def test_the_same_contract_failing_around_frozen_rounds_is_quarantined_with_its_causes() -> None:
     fleet = Fleet()
     fleet.round({"a": results("a", {Contract.schema: F, Contract.ttft: F})})
-    fleet.round({"a": results("a", {Contract.schema: T, Contract.ttft: I})})
+    fleet.round({"a": results("a", {Contract.schema: T, Contract.ttft: INC})})
     third = fleet.round({"a": results("a", {Contract.schema: F, Contract.ttft: F})})
     [q] = third.quarantines
     assert q.causes == ("schema", "ttft") and q.evidence == (1, 3)
@@ -99,7 +99,7 @@ def test_an_old_count_is_dropped_even_in_a_round_without_evidence() -> None:
 def test_recovery_counts_rounds_where_every_cause_passed_though_others_were_unsure() -> None:
     fleet = Fleet()
     fleet.run("a", "FF")  # schema is the cause
-    unsure = results("a", {Contract.refusal: I})  # refusal inconclusive: not "fully passing"
+    unsure = results("a", {Contract.refusal: INC})  # refusal inconclusive: not "fully passing"
     assert unsure.verdict is Verdict.inconclusive
     fleet.round({"a": unsure})
     [release] = fleet.round({"a": unsure}).releases
@@ -127,9 +127,9 @@ def test_a_cause_that_becomes_not_applicable_runs_to_expiry() -> None:
 
 
 def test_a_quarantine_from_before_causes_needs_every_contract_to_pass() -> None:
-    assert not causes_passed((ALL_CONTRACTS,), results("a", {Contract.refusal: I}))
+    assert not causes_passed((ALL_CONTRACTS,), results("a", {Contract.refusal: INC}))
     assert causes_passed((ALL_CONTRACTS,), results("a", {}))
-    assert causes_passed(("schema",), results("a", {Contract.refusal: I}))
+    assert causes_passed(("schema",), results("a", {Contract.refusal: INC}))
     assert not causes_passed(("schema", "ttft"), results("a", {Contract.ttft: T}))
 
 
