@@ -26,7 +26,9 @@ When the request already has a ``provider`` object, merge instead of replacing i
 
 What it promises:
 
-- ``GET {base_url}/v1/ignore-list?model=M`` with ``If-None-Match``: a 304 reuses the list held;
+- ``GET {base_url}/v1/ignore-list?model=M`` (``&needs=structured_outputs,tools`` with ``needs=``:
+  the list cut for an app that uses only those capabilities; without it, the full list) with
+  ``If-None-Match``: a 304 reuses the list held;
   the server's ``Cache-Control: max-age`` is honoured (no request while the list is that fresh).
 - The last good list is kept in memory and on disk (``cache_path``, written atomically), and
   read back from disk at start, so a restarted app has a list before canary answers.
@@ -100,8 +102,10 @@ class IgnoreListClient:
         transport: httpx.BaseTransport | None = None,
         retry_after_error_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        needs: Sequence[str] = (),
     ) -> None:
         self.model = model
+        self.needs = ",".join(sorted({n.strip() for n in needs if n.strip()}))
         self._url = base_url.rstrip("/") + "/v1/ignore-list"
         self._cache_path = cache_path
         self._retry_after_error_s = retry_after_error_s
@@ -164,7 +168,8 @@ class IgnoreListClient:
         if self._held is not None and self._held.etag:
             headers["If-None-Match"] = self._held.etag
         try:
-            response = self._http.get(self._url, params={"model": self.model}, headers=headers)
+            params = {"model": self.model, **({"needs": self.needs} if self.needs else {})}
+            response = self._http.get(self._url, params=params, headers=headers)
             held = self._read(response)
         except httpx.HTTPError as exc:
             self._failed(now, f"{type(exc).__name__}: {exc}")
@@ -215,6 +220,8 @@ class IgnoreListClient:
             data = json.loads(self._cache_path.read_text(encoding="utf-8"))
             if data.get("format") != _CACHE_FORMAT or data.get("model") != self.model:
                 return None
+            if data.get("needs", "") != self.needs:
+                return None  # a list cut for other needs
             ignore = data["ignore"]
             if not isinstance(ignore, list) or not all(isinstance(t, str) for t in ignore):
                 return None
@@ -238,6 +245,7 @@ class IgnoreListClient:
         body = {
             "format": _CACHE_FORMAT,
             "model": self.model,
+            "needs": self.needs,
             "ignore": list(held.ignore),
             "etag": held.etag,
             "generated_at": held.generated_at,

@@ -111,6 +111,7 @@ class IgnoreListService:
         self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
         self._swap = threading.Lock()  # short: replacing the snapshot; never held during I/O
         self._snapshot = _Snapshot({}, {}, None, False, None)
+        self._variants: dict[tuple[str, frozenset[str]], tuple[str, Published]] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -135,7 +136,23 @@ class IgnoreListService:
     def last_error(self) -> str | None:
         return self._snapshot.error
 
-    def published(self, model: str) -> Published:
+    def published(self, model: str, needs: frozenset[str] = frozenset()) -> Published:
+        """The model's published list; with ``needs``, the variant cut for an app with those
+        needs (built from the same snapshot: it fails static with the full list)."""
+        base = self._published(model)
+        if not needs:
+            return base
+        key = (model, needs)
+        cached = self._variants.get(key)
+        if cached is not None and cached[0] == base.etag:
+            return cached[1]
+        variant = self._variant(base, needs)
+        if len(self._variants) > 1024:
+            self._variants.clear()
+        self._variants[key] = (base.etag, variant)
+        return variant
+
+    def _published(self, model: str) -> Published:
         snapshot = self._snapshot
         current = snapshot.published.get(model)
         if current is None:
@@ -147,9 +164,11 @@ class IgnoreListService:
             current = self._remerge(model, now)
         return current
 
-    def document(self, model: str) -> tuple[dict[str, Any], str]:
+    def document(
+        self, model: str, needs: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, Any], str]:
         """The model's document and its strong ETag; raises UnknownModel or ListUnavailable."""
-        published = self.published(model)
+        published = self.published(model, needs)
         return published.document, published.etag
 
     def age_s(self, model: str) -> float | None:
@@ -216,6 +235,30 @@ class IgnoreListService:
                 published, snapshot.layers, snapshot.read_at, snapshot.stale, snapshot.error
             )
             return rebuilt
+
+    def _variant(self, base: Published, needs: frozenset[str]) -> Published:
+        from canary.core.floor import ignore_document
+        from canary.core.needs import for_needs
+
+        publication = for_needs(base.publication, needs)
+        document = ignore_document(
+            publication,
+            generated_at=base.generated_at,
+            stale=base.stale,
+            policy_version=self.policy_version,
+            needs=needs,
+        )
+        body = canonical_body(document)
+        return Published(
+            model=base.model,
+            document=document,
+            body=body,
+            etag=strong_etag(body),
+            generated_at=base.generated_at,
+            stale=base.stale,
+            next_change=base.next_change,
+            publication=publication,
+        )
 
     def _build(
         self, model: str, layers: ModelLayers, now: datetime, generated_at: datetime, stale: bool

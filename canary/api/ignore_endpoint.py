@@ -7,6 +7,7 @@ from urllib.parse import parse_qs
 from starlette.types import Receive, Scope, Send
 
 from canary.api.common import error
+from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
 
 CACHE_CONTROL = "public, max-age=15"
@@ -24,12 +25,18 @@ class IgnoreListEndpoint:
         self._headers: dict[str, list[tuple[bytes, bytes]]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        model = _query_value(scope.get("query_string", b""), "model")
+        query = scope.get("query_string", b"")
+        model = _query_value(query, "model")
         if not model:
             await error(400, "the query parameter 'model' is required")(scope, receive, send)
             return
         try:
-            published = self.ignore.published(model)
+            needs = parse_needs(_query_value(query, "needs"))
+        except UnknownNeed as exc:
+            await error(400, str(exc), known=list(KNOWN_NEEDS))(scope, receive, send)
+            return
+        try:
+            published = self.ignore.published(model, needs)
         except UnknownModel as exc:
             await error(404, str(exc), known=list(exc.known))(scope, receive, send)
             return

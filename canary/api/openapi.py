@@ -65,6 +65,18 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         _model_param(),
                         {
+                            "name": "needs",
+                            "in": "query",
+                            "required": False,
+                            "description": "Comma-separated capabilities the app uses "
+                            "(structured_outputs, tools). A quarantine caused only by "
+                            "contracts of capabilities it does not need is left out of its "
+                            "list; ttft, refusal, language and hygiene always apply, and so do "
+                            "built-in and runtime entries. Without it: the full list. An "
+                            "unknown need is a 400 naming the known ones.",
+                            "schema": {"type": "string"},
+                        },
+                        {
                             "name": "If-None-Match",
                             "in": "header",
                             "required": False,

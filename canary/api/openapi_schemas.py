@@ -40,6 +40,7 @@ SCHEMAS: dict[str, Any] = {
             "capacity_floor",
             "usable_endpoints",
             "withheld",
+            "needs",
         ],
         "properties": {
             "model": {"type": "string"},
@@ -66,6 +67,11 @@ SCHEMAS: dict[str, Any] = {
                 "type": "array",
                 "items": {"type": "string"},
                 "description": "Quarantined endpoints left off the list to hold the floor.",
+            },
+            "needs": {
+                "type": ["array", "null"],
+                "items": {"enum": ["structured_outputs", "tools"]},
+                "description": "The needs the list was cut for; null for the full list.",
             },
             "floor_breached": {
                 "type": "boolean",

@@ -268,11 +268,30 @@ def exclude_remove(
 # -- ignore list, history, audit --------------------------------------------------------------
 
 
-def ignore_list(ctx: typer.Context, model: ModelOpt, as_json: JsonOpt = False) -> None:
+def ignore_list(
+    ctx: typer.Context,
+    model: ModelOpt,
+    needs: Annotated[
+        str | None,
+        typer.Option(
+            "--needs",
+            metavar="CAPABILITIES",
+            help="Comma-separated capabilities the app uses (structured_outputs, tools): the "
+            "list cut for it, as GET /v1/ignore-list?needs= gives it.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """The published ignore list of a model: the same document as the API."""
+    from canary.core.needs import UnknownNeed, parse_needs
+
+    try:
+        wanted = parse_needs(needs)
+    except UnknownNeed as exc:
+        fail(str(exc), code=2)
     with ops_context(ctx) as ops:
         ops.check_model(model)
-        doc = ignore_service(ops, [model]).document(model)[0]
+        doc = ignore_service(ops, [model]).document(model, wanted)[0]
     if as_json:
         print_json(doc)
         return

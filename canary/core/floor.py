@@ -21,7 +21,7 @@ is neither held nor breached.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -85,10 +85,17 @@ def publish(
 
 
 def ignore_document(
-    publication: Publication, *, generated_at: datetime, stale: bool, policy_version: str
+    publication: Publication,
+    *,
+    generated_at: datetime,
+    stale: bool,
+    policy_version: str,
+    needs: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The published ignore list of one model: what apps put into ``provider.ignore``.
 
+    ``needs``: the capabilities the list was cut for (:mod:`canary.core.needs`); None for the
+    full list.
     Times are ISO-8601 UTC strings with a ``Z`` suffix, null when missing. ``floor_breached`` is
     true exactly when fewer listed endpoints than the capacity floor are usable even with every
     quarantine that would help withheld (``withheld`` names those).
@@ -112,6 +119,7 @@ def ignore_document(
         "capacity_floor": publication.floor,
         "usable_endpoints": None if publication.usable is None else len(publication.usable),
         "floor_breached": publication.breached,
+        "needs": None if needs is None else sorted(needs),
         "generated_at": iso_utc(generated_at),
         "stale": stale,
         "policy_version": policy_version,

@@ -196,6 +196,7 @@ class Exclusion:
     until: datetime | None = None
     evidence: tuple[int, ...] = ()  # round ids
     id: int | None = None
+    causes: tuple[str, ...] = ()  # quarantine layer: the contracts that caused it
 
     def active(self, now: datetime) -> bool:
         return (self.since is None or self.since <= now) and (

@@ -77,6 +77,7 @@ class QuarantineStart:
             since=self.since,
             until=self.until,
             evidence=self.evidence,
+            causes=self.causes,
         )
 
 

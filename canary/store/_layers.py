@@ -254,6 +254,7 @@ def _layers_on(conn: Connection, model: str, now: datetime) -> ModelLayers:
             until=r.until,
             evidence=r.evidence,
             id=r.id,
+            causes=r.causes,
         )
         for r in rows
     )

@@ -231,6 +231,7 @@ class StateMixin(StoreBase):
                 until=q.until,
                 evidence=q.evidence,
                 id=q.id,
+                causes=q.causes,
             )
             for q in sorted(
                 self.quarantines(model, active_only=True, now=now), key=lambda q: (q.model, q.tag)

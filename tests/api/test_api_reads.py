@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 from datetime import timedelta
 
 from ops_seed import POLICY, TAGS, Api
@@ -246,3 +247,52 @@ def test_unknown_paths_and_methods_answer_json(api: Api) -> None:
     assert missing.status_code == 404 and "error" in missing.json()
     wrong = api.client.put("/v1/ignore-list")
     assert wrong.status_code == 405 and "error" in wrong.json()
+
+
+def test_an_app_that_needs_no_structured_output_keeps_a_host_quarantined_for_the_schema(
+    api: Api,
+) -> None:
+    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.quarantine import QuarantineStart
+
+    since = api.clock.now - timedelta(minutes=5)
+    until = since + timedelta(days=1)
+    state = EndpointState(
+        api.model,
+        "alpha",
+        streaks=(Streak(Contract.schema, 2, since, (1, 2)),),
+        quarantined_since=since,
+        quarantined_until=until,
+        causes=("schema",),
+        ladder_step=1,
+        last_quarantine_at=since,
+    )
+    start = QuarantineStart(
+        api.model, "alpha", since, until, 1, "schema broke", (1, 2), ("schema",)
+    )
+    assert api.store.apply_decision(
+        round_id=None, model=api.model, before=api.store.load_states(api.model),
+        after={"alpha": state}, events=[], quarantines_started=[start], actor="canary",
+        policy_version=POLICY, at=since,
+    )  # fmt: skip
+    api.service.refresh()
+
+    def get(needs: str | None) -> Any:
+        params = {"model": api.model, **({"needs": needs} if needs is not None else {})}
+        return api.client.get("/v1/ignore-list", params=params)
+
+    full, tools, structured = get(None), get("tools"), get("structured_outputs,tools")
+    assert "alpha" in full.json()["ignore"] and full.json()["needs"] is None
+    assert "alpha" not in tools.json()["ignore"] and tools.json()["needs"] == ["tools"]
+    assert "bravo" in tools.json()["ignore"]  # bravo's cause (hygiene) concerns every app
+    assert "alpha" in structured.json()["ignore"]
+    etags = {r.headers["etag"] for r in (full, tools, structured)}
+    assert len(etags) == 3  # each variant has its own strong ETag
+    again = api.client.get(
+        "/v1/ignore-list",
+        params={"model": api.model, "needs": "tools"},
+        headers={"If-None-Match": tools.headers["etag"]},
+    )
+    assert again.status_code == 304
+    unknown = get("vision")
+    assert unknown.status_code == 400 and unknown.json()["known"] == ["structured_outputs", "tools"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +92,33 @@ def test_an_unknown_model_is_no_list(live: Live, clock: Any) -> None:
     with IgnoreListClient(live.base_url, "other/model", clock=clock) as client:
         with pytest.raises(IgnoreListUnavailable, match="HTTP 404"):
             client.get()
+
+
+def test_an_app_that_states_its_needs_gets_the_list_cut_for_them(
+    live: Live, clock: Any, tmp_path: Path
+) -> None:
+    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.quarantine import QuarantineStart
+
+    until = NOW + timedelta(days=1)
+    state = EndpointState(
+        MODEL, "schema-host", streaks=(Streak(Contract.schema, 2, NOW, (1, 2)),),
+        quarantined_since=NOW, quarantined_until=until, causes=("schema",), ladder_step=1,
+    )  # fmt: skip
+    start = QuarantineStart(MODEL, "schema-host", NOW, until, 1, "schema", (1, 2), ("schema",))
+    assert live.store.apply_decision(
+        round_id=None, model=MODEL, before={}, after={"schema-host": state}, events=[],
+        quarantines_started=[start], actor="canary", policy_version="p-test", at=NOW,
+    )  # fmt: skip
+    assert live.service.refresh()
+    cache = tmp_path / "ignore.json"
+    with IgnoreListClient(live.base_url, MODEL, clock=clock, needs=["tools"]) as tools:
+        assert tools.get() == ["bad-host"]
+    with IgnoreListClient(live.base_url, MODEL, clock=clock, cache_path=cache) as full:
+        assert full.get() == ["bad-host", "schema-host"]
+    with IgnoreListClient(
+        live.base_url, MODEL, clock=clock, cache_path=cache, needs=["tools"]
+    ) as other:  # a cache written for the full list is not a list cut for other needs
+        live.stop()
+        with pytest.raises(IgnoreListUnavailable):
+            other.get()
