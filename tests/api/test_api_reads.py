@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 from datetime import timedelta
+from typing import Any
 
 from ops_seed import POLICY, TAGS, Api
 
