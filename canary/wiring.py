@@ -16,6 +16,9 @@ from canary.store.repository import Store
 
 if TYPE_CHECKING:
     from canary.deciding import ModelDecisions
+    from canary.openrouter.client import OpenRouterClient
+    from canary.text.analysis import TextAnalysis
+    from canary.text.detect import LanguageAnalyzer
 
 
 @dataclass
@@ -25,7 +28,7 @@ class Wiring:
     probes: ProbeSet
 
     @cached_property
-    def analyzer(self) -> Any:
+    def analyzer(self) -> LanguageAnalyzer:
         from canary.settings import SUPPORTED_LANGUAGES
         from canary.text.detect import LanguageAnalyzer
 
@@ -33,7 +36,7 @@ class Wiring:
         # supported one: a pt-only watcher still has to name the Spanish an answer drifted into.
         return LanguageAnalyzer(SUPPORTED_LANGUAGES)
 
-    def analyze(self, text: str, expected: str) -> Any:
+    def analyze(self, text: str, expected: str) -> TextAnalysis:
         return self.analyzer.analyze(text, expected)
 
     @cached_property
@@ -97,7 +100,7 @@ def build_wiring(settings: Settings, *, store: Store | None = None, upgrade: boo
     return Wiring(settings, store, probes)
 
 
-def openrouter_client(settings: Settings) -> Any:
+def openrouter_client(settings: Settings) -> OpenRouterClient:
     """The one HTTP client, configured from the settings (the key never leaves it)."""
     from canary.openrouter.client import OpenRouterClient
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -39,6 +39,7 @@ from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 
 if TYPE_CHECKING:
     from canary.settings import Settings
+    from canary.store.repository import Store
 
 # Latency and cost gauges are read from the store at scrape time, at most this often.
 STORE_METRICS_EVERY = timedelta(seconds=30)
@@ -48,7 +49,7 @@ class _Api(AdminHandlers, Handlers):
     def __init__(
         self,
         settings: Settings,
-        store: Any,
+        store: Store,
         ignore: IgnoreListService,
         clock: Callable[[], datetime],
     ) -> None:
@@ -204,7 +205,7 @@ class _Api(AdminHandlers, Handlers):
         return True
 
 
-def _ping(store: Any) -> bool:
+def _ping(store: Store) -> bool:
     try:
         return bool(store.ping())
     except Exception:
@@ -213,7 +214,7 @@ def _ping(store: Any) -> bool:
 
 def create_app(
     settings: Settings,
-    store: Any,
+    store: Store,
     ignore_service: IgnoreListService,
     *,
     clock: Callable[[], datetime] = utc_now,

@@ -24,6 +24,7 @@ from canary.store.engine import STORE_ERRORS
 
 if TYPE_CHECKING:
     from canary.settings import Settings
+    from canary.store.repository import Store
 
 log = get_logger("canary.api")
 MAX_LIMIT = 1000
@@ -76,7 +77,7 @@ class Handlers:
     def __init__(
         self,
         settings: Settings,
-        store: Any,
+        store: Store,
         ignore: IgnoreListService,
         clock: Callable[[], datetime],
     ) -> None:

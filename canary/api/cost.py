@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from canary.api.readmodel import field, iso
+from canary.api.readmodel import iso
+
+if TYPE_CHECKING:
+    from canary.store.repository import Store
+    from canary.store.rows import RoundRow
 
 
 def day_start(now: datetime) -> datetime:
@@ -35,21 +39,21 @@ def skipped_json(skipped: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def last_round_json(row: Any) -> dict[str, Any] | None:
+def last_round_json(row: RoundRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {
-        "id": field(row, "id"),
-        "scheduled_at": iso(field(row, "scheduled_at")),
-        "finished_at": iso(field(row, "finished_at")),
-        "status": field(row, "status"),
-        "cost_usd": _usd(field(row, "cost_usd")),
-        "skipped": skipped_json(field(row, "skipped", default=()) or ()),
+        "id": row.id,
+        "scheduled_at": iso(row.scheduled_at),
+        "finished_at": iso(row.finished_at),
+        "status": row.status,
+        "cost_usd": _usd(row.cost_usd),
+        "skipped": skipped_json(row.skipped),
     }
 
 
 def cost_view(
-    store: Any, models: Iterable[str], now: datetime, daily_budget_usd: float | None
+    store: Store, models: Iterable[str], now: datetime, daily_budget_usd: float | None
 ) -> dict[str, Any]:
     """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
     start = day_start(now)

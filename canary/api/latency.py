@@ -12,10 +12,13 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.core.drift import ttft_health
 from canary.core.stats import Histogram
+
+if TYPE_CHECKING:
+    from canary.store.repository import Store
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
@@ -85,7 +88,7 @@ def latencies(
 
 
 def fleet_latencies(
-    store: Any,
+    store: Store,
     models: Sequence[str],
     now: datetime,
     bound_p95_s: float,

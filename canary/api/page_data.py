@@ -12,6 +12,7 @@ from canary.ignorelist import IgnoreListService, Published
 
 if TYPE_CHECKING:
     from canary.settings import Settings
+    from canary.store.repository import Store
 
 TIMELINE_DAYS = 14
 
@@ -42,7 +43,9 @@ class PageContext:
     cost_day: dict[str, Any] | None = None  # {today_usd, daily_budget_usd, budget_left_usd}
 
 
-def gather(settings: Settings, store: Any, ignore: IgnoreListService, now: datetime) -> PageContext:
+def gather(
+    settings: Settings, store: Store, ignore: IgnoreListService, now: datetime
+) -> PageContext:
     store_ok = True
     try:
         models = rm.known_models(settings.model_ids, store)

@@ -9,10 +9,14 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.api.latency import Latency, fleet_latencies
-from canary.core.model import EndpointState, Exclusion, Layer
+from canary.core.model import EndpointState, Exclusion
+
+if TYPE_CHECKING:
+    from canary.store.repository import Store
+    from canary.store.rows import AuditRow, ContractResultRow, HistoryRow, QuarantineRow, RoundRow
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -52,25 +56,14 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def field(row: Any, *names: str, default: Any = None) -> Any:
-    """The first attribute (or key) of ``names`` that the row has."""
-    for name in names:
-        if isinstance(row, Mapping):
-            if name in row:
-                return row[name]
-        elif hasattr(row, name):
-            return getattr(row, name)
-    return default
-
-
-def known_models(configured: Iterable[str], store: Any) -> list[str]:
+def known_models(configured: Iterable[str], store: Store) -> list[str]:
     """Watched models (settings) plus any the store has seen."""
     models = set(configured)
     models.update(store.known_models())
     return sorted(models)
 
 
-def known_tags(store: Any, model: str, extra: Iterable[str] = ()) -> list[str]:
+def known_tags(store: Store, model: str, extra: Iterable[str] = ()) -> list[str]:
     return sorted({*store.known_tags(model), *extra})
 
 
@@ -82,7 +75,7 @@ class UnknownProvider(LookupError):
         super().__init__(f"unknown provider {tag!r} of {model!r} (known: {names(known)})")
 
 
-def require_model(configured: Iterable[str], store: Any, model: str) -> str:
+def require_model(configured: Iterable[str], store: Store, model: str) -> str:
     """The model when it is watched or known to the store; else UnknownModel naming the known."""
     from canary.ignorelist import UnknownModel
 
@@ -92,7 +85,7 @@ def require_model(configured: Iterable[str], store: Any, model: str) -> str:
     return model
 
 
-def require_provider(store: Any, model: str, tag: str, extra: Iterable[str] = ()) -> str:
+def require_provider(store: Store, model: str, tag: str, extra: Iterable[str] = ()) -> str:
     """The tag when it is a lowercase slug that names an endpoint the store (or ``extra``, e.g.
     the built-in list) knows for the model: its full tag, or its base slug (every endpoint of that
     provider). Raises :class:`canary.core.identity.InvalidTag` or :class:`UnknownProvider`.
@@ -170,12 +163,8 @@ class ProviderView:
         }
 
 
-def _result_json(row: Any) -> dict[str, Any]:
-    return {
-        "result": jsonable(field(row, "result")),
-        "detail": field(row, "detail", default=""),
-        "round_id": field(row, "round_id"),
-    }
+def _result_json(row: ContractResultRow) -> dict[str, Any]:
+    return {"result": row.result, "detail": row.detail, "round_id": row.round_id}
 
 
 def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) -> str:
@@ -189,7 +178,7 @@ def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) ->
 
 
 def provider_views(
-    store: Any,
+    store: Store,
     model: str,
     *,
     builtin: Sequence[Exclusion],
@@ -205,7 +194,7 @@ def provider_views(
 
 
 def provider_views_of(
-    store: Any,
+    store: Store,
     models: Sequence[str],
     *,
     builtin: Sequence[Exclusion],
@@ -319,36 +308,36 @@ def _views(
     return views
 
 
-def quarantine_json(row: Any) -> dict[str, Any]:
-    """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason}."""
+def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
+    """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason, ...}."""
     return {
-        "id": field(row, "id"),
-        "model": field(row, "model"),
-        "provider": field(row, "tag"),
-        "since": iso(field(row, "started_at", "since")),
-        "until": iso(field(row, "until")),
-        "step": field(row, "step"),
-        "reason": field(row, "reason", default=""),
-        "causes": list(field(row, "causes", default=()) or ()),
-        "withheld": field(row, "withheld_at") is not None,
-        "released_at": iso(field(row, "released_at")),
-        "release_why": field(row, "release_why"),
-        "evidence": list(field(row, "evidence", default=()) or ()),
+        "id": row.id,
+        "model": row.model,
+        "provider": row.tag,
+        "since": iso(row.started_at),
+        "until": iso(row.until),
+        "step": row.step,
+        "reason": row.reason,
+        "causes": list(row.causes),
+        "withheld": row.withheld_at is not None,
+        "released_at": iso(row.released_at),
+        "release_why": row.release_why,
+        "evidence": list(row.evidence),
     }
 
 
-def audit_json(row: Any) -> dict[str, Any]:
+def audit_json(row: AuditRow) -> dict[str, Any]:
     """The CLI/API shape of one audit record: {at, event, actor, model, provider, detail}."""
     return {
-        "id": field(row, "id"),
-        "at": iso(field(row, "at")),
-        "event": jsonable(field(row, "event", "kind")),
-        "actor": field(row, "actor"),
-        "model": field(row, "model"),
-        "provider": field(row, "tag"),
-        "detail": jsonable(field(row, "detail", default={}) or {}),
-        "evidence": list(field(row, "evidence", default=()) or ()),
-        "policy_version": field(row, "policy_version"),
+        "id": row.id,
+        "at": iso(row.at),
+        "event": row.event,
+        "actor": row.actor,
+        "model": row.model,
+        "provider": row.tag,
+        "detail": jsonable(row.detail),
+        "evidence": list(row.evidence),
+        "policy_version": row.policy_version,
     }
 
 
@@ -357,37 +346,36 @@ def exclusion_json(entry: Exclusion) -> dict[str, Any]:
         "id": entry.id,
         "model": entry.model,
         "provider": entry.tag,
-        "layer": entry.layer.value if isinstance(entry.layer, Layer) else str(entry.layer),
+        "layer": entry.layer.value,
         "reason": entry.reason,
         "since": iso(entry.since),
         "until": iso(entry.until),
     }
 
 
-def round_json(row: Any) -> dict[str, Any]:
+def round_json(row: RoundRow) -> dict[str, Any]:
     return {
-        "id": field(row, "id"),
-        "model": field(row, "model"),
-        "scheduled_at": iso(field(row, "scheduled_at")),
-        "started_at": iso(field(row, "started_at")),
-        "finished_at": iso(field(row, "finished_at")),
-        "status": jsonable(field(row, "status")),
-        "policy_version": field(row, "policy_version"),
-        "cost_usd": field(row, "cost_usd"),
-        "skipped": jsonable(field(row, "skipped", default=()) or ()),
+        "id": row.id,
+        "model": row.model,
+        "scheduled_at": iso(row.scheduled_at),
+        "started_at": iso(row.started_at),
+        "finished_at": iso(row.finished_at),
+        "status": row.status,
+        "policy_version": row.policy_version,
+        "cost_usd": row.cost_usd,
+        "skipped": jsonable(row.skipped),
     }
 
 
-def history_json(row: Any) -> dict[str, Any]:
+def history_json(row: HistoryRow) -> dict[str, Any]:
     """One round's verdict of one provider, with its contract results."""
     return {
-        "round_id": field(row, "round_id"),
-        "at": iso(field(row, "at")),
-        "verdict": jsonable(field(row, "verdict")),
-        "language_anomaly_in": field(row, "language_anomaly_in"),
+        "round_id": row.round_id,
+        "at": iso(row.at),
+        "verdict": row.verdict,
+        "language_anomaly_in": row.language_anomaly_in,
         "results": [
-            {"contract": jsonable(c.contract), "result": jsonable(c.result), "detail": c.detail}
-            for c in field(row, "results", default=()) or ()
+            {"contract": c.contract, "result": c.result, "detail": c.detail} for c in row.results
         ],
     }
 

@@ -28,6 +28,7 @@ def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: A
         "usable_endpoints",
         "withheld",
         "floor_breached",
+        "needs",
     }
     assert doc["model"] == api.model
     # six listed, three excluded: alpha, charlie/fp8 and foxtrot are usable, floor 2
