@@ -54,7 +54,11 @@ def test_retention_below_a_week_is_refused() -> None:
     ],
 )
 def test_a_secret_can_come_from_a_file(tmp_path: Path, variable: str, read: object) -> None:
-    value = "postgresql+psycopg://u:s3cret-value@db/canary" if "DATABASE" in variable else "s3cret-value"
+    value = (
+        "postgresql+psycopg://u:s3cret-value@db/canary"
+        if "DATABASE" in variable
+        else "s3cret-value"
+    )
     secret = tmp_path / "secret"
     secret.write_text(value + "\n", encoding="utf-8")
     settings = load_settings(None, env={f"{variable}_FILE": str(secret)})
