@@ -34,10 +34,9 @@ def settings_from(ctx: typer.Context) -> Settings:
 
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (at most 200 characters), with secrets masked."""
-    from canary.logs import scrub
+    from canary.logs import first_line as line
 
-    text = str(exc).strip()
-    return scrub(text.splitlines()[0][:200] if text else "")
+    return line(exc)
 
 
 def print_json(value: Any) -> None:

@@ -90,10 +90,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
 ) -> None:
-    from canary.daemon import run_daemon
+    from canary.daemon import StartupError, run_daemon
 
     settings = settings_from(ctx)
-    run_daemon(settings, host=host, port=port)
+    try:
+        run_daemon(settings, host=host, port=port)
+    except StartupError as exc:
+        fail(str(exc), code=1)
 
 
 def drill(
