@@ -147,11 +147,17 @@ class Daemon:
                 running.loop.call_soon_threadsafe(running.task.cancel)
             if not self._idle.wait(UNWIND_S):
                 log.error("round_did_not_unwind", holder=self.holder, waited_s=UNWIND_S)
+        from sqlalchemy.exc import SQLAlchemyError
+
         store = self.wiring.store
-        abandoned = store.abandon_rounds_of(self.holder, datetime.now(UTC), why="shutdown")
+        try:
+            abandoned = store.abandon_rounds_of(self.holder, datetime.now(UTC), why="shutdown")
+            store.release_lease(ROUND_LEASE, self.holder)
+        except SQLAlchemyError as exc:  # the store is down: the lease expires, the round goes stale
+            log.error("shutdown_store_unreachable", holder=self.holder, error=repr(exc))
+            return 0
         if abandoned:
             log.warning("round_abandoned", holder=self.holder, count=abandoned, why="shutdown")
-        store.release_lease(ROUND_LEASE, self.holder)
         return abandoned
 
     @property
