@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from canary.daemon import StartupError, open_store, sqlite_path_problem
 from canary.net import free_port
 from canary.settings import Settings
+from canary.startup import StartupError, open_store, sqlite_path_problem
 
 
 class FakeTime:
