@@ -1,28 +1,65 @@
-"""`canary serve`: migrations, the scheduler, the ignore-list cache, notifications and the API."""
+"""`canary serve`: migrations, the scheduler, the ignore-list cache, notifications and the API.
+
+Start-up, in this order: the listening socket is bound (a taken port fails here, before any
+round could start), the store is opened and migrated (retried with exponential backoff for
+``startup_wait_s``; both in :mod:`canary.startup`), the probe definitions and language models are
+loaded, the API starts serving, and only then the scheduler. Every start-up failure is one
+:class:`StartupError` line.
+
+Shutdown, on SIGTERM or SIGINT: scheduling stops, a running round gets ``shutdown_grace_s`` to
+finish, else it is cancelled and recorded abandoned (a cancelled round has decided nothing: its
+decision is written in one step after the last probe), the round lease is released at once (so
+any replica runs the next slot as usual), the API stops, and the process exits 0.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.logs import get_logger
 from canary.settings import Settings, redact_url
+from canary.startup import StartupError, listen, open_store
+
+__all__ = ["Daemon", "StartupError", "lease_renew_s", "round_summary", "run_daemon"]
+
+if TYPE_CHECKING:
+    from canary.runner import ModelRound
+    from canary.store.repository import Store
 
 log = get_logger("canary.daemon")
 
+RETENTION_EVERY_S = 3600.0  # the store is pruned at most this often, by one replica at a time
+RETENTION_FIRST_AFTER_S = 60.0  # the first pass, after start-up has settled
+UNWIND_S = 10.0  # how long a cancelled round may take to unwind (close streams, free the lease)
+SERVER_START_S = 30.0
+
+
+@dataclass(frozen=True)
+class RunningRound:
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any]
+
 
 class Daemon:
-    """The long-lived pieces, and the two jobs the scheduler runs."""
+    """The long-lived pieces, and the jobs the scheduler runs."""
 
-    def __init__(self, settings: Settings, *, holder: str | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, store: Store | None = None, holder: str | None = None
+    ) -> None:
         from canary.ignorelist import IgnoreListService
         from canary.notify import Notifier
         from canary.runner import runner_id
         from canary.wiring import build_wiring
 
         self.settings = settings
-        self.wiring = build_wiring(settings)
+        self.wiring = build_wiring(settings, store=store, upgrade=store is None)
         self.holder = holder or runner_id()
         self.ignore = IgnoreListService(
             self.wiring.store,
@@ -33,41 +70,112 @@ class Daemon:
             floor_of=lambda model: self.settings.model(model).capacity_floor,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks)
+        self.stopping = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._running: RunningRound | None = None
+        self._running_lock = threading.Lock()
         self.ignore.refresh()
 
+    # -- the round ----------------------------------------------------------------------------
+
     def run_round(self) -> None:
+        if self.stopping.is_set():
+            return
+        self._idle.clear()
+        started = time.monotonic()
+        try:
+            ran, reports = asyncio.run(self._round())
+            if ran or not self.stopping.is_set():
+                self._log_round(ran, reports or [], time.monotonic() - started)
+        except asyncio.CancelledError:
+            log.warning("round_cancelled", holder=self.holder)
+        except Exception as exc:  # a failed round must never stop the daemon
+            log.error("round_error", error=repr(exc))
+        finally:
+            with self._running_lock:
+                self._running = None
+            self._idle.set()
+        if not self.stopping.is_set():
+            self.housekeeping()
+
+    async def _round(self) -> tuple[bool, list[ModelRound] | None]:
         from canary.runner import RoundRunner
         from canary.scheduler import under_round_lease
         from canary.wiring import openrouter_client
 
-        async def work() -> Any:
+        current = asyncio.current_task()
+        assert current is not None
+        with self._running_lock:
+            self._running = RunningRound(asyncio.get_running_loop(), current)
+        if self.stopping.is_set():  # the stop came between the scheduler's call and here
+            return False, None
+
+        async def work() -> list[ModelRound]:
             async with openrouter_client(self.settings) as client:
                 return await RoundRunner(self.wiring, client, holder=self.holder).run()
 
+        return await under_round_lease(
+            self.wiring.store,
+            self.holder,
+            work,
+            ttl_s=self.settings.lease_ttl_s,
+            renew_every_s=lease_renew_s(self.settings),
+        )
+
+    def _log_round(self, ran: bool, reports: list[ModelRound], duration_s: float) -> None:
+        if not ran:
+            log.info("round_skipped", holder=self.holder, why="another replica holds the lease")
+            return
+        ours = [r for r in reports if r.round_id is not None]
+        if not ours:
+            log.info("round_skipped", holder=self.holder, why="this slot already ran elsewhere")
+        for report in ours:
+            log.info("round_done", **round_summary(report), duration_s=round(duration_s, 3))
+
+    def stop_round(self, grace_s: float) -> int:
+        """Give a running round ``grace_s`` to finish, else cancel it; record what it left
+        running as abandoned and free the round lease. Returns how many rounds were abandoned."""
+        from canary.scheduler import ROUND_LEASE
+
+        if not self._idle.wait(grace_s):
+            with self._running_lock:
+                running = self._running
+            if running is not None:
+                log.warning("round_cancelling", holder=self.holder, grace_s=grace_s)
+                running.loop.call_soon_threadsafe(running.task.cancel)
+            if not self._idle.wait(UNWIND_S):
+                log.error("round_did_not_unwind", holder=self.holder, waited_s=UNWIND_S)
+        from sqlalchemy.exc import SQLAlchemyError
+
+        store = self.wiring.store
         try:
-            ran, _ = asyncio.run(
-                under_round_lease(
-                    self.wiring.store,
-                    self.holder,
-                    work,
-                    ttl_s=self.settings.lease_ttl_s,
-                    renew_every_s=lease_renew_s(self.settings),
-                )
-            )
-            log.info("round_done" if ran else "round_skipped", holder=self.holder)
-        except Exception as exc:  # a failed round must never stop the daemon
-            log.error("round_error", error=repr(exc))
-        self.housekeeping()
+            abandoned = store.abandon_rounds_of(self.holder, datetime.now(UTC), why="shutdown")
+            store.release_lease(ROUND_LEASE, self.holder)
+        except SQLAlchemyError as exc:  # the store is down: the lease expires, the round goes stale
+            log.error("shutdown_store_unreachable", holder=self.holder, error=repr(exc))
+            return 0
+        if abandoned:
+            log.warning("round_abandoned", holder=self.holder, count=abandoned, why="shutdown")
+        return abandoned
+
+    @property
+    def round_unwound(self) -> bool:
+        return self._idle.is_set()
+
+    # -- housekeeping -------------------------------------------------------------------------
 
     def housekeeping(self) -> None:
+        from sqlalchemy.exc import SQLAlchemyError
+
         self.keep_decisions(datetime.now(UTC))
         try:
             self.ignore.refresh()
-        except Exception as exc:
+        except SQLAlchemyError as exc:
             log.warning("ignore_list_refresh_failed", error=repr(exc))
         try:
             self.notifier.send_pending()
-        except Exception as exc:
+        except SQLAlchemyError as exc:
             log.warning("notify_failed", error=repr(exc))
 
     def keep_decisions(self, now: datetime) -> None:
@@ -86,17 +194,81 @@ class Daemon:
         except STORE_ERRORS as exc:
             log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
 
+    def prune_evidence(self) -> None:
+        """Retention: delete evidence older than ``retention_days`` (one replica at a time)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        started = time.monotonic()
+        try:
+            pruned = self.wiring.store.prune_once(
+                self.holder,
+                datetime.now(UTC),
+                keep_days=self.settings.retention_days,
+                lease_s=RETENTION_EVERY_S,
+                should_stop=self.stopping.is_set,
+            )
+        except SQLAlchemyError as exc:
+            log.warning("retention_failed", error=repr(exc))
+            return
+        if pruned is not None:
+            log.info(
+                "retention_pruned",
+                keep_days=self.settings.retention_days,
+                rows=pruned.total,
+                probes=pruned.probes,
+                contract_results=pruned.contract_results,
+                round_verdicts=pruned.round_verdicts,
+                endpoint_snapshots=pruned.endpoint_snapshots,
+                ttft_buckets=pruned.ttft_buckets,
+                complete=pruned.complete,
+                duration_s=round(time.monotonic() - started, 3),
+            )
+
+
+def round_summary(report: ModelRound) -> dict[str, Any]:
+    """One model's round in a line: verdict counts, decisions, cost."""
+    counts: dict[str, int] = {}
+    for verdict in report.verdicts.values():
+        counts[verdict.verdict.value] = counts.get(verdict.verdict.value, 0) + 1
+    summary: dict[str, Any] = {
+        "model": report.model,
+        "round_id": report.round_id,
+        "status": report.status,
+        "verdicts": dict(sorted(counts.items())),
+        "decisions": [e.kind.value for e in report.events if e.kind.value != "verdict"],
+        "cost_usd": round(report.cost_usd, 6),
+    }
+    if report.error is not None:
+        summary["error"] = report.error
+    return summary
+
 
 def lease_renew_s(settings: Settings) -> float:
     """How often the round lease is renewed: as configured, but at least three times per TTL."""
     return min(settings.lease_renew_s, settings.lease_ttl_s / 3)
 
 
+# -- the process --------------------------------------------------------------------------------
+
+
 def run_daemon(settings: Settings, *, host: str, port: int) -> None:
+    """Run until SIGTERM/SIGINT; raises :class:`StartupError` when it cannot start."""
+    stop = threading.Event()
+    _on_stop_signals(stop)
+    listener = listen(host, port)
+    try:
+        _serve(settings, listener, host, port, stop)
+    finally:
+        listener.close()
+
+
+def _serve(
+    settings: Settings, listener: socket.socket, host: str, port: int, stop: threading.Event
+) -> None:
     import uvicorn
 
     from canary.api.app import create_app
-    from canary.scheduler import build_scheduler
+    from canary.probes import ProbeDefinitionError
 
     log.info(
         "starting",
@@ -105,14 +277,84 @@ def run_daemon(settings: Settings, *, host: str, port: int) -> None:
         models=list(settings.model_ids),
         interval_minutes=settings.interval_minutes,
     )
-    daemon = Daemon(settings)
-    # Load the language models before the first round: a round must not stall on them.
-    daemon.wiring.analyzer.warm()
-    app = create_app(settings, daemon.wiring.store, daemon.ignore)
-    scheduler = build_scheduler(settings.interval_minutes, daemon.run_round, daemon.housekeeping)
-    scheduler.start()
+    store = open_store(settings, wait=stop.wait)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        try:
+            daemon = Daemon(settings, store=store)
+        except ProbeDefinitionError as exc:
+            raise StartupError(f"probe definitions: {exc}") from None
+        # Load the language models before the first round: a round must not stall on them.
+        daemon.wiring.analyzer.warm()
+        app = create_app(settings, daemon.wiring.store, daemon.ignore)
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+        )
+        # Not the main thread: uvicorn then leaves the signals to us.
+        api = threading.Thread(
+            target=server.run, kwargs={"sockets": [listener]}, name="canary-api", daemon=True
+        )
+        api.start()
+        _wait_until_serving(server, api, stop)
+        log.info("listening", url=f"http://{_url_host(host)}:{port}/")
+        if not stop.is_set():
+            _schedule_until_stopped(daemon, settings, stop)
+        server.should_exit = True
+        api.join(timeout=10)
+        log.info("stopped", holder=daemon.holder)
+        if not daemon.round_unwound:
+            _exit_now()  # a stuck round thread would keep the interpreter from exiting
     finally:
-        scheduler.shutdown(wait=False)
-        daemon.wiring.store.dispose()
+        store.dispose()
+
+
+def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.Event) -> None:
+    from canary.scheduler import build_scheduler
+
+    scheduler = build_scheduler(
+        settings.interval_minutes,
+        daemon.run_round,
+        daemon.housekeeping,
+        retention=daemon.prune_evidence,
+        retention_every_s=RETENTION_EVERY_S,
+        retention_first_after_s=RETENTION_FIRST_AFTER_S,
+    )
+    scheduler.start()
+    stop.wait()
+    log.info("stopping", holder=daemon.holder, grace_s=settings.shutdown_grace_s)
+    daemon.stopping.set()
+    scheduler.shutdown(wait=False)
+    daemon.stop_round(settings.shutdown_grace_s)
+
+
+def _wait_until_serving(server: Any, api: threading.Thread, stop: threading.Event) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while not server.started:
+        if not api.is_alive():
+            raise StartupError("the HTTP server stopped during start-up (see the log above)")
+        if time.monotonic() > deadline:
+            raise StartupError(f"the HTTP server did not start within {SERVER_START_S:g} s")
+        if stop.wait(0.05):
+            return
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _on_stop_signals(stop: threading.Event) -> None:
+    def handle(signum: int, _frame: Any) -> None:
+        if not stop.is_set():
+            log.info("signal", signal=signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handle)
+
+
+def _exit_now() -> None:
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)

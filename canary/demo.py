@@ -1,8 +1,15 @@
-"""`canary demo`: the showcase scenario, real rounds on an accelerated clock, the API and status page."""
+"""`canary demo`: the showcase scenario, real rounds on an accelerated clock, the API and status page.
+
+The rounds are dated so that the last one falls in the current slot: the store it leaves reads
+true on the real clock afterwards. The store is kept in a folder of its own, beside a small
+settings file, so the operator commands can be pointed at it once the demo has ended.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import tempfile
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -10,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from canary.core.model import EventKind, Verdict
-from canary.drill import SIM_KEY, drill_settings, drill_store_url, iso
+from canary.drill import SIM_KEY, drill_settings, iso
 from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner, slot_of
 from canary.settings import ModelSettings, Settings
@@ -46,15 +53,49 @@ def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
     return server, thread
 
 
+def demo_folder(explicit: Path | None) -> Path:
+    """Where the demo keeps its store and settings: ``explicit``, else a new temporary folder
+    (not deleted at the end: that is the point)."""
+    if explicit is None:
+        return Path(tempfile.mkdtemp(prefix="canary-demo-"))
+    explicit.mkdir(parents=True, exist_ok=True)
+    return explicit.resolve()
+
+
+def write_settings(folder: Path, settings: Settings) -> Path:
+    """A settings file for the operator commands: the demo's store, mode, models and language."""
+    path = folder / "canary.toml"
+    lines = [
+        f"database_url = {json.dumps(settings.database_url)}",
+        f"mode = {json.dumps(settings.mode)}",
+        f"interval_minutes = {settings.interval_minutes:g}",
+        f"languages = {json.dumps(list(settings.languages))}",
+    ]
+    for model in settings.models:
+        lines += [
+            "",
+            "[[models]]",
+            f"id = {json.dumps(model.id)}",
+            f"positive_controls = {json.dumps(list(model.positive_controls))}",
+            f"capacity_floor = {model.capacity_floor}",
+        ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 async def run_demo(
     base: Settings,
     *,
     rounds: int,
     port: int,
     say: Callable[[str], None],
+    folder: Path,
     pause_s: float = 1.0,
+    keep_serving: bool = False,
     scenario: Path = SHOWCASE,
 ) -> dict[str, list[str]]:
+    """Run the showcase's rounds, telling what happens; then, with ``keep_serving``, serve the
+    API and status page until cancelled (Ctrl-C)."""
     from canary.api.app import create_app
     from canary.ignorelist import IgnoreListService
     from canary.openrouter.client import OpenRouterClient
@@ -74,9 +115,11 @@ async def run_demo(
             ),
         }
     )
-    clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes))
+    step = timedelta(minutes=base.interval_minutes)
+    clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes) - (rounds - 1) * step)
     lists: dict[str, list[str]] = {}
-    with start_simulator(loaded) as sim, drill_store_url(None) as store_url:
+    store_url = f"sqlite:///{folder / 'canary.db'}"
+    with start_simulator(loaded) as sim:
         settings = drill_settings(
             base,
             model_ids,
@@ -85,6 +128,7 @@ async def run_demo(
             mode="enforce",
             interval_minutes=None,
         )
+        config = write_settings(folder, settings)
         wiring = build_wiring(settings)
         ignore = IgnoreListService(
             wiring.store,
@@ -126,10 +170,24 @@ async def run_demo(
                     ignore.refresh()
                     for model in model_ids:
                         lists[model] = ignore.document(model)[0]["ignore"]
-                        say(
-                            f"  published ignore list for {model}: {lists[model] or '[] (nothing excluded yet)'}"
+                        shown = (
+                            json.dumps(lists[model])
+                            if lists[model]
+                            else "[] (nothing excluded yet)"
                         )
-            say(f"\ndone after {rounds} rounds. Apps put this into provider.ignore: {lists}")
+                        say(f"  published ignore list for {model}: {shown}")
+            say(
+                f"\ndone after {rounds} rounds. Apps put this into provider.ignore: "
+                f"{json.dumps(lists)}"
+            )
+            say(f"the store is kept in {folder}; inspect it afterwards with:")
+            say(f"  canary --config {config} status")
+            if keep_serving:
+                say(
+                    f"\nserving the status page at http://127.0.0.1:{port}/ until Ctrl-C "
+                    "(--exit ends the demo after its rounds)"
+                )
+                await asyncio.Event().wait()
         finally:
             server.should_exit = True
             thread.join(timeout=5)

@@ -31,6 +31,12 @@ def scrub(text: str) -> str:
     return _URL_PASSWORD.sub(r"\1***@", text)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (at most 200 characters), with secrets masked."""
+    text = str(exc).strip()
+    return scrub(text.splitlines()[0][:200] if text else "")
+
+
 def _scrub_value(key: str, value: Any) -> Any:
     if _SECRET_KEYS.search(key) and isinstance(value, str) and value:
         return "***"
@@ -72,6 +78,8 @@ def configure_logging(
     if settings is not None:
         register_secret(settings.openrouter.api_key.get_secret_value())
         register_secret(settings.admin_token.get_secret_value())
+        for hook in settings.webhooks:
+            register_secret(hook.secret.get_secret_value())
     _config.update(
         fmt=settings.log_format if settings is not None else "auto", stream=stream, level=level
     )

@@ -6,20 +6,28 @@ webhook accepted it; on a failure it is put back with an exponential backoff
 (``mark_notify_failed``) and tried again later; after ``max_attempts`` it is given up (marked,
 and logged loudly). The store's claim keeps two notifiers from taking the same row.
 
-When one webhook fails and another accepted, the retry skips the one that accepted (remembered by
-this process). Each delivery also carries the audit id (``id`` in the body and the
-``X-Canary-Event-Id`` header), so a receiver can drop the repeat that a crash between sending and
-marking, or another replica's retry, may still cause.
+Delivery is at least once. When one webhook fails and another accepted, the retry skips the one
+that accepted, but only this process remembers that: a restart, a crash between sending and
+marking, or another replica's retry can repeat a delivery. Each delivery carries the audit id
+(``id`` in the body and the ``X-Canary-Event-Id`` header) for the receiver to drop repeats.
+
+A webhook with a ``secret`` is signed: ``X-Canary-Timestamp: <unix seconds>`` and
+``X-Canary-Signature: sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` under the secret,
+over the body's bytes exactly as sent. Without a secret, deliveries are unsigned.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import random
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
+from pydantic import SecretStr
 
 from canary import metrics
 from canary.logs import get_logger, scrub
@@ -66,6 +74,29 @@ class WebhookLike(Protocol):
 
     @property
     def format(self) -> str: ...
+
+    @property
+    def secret(self) -> SecretStr: ...
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """``sha256=<hex>``: HMAC-SHA256 of ``<timestamp>.<body>`` under ``secret``."""
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return f"sha256={digest.hexdigest()}"
+
+
+def signed_headers(hook: WebhookLike, row_id: int, body: bytes, now: datetime) -> dict[str, str]:
+    headers = {
+        "Content-Type": "application/json",
+        "X-Canary-Event-Id": str(row_id),
+        "User-Agent": "canary-notifier",
+    }
+    secret = hook.secret.get_secret_value()
+    if secret:
+        timestamp = str(int(now.timestamp()))
+        headers["X-Canary-Timestamp"] = timestamp
+        headers["X-Canary-Signature"] = signature(secret, timestamp, body)
+    return headers
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -134,7 +165,7 @@ def _should_send(row: Any) -> bool:
 
 
 class Notifier:
-    """Sends pending outbox rows to every webhook, with retries and backoff; each row once."""
+    """Sends pending outbox rows to every webhook, with retries and backoff (at least once)."""
 
     def __init__(
         self,
@@ -220,12 +251,11 @@ class Notifier:
         return delivered
 
     def _deliver(self, hook: WebhookLike, row: Any) -> str | None:
-        body = slack_body(row) if hook.format == "slack" else json_body(row)
+        document = slack_body(row) if hook.format == "slack" else json_body(row)
+        body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             response = self._client.post(
-                hook.url,
-                json=body,
-                headers={"X-Canary-Event-Id": str(row.id), "User-Agent": "canary-notifier"},
+                hook.url, content=body, headers=signed_headers(hook, row.id, body, self.clock())
             )
         except httpx.HTTPError as exc:
             metrics.observe_notification(False)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from canary.logs import get_logger
@@ -129,8 +129,13 @@ def build_scheduler(
     *,
     housekeeping_every_s: float = 15.0,
     run_now: bool = True,
+    retention: Callable[[], Any] | None = None,
+    retention_every_s: float = 3600.0,
+    retention_first_after_s: float = 60.0,
 ) -> Any:
-    """A background scheduler: rounds never overlap, and missed rounds run once (coalesced)."""
+    """A background scheduler: rounds never overlap, and missed rounds run once (coalesced);
+    housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
+    long prune never holds up the ignore list's refresh or the notifications."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.interval import IntervalTrigger
 
@@ -152,4 +157,13 @@ def build_scheduler(
         max_instances=1,
         coalesce=True,
     )
+    if retention is not None:
+        scheduler.add_job(
+            retention,
+            IntervalTrigger(seconds=retention_every_s, timezone=UTC),
+            id="retention",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(UTC) + timedelta(seconds=retention_first_after_s),
+        )
     return scheduler

@@ -104,8 +104,22 @@ class OpenRouterSettings(_Strict):
 
 
 class Webhook(_Strict):
+    """A receiver of notifications. With a ``secret`` (or ``secret_file``, read at load), each
+    delivery is signed with HMAC-SHA256 (see :mod:`canary.notify`); without one, unsigned."""
+
     url: str
     format: Literal["json", "slack"] = "json"
+    secret: SecretStr = SecretStr("")
+    secret_file: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_from_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("secret_file") in (None, ""):
+            return data
+        if data.get("secret"):
+            raise ValueError("set secret or secret_file, not both")
+        return {**data, "secret": read_secret_file(Path(data["secret_file"]), "secret_file")}
 
 
 class Policy(_Strict):
@@ -135,6 +149,9 @@ class Settings(_Strict):
     lease_ttl_s: float = Field(default=90, gt=0)  # a round lease not renewed for this long is dead
     lease_renew_s: float = Field(default=30, gt=0)  # renewed this often while a round runs
     log_format: Literal["auto", "console", "json"] = "auto"
+    shutdown_grace_s: float = Field(default=20, ge=0)  # a running round's time to finish on stop
+    startup_wait_s: float = Field(default=60, ge=0)  # how long start-up retries the store
+    retention_days: int = Field(default=30, ge=7)  # probes and other evidence older are pruned
     probes_dir: Path = PROJECT_ROOT / "probes"
     openrouter: OpenRouterSettings = OpenRouterSettings()
     policy: Policy = Policy()
@@ -210,19 +227,52 @@ _ENV_KEYS: dict[str, tuple[str, ...]] = {
     "CANARY_LEASE_TTL_S": ("lease_ttl_s",),
     "CANARY_LEASE_RENEW_S": ("lease_renew_s",),
     "CANARY_LOG_FORMAT": ("log_format",),
+    "CANARY_SHUTDOWN_GRACE_S": ("shutdown_grace_s",),
+    "CANARY_STARTUP_WAIT_S": ("startup_wait_s",),
+    "CANARY_RETENTION_DAYS": ("retention_days",),
     "CANARY_PROBES_DIR": ("probes_dir",),
     "CANARY_OPENROUTER_BASE_URL": ("openrouter", "base_url"),
     "OPENROUTER_API_KEY": ("openrouter", "api_key"),
     "CANARY_OPENROUTER_API_KEY": ("openrouter", "api_key"),
 }
 _LIST_KEYS = {"languages"}
+# Secrets may come from a file instead (Docker and Kubernetes secrets): ``<NAME>_FILE``.
+FILE_VARIANTS = ("OPENROUTER_API_KEY", "CANARY_ADMIN_TOKEN", "CANARY_DATABASE_URL")
+
+
+def read_secret_file(path: Path, name: str) -> str:
+    """The secret held in ``path`` (one trailing newline dropped); a SettingsError-worthy
+    ValueError naming ``name`` and the path, never the content, when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"{name} {str(path)!r} cannot be read: {why}") from None
+    value = text.removesuffix("\n").removesuffix("\r")
+    if not value:
+        raise ValueError(f"{name} {str(path)!r} is empty")
+    return value
+
+
+def _env_value(env: Mapping[str, str], var: str) -> str | None:
+    """``var`` from the environment, or the content of the file ``<var>_FILE`` names."""
+    from_file = env.get(f"{var}_FILE") if var in FILE_VARIANTS else None
+    if from_file:
+        if env.get(var):
+            raise SettingsError(f"environment: both {var} and {var}_FILE are set: use one")
+        try:
+            return read_secret_file(Path(from_file), f"{var}_FILE")
+        except ValueError as exc:
+            raise SettingsError(f"environment: {exc}") from None
+    return env.get(var) or None
 
 
 def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
     for var, path in _ENV_KEYS.items():
-        if var not in env or env[var] == "":
+        value = _env_value(env, var)
+        if value is None:
             continue
-        raw: Any = env[var]
+        raw: Any = value
         if path[-1] in _LIST_KEYS:
             raw = [part.strip() for part in raw.split(",") if part.strip()]
         target = data

@@ -3,6 +3,10 @@
 Both are module-scoped: one database per test module, so tests in a module share it (use distinct
 model names). Postgres tests are skipped when the server is unreachable, unless
 CANARY_REQUIRE_POSTGRES=1, in which case they fail.
+
+Checks that need shared test data absent from a fresh clone (tests/shared_data.py) are summed up
+in one line at the end of the run, with the variable that points them at a copy, instead of one
+skip line each.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
+from shared_data import DATA_SETS, SKIP_PREFIX
+
+NO_SHARED_DATA = "skipped (no shared data)"
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -48,3 +55,36 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     if request.param == "postgres":
         return str(request.getfixturevalue("postgres_url"))
     return f"sqlite:///{tmp_path_factory.mktemp('store') / 'canary.db'}"
+
+
+def _skip_reason(report: pytest.TestReport) -> str | None:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return None
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    reason = _skip_reason(report)
+    if reason is not None and reason.startswith(SKIP_PREFIX):
+        return NO_SHARED_DATA, "s", "SKIPPED"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = terminalreporter.stats.get(NO_SHARED_DATA, [])
+    if not skipped:
+        return
+    parts = []
+    for data in DATA_SETS:
+        mine = [r for r in skipped if _skip_reason(r) == data.reason]
+        if mine:
+            files = sorted({r.nodeid.split("::")[0] for r in mine})
+            parts.append(
+                f"{len(mine)} that need {data.name} (set {data.variable} to a copy; "
+                f"now {data.path}): {', '.join(files)}"
+            )
+    terminalreporter.write_line(
+        f"{SKIP_PREFIX}skipped {len(skipped)} checks: " + "; ".join(parts), yellow=True
+    )

@@ -17,6 +17,7 @@ from canary.cli.main import COMMAND_MODULES, MODULE_OF_COMMAND, command_modules
         ([], COMMAND_MODULES),
         (["--help"], COMMAND_MODULES),
         (["status", "--help"], COMMAND_MODULES),
+        (["status", "-h"], COMMAND_MODULES),
         (["no-such-command"], COMMAND_MODULES),
     ],
 )

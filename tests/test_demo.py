@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +20,7 @@ from canary.settings import Settings
 
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
 HEALTHY = {"alpha", "bravo", "charlie/fp8"}
+CANARY = str(Path(sys.executable).parent / "canary")
 
 
 def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: Path) -> None:
@@ -25,6 +31,7 @@ def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: 
             rounds=2,
             port=0,
             say=lines.append,
+            folder=tmp_path,
             pause_s=0,
         )
     )
@@ -37,13 +44,59 @@ def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: 
     assert "round 2/2" in story
 
 
-def test_demo_command_runs_from_the_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.chdir(tmp_path)  # no canary.toml here: the embedded defaults
-    result = CliRunner().invoke(app, ["demo", "--rounds", "1", "--port", "0", "--pause", "0"])
+    folder = tmp_path / "demo"
+    result = CliRunner().invoke(
+        app,
+        ["demo", "--rounds", "2", "--port", "0", "--pause", "0", "--exit", "--dir", str(folder)],
+    )
     assert result.exit_code == 0, result.output
-    assert "round 1/1" in result.output
+    assert "round 2/2" in result.output
     assert "status page  http://127.0.0.1:" in result.output
     assert not (tmp_path / "canary.db").exists()  # the demo keeps its store to itself
+    assert (folder / "canary.db").is_file()
+    line = f"  canary --config {folder / 'canary.toml'} status"
+    assert f"the store is kept in {folder}; inspect it afterwards with:\n{line}\n" in result.output
+    # the printed line works on the real clock, after the demo
+    args = line.split()[1:]
+    status = CliRunner().invoke(app, [*args, "--json"])
+    assert status.exit_code == 0, status.output
+    (model,) = json.loads(status.stdout)["models"]
+    assert FAULTY <= set(model["ignore_list"]["ignore"])
+    assert not HEALTHY & set(model["ignore_list"]["ignore"])
+
+
+def test_without_exit_the_demo_serves_on_until_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [CANARY, "demo", "--rounds", "1", "--pause", "0", "--port", str(port), "--dir", "d"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        told = []
+        for line in process.stdout:
+            told.append(line)
+            if "until Ctrl-C" in line:
+                break
+        assert any("until Ctrl-C" in line for line in told), "".join(told)
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert page.status_code == 200 and "acme/roleplay-1" in page.text
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert f"stopped; the store stays in {tmp_path / 'd'}" in rest
+    assert (tmp_path / "d" / "canary.db").is_file()
 
 
 def test_a_busy_port_falls_back_to_a_free_one() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -34,11 +36,24 @@ def settings_from(ctx: typer.Context) -> Settings:
 
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (at most 200 characters), with secrets masked."""
-    from canary.logs import scrub
+    from canary.logs import first_line as line
 
-    text = str(exc).strip()
-    return scrub(text.splitlines()[0][:200] if text else "")
+    return line(exc)
 
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+
+
+_FRACTION = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d+")
+
+
+def to_second(value: datetime | str | None) -> str:
+    """A time for people, to the second in UTC (``2026-05-01T12:00:03Z``); in a text, every ISO
+    time is cut to the second. JSON output keeps the API's full precision."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return _FRACTION.sub(r"\1", value)

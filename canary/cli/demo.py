@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,19 +18,39 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     ctx: typer.Context,
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds to run before exiting.")] = 4,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds to run, then serve on.")] = 4,
     port: Annotated[int, typer.Option(help="Port of the API and status page.")] = 8080,
     pause: Annotated[float, typer.Option(min=0, help="Real seconds between rounds.")] = 1.0,
+    folder: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", help="Folder for the demo's store and settings (default: a new temp folder)."
+        ),
+    ] = None,
+    exit_after: Annotated[
+        bool, typer.Option("--exit", help="End after the rounds instead of serving on (scripts).")
+    ] = False,
 ) -> None:
     import asyncio
     import logging
 
-    from canary.demo import run_demo
+    from canary.demo import demo_folder, run_demo
     from canary.logs import configure_logging
 
     settings = settings_from(ctx)
     configure_logging(settings, level=logging.WARNING)  # the story is told on stdout
+    where = demo_folder(folder)
     try:
-        asyncio.run(run_demo(settings, rounds=rounds, port=port, say=typer.echo, pause_s=pause))
+        asyncio.run(
+            run_demo(
+                settings,
+                rounds=rounds,
+                port=port,
+                say=typer.echo,
+                folder=where,
+                pause_s=pause,
+                keep_serving=not exit_after,
+            )
+        )
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted")
+        typer.echo(f"\nstopped; the store stays in {where}")

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json
+from canary.cli.common import fail, print_json, to_second
 
 PER_MILLION = 1_000_000
 JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
@@ -103,7 +103,7 @@ def _print_table(
     for r in records:
         alert = f"[bold red]{escape(r['reason'] or 'alert')}[/]" if r["alert"] else ""
         table.add_row(
-            r["at"] or "",
+            to_second(r["at"]),
             "" if r["round_id"] is None else str(r["round_id"]),
             escape(r["provider"] or "(model)"),
             escape(r["field"]),

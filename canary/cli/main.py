@@ -14,15 +14,42 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer._click import Context as ClickContext  # typer carries its own click
+from typer.core import TyperCommand, TyperGroup
+
+
+def readable_metavars(command: TyperCommand | TyperGroup, ctx: ClickContext) -> None:
+    """Name what an option takes in help as a word (MODEL, PROVIDER, FILE), not as a Python
+    type (``<str>``, ``<list[str]>``); flags (--help, --json) take nothing and show nothing."""
+    help_option = command.get_help_option(ctx)
+    for param in (*command.params, *((help_option,) if help_option else ())):
+        if param.metavar is None and param.param_type_name == "option":
+            param.metavar = "" if getattr(param, "is_flag", False) else (param.name or "").upper()
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            if isinstance(sub, TyperCommand | TyperGroup):
+                readable_metavars(sub, ctx)
+
+
+class _Canary(TyperGroup):
+    """The root command: before the command line is parsed (--help included), every command's
+    options get readable metavars."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        readable_metavars(self, ctx)
+        return super().parse_args(ctx, args)
+
 
 _app = typer.Typer(
+    cls=_Canary,
     name="canary",
     help="Find degraded OpenRouter providers by pinned probes, quarantine them, publish the "
     "ignore list.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+HELP_OPTIONS = ("-h", "--help")
 
 # Each module has register(app) and imports heavy libraries inside its commands only.
 COMMAND_MODULES = ("db", "sim", "probe", "rounds", "ops", "drift", "demo")
@@ -45,13 +72,33 @@ MODULE_OF_COMMAND = {
 _registered: set[str] = set()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from canary import __version__
+
+        typer.echo(f"canary {__version__}")
+        raise typer.Exit()
+
+
 @_app.callback()
 def _global(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Settings file (default: ./canary.toml when present)."),
+        typer.Option(
+            "--config", metavar="FILE", help="Settings file (default: ./canary.toml when present)."
+        ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            metavar="",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = {"config": config}
 
@@ -71,7 +118,7 @@ def command_modules(argv: Sequence[str]) -> tuple[str, ...]:
         option = args.pop(0)
         if option == "--config" and args:
             args.pop(0)
-    if args and args[0] in MODULE_OF_COMMAND and "--help" not in args:
+    if args and args[0] in MODULE_OF_COMMAND and not set(HELP_OPTIONS) & set(args):
         return (MODULE_OF_COMMAND[args[0]],)
     return COMMAND_MODULES
 

@@ -8,11 +8,12 @@ They act on the store directly (no daemon needed) and are audited like the API, 
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json
+from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
     RESULT_MARKS,
     JsonOpt,
@@ -41,7 +42,7 @@ def quarantine_list(
     as_json: JsonOpt = False,
 ) -> None:
     """Quarantines in force (or all of them with --all)."""
-    from canary.api.readmodel import iso, quarantine_json
+    from canary.api.readmodel import quarantine_json
 
     with ops_context(ctx) as ops:
         if model:
@@ -70,7 +71,7 @@ def quarantine_list(
             )
             for r in records
         ],  # fmt: skip
-        f"no quarantine in force ({iso(ops.now)})",
+        f"no quarantine in force ({to_second(ops.now)})",
     )
 
 
@@ -109,8 +110,8 @@ def quarantine_show(
     out = console()
     if active:
         out.print(
-            f"[bold red]quarantined[/] {provider} of {model} since {active['since']} "
-            f"until {active['until']} (step {active['step']}): {active['reason']}"
+            f"[bold red]quarantined[/] {provider} of {model} since {to_second(active['since'])} "
+            f"until {to_second(active['until'])} (step {active['step']}): {active['reason']}"
         )
         out.print(f"causes: {', '.join(active['causes']) or '–'}")
         if active["withheld"]:
@@ -302,7 +303,7 @@ def ignore_list(
         [[e[k] for k in keys] for e in doc["entries"]],
         f"nothing ignored for {model}",
     )
-    console().print(f'provider: {{"ignore": {doc["ignore"]}}}')
+    console().print(f"provider: {json.dumps({'ignore': doc['ignore']})}", markup=False)
 
 
 def history(

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, first_line, settings_from
+from canary.cli.common import fail, first_line, settings_from, to_second
 
 if TYPE_CHECKING:
     from canary.core.model import Exclusion
@@ -104,6 +105,13 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
     from canary.store.engine import STORE_ERRORS
     from canary.store.repository import Store
 
+    missing = missing_sqlite_file(settings.database_url)
+    if missing is not None:  # never create an empty database just to read it
+        fail(
+            f"no database at {missing} ({redact_url(settings.database_url)}): "
+            "start `canary serve` or run `canary db upgrade` first, or pass --config",
+            code=1,
+        )
     store = Store(settings.database_url)
     try:
         yield Ops(settings, store)
@@ -122,6 +130,17 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
         )
     finally:
         store.dispose()
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
 
 
 def names(values: Sequence[str]) -> str:
@@ -170,7 +189,7 @@ def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], empt
         return
     table = table_of(title, *columns)
     for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+        table.add_row(*("" if cell is None else to_second(str(cell)) for cell in row))
     console().print(table)
 
 

@@ -7,11 +7,12 @@ round, so it never loads every probe definition on its way (see :class:`Ops`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import typer
 
-from canary.cli.common import fail, print_json
+from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
     RESULT_MARKS,
     STATE_STYLES,
@@ -75,10 +76,8 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
     for o in out:
         out_console.print(_providers_table(o["model"], ops.settings.mode, o["providers"]))
         doc = o["ignore"]
-        out_console.print(
-            f"ignore list: {doc['ignore'] or '[] (nothing ignored)'}  "
-            f"policy {doc['policy_version']}"
-        )
+        ignored = json.dumps(doc["ignore"]) if doc["ignore"] else "[] (nothing ignored)"
+        out_console.print(f"ignore list: {ignored}  policy {doc['policy_version']}", markup=False)
         out_console.print(floor_line(doc))
         out_console.print(cost_line(o["cost"]) + "\n")
     out_console.print(day_line(spend["day"]))
@@ -100,8 +99,6 @@ def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
     # Cells are Text, not markup: a fleet of hundreds of endpoints renders in half the time.
     from rich.text import Text
 
-    from canary.api import readmodel as rm
-
     marks_of = {result: Text.from_markup(mark) for result, mark in RESULT_MARKS.items()}
     unknown_mark = Text("·")
     table = table_of(
@@ -116,7 +113,7 @@ def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
         )
         notes = []
         if v.quarantine_until:
-            notes.append(f"until {rm.iso(v.quarantine_until)} (step {v.quarantine_step or '?'})")
+            notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
         notes.extend(f"{e.layer.value}: {e.reason}" for e in v.exclusions)
         table.add_row(
             Text(v.provider),

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json, settings_from
+from canary.cli.common import fail, print_json, settings_from, to_second
+
+if TYPE_CHECKING:
+    from canary.runner import ModelRound
+    from canary.store.repository import Store
+    from canary.store.rows import RoundRow
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +31,7 @@ def round_now(
     import asyncio
 
     from canary.daemon import lease_renew_s
-    from canary.runner import RoundRunner, runner_id
+    from canary.runner import RoundRunner, runner_id, slot_of
     from canary.scheduler import under_round_lease
     from canary.wiring import build_wiring, openrouter_client
 
@@ -53,7 +59,12 @@ def round_now(
             fail("another replica holds the round lease: it runs the rounds now", code=1)
         reports = result or []
         _refresh_and_notify(wiring)
-        _print_reports(reports, json_output)
+        earlier = {
+            r.model: _slot_run(wiring.store, r.model, slot_of(r.at, settings.interval_minutes))
+            for r in reports
+            if r.round_id is None
+        }
+        _print_reports(reports, earlier, json_output)
     finally:
         wiring.store.dispose()
     failed = [f"{r.model}: {r.error}" for r in reports if r.error is not None]
@@ -61,22 +72,57 @@ def round_now(
         fail("round failed: " + "; ".join(failed), code=1)
 
 
-def _print_reports(reports: list[Any], json_output: bool) -> None:
+def _slot_run(store: Store, model: str, slot: datetime) -> RoundRow | None:
+    """The round that ran ``model``'s ``slot`` (another replica, or an earlier run)."""
+    return next((r for r in store.recent_rounds(model, limit=5) if r.scheduled_at == slot), None)
+
+
+def _print_reports(
+    reports: list[ModelRound], earlier: dict[str, RoundRow | None], json_output: bool
+) -> None:
+    from canary.daemon import round_summary
     from canary.drill import round_events
 
     for report in reports:
+        if report.round_id is None:
+            _print_already_ran(report.model, earlier.get(report.model), json_output)
+            continue
         if json_output:
             for line in round_events(1, report):
                 print_json(line)
             continue
-        counts: dict[str, int] = {}
-        for v in report.verdicts.values():
-            counts[v.verdict.value] = counts.get(v.verdict.value, 0) + 1
-        decisions = [e.kind.value for e in report.events if e.kind.value != "verdict"]
+        summary = round_summary(report)
+        verdicts = ", ".join(f"{k} {n}" for k, n in summary["verdicts"].items())
         typer.echo(
             f"{report.model}: round {report.round_id} {report.status}; "
-            f"verdicts {counts or '-'}; decisions {decisions or '-'}; cost ${report.cost_usd:.6f}"
+            f"verdicts {verdicts or '-'}; decisions {', '.join(summary['decisions']) or '-'}; "
+            f"cost ${report.cost_usd:.6f}"
         )
+
+
+def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> None:
+    if json_output:
+        print_json(
+            {
+                "event": "already_ran",
+                "model": model,
+                "round_id": row.id if row else None,
+                "scheduled_at": to_second(row.scheduled_at) if row else None,
+                "started_at": to_second(row.started_at) if row else None,
+                "status": row.status if row else None,
+                "runner_id": row.runner_id if row else None,
+            }
+        )
+        return
+    if row is None:  # claimed, then gone: only a concurrent prune or a manual edit does that
+        typer.echo(f"{model}: this slot's round already ran elsewhere")
+        return
+    typer.echo(
+        f"{model}: this slot ({to_second(row.scheduled_at)}) already ran: round {row.id}, "
+        f"started {to_second(row.started_at)} by {row.runner_id}, {row.status}"
+        + (f" at {to_second(row.finished_at)}" if row.finished_at else "")
+        + "; the next round runs at the next slot"
+    )
 
 
 def _refresh_and_notify(wiring: Any) -> None:
@@ -90,10 +136,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
 ) -> None:
-    from canary.daemon import run_daemon
+    from canary.daemon import StartupError, run_daemon
 
     settings = settings_from(ctx)
-    run_daemon(settings, host=host, port=port)
+    try:
+        run_daemon(settings, host=host, port=port)
+    except StartupError as exc:
+        fail(str(exc), code=1)
 
 
 def drill(

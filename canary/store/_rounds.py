@@ -143,6 +143,16 @@ class RoundsMixin(StoreBase):
         with self._write() as conn:
             return conn.execute(stmt).rowcount
 
+    def abandon_rounds_of(self, runner_id: str, at: datetime, *, why: str) -> int:
+        """Mark the rounds that ``runner_id`` still has running abandoned (it is stopping)."""
+        stmt = (
+            update(t.rounds)
+            .where(t.rounds.c.status == "running", t.rounds.c.runner_id == runner_id)
+            .values(status="abandoned", finished_at=at, detail={"why": why})
+        )
+        with self._write() as conn:
+            return conn.execute(stmt).rowcount
+
     def get_round(self, round_id: int) -> RoundRow:
         with self._read() as conn:
             row = conn.execute(select(t.rounds).where(t.rounds.c.id == round_id)).one_or_none()

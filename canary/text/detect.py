@@ -194,7 +194,10 @@ def _judge(
         if not (switch or mixing):
             kind = Anomaly.wrong_language
         found = counts[foreign_language]
-        reason = f"{foreign_language} in {found}/{total} sentences of a {expected} answer"
+        reason = (
+            f"{foreign_language} in {found}/{total} sentences of {article(expected)} "
+            f"{expected} answer"
+        )
     elif expected_weight < rules.min_judged_weight:
         reason = (
             f"too short or ambiguous: {expected_weight} letters judged {expected}, "
@@ -226,3 +229,12 @@ def _judge(
 def analyzer_for(languages: Iterable[str] = SUPPORTED_LANGUAGES) -> LanguageAnalyzer:
     """An analyzer for ``languages`` with the default rules (the detectors are cached per set)."""
     return LanguageAnalyzer(languages)
+
+
+# A language code is read letter by letter: "an en answer", "an fr answer", "a pt answer".
+_VOWEL_SOUND_LETTERS = frozenset("aefhilmnorsx")
+
+
+def article(code: str) -> str:
+    """The indefinite article before a language code read as letters."""
+    return "an" if code[:1].lower() in _VOWEL_SOUND_LETTERS else "a"

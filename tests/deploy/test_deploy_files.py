@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from canary.settings import load_settings
+from canary.settings import FILE_VARIANTS, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -73,13 +73,12 @@ def test_kubernetes_deployment_runs_two_probed_limited_replicas() -> None:
 def test_kubernetes_references_resolve() -> None:
     docs = k8s_documents()
     c = container()
-    (secret_ref,) = c["envFrom"]
-    secret = docs[("Secret", secret_ref["secretRef"]["name"])]
-    assert secret["stringData"]["CANARY_DATABASE_URL"].startswith("postgresql+psycopg://")
-    assert {"OPENROUTER_API_KEY", "CANARY_ADMIN_TOKEN"} <= set(secret["stringData"])
     volumes = {
         v["name"]: v for v in docs[("Deployment", "canary")]["spec"]["template"]["spec"]["volumes"]
     }
+    secret = docs[("Secret", volumes["secrets"]["secret"]["secretName"])]
+    assert secret["stringData"]["CANARY_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert {"OPENROUTER_API_KEY", "CANARY_ADMIN_TOKEN"} <= set(secret["stringData"])
     assert ("ConfigMap", volumes["config"]["configMap"]["name"]) in docs
     env = {e["name"]: e["value"] for e in c["env"]}
     mount = next(m for m in c["volumeMounts"] if m["name"] == "config")
@@ -125,6 +124,7 @@ def test_dockerfile_copies_paths_that_exist() -> None:
 def test_every_environment_variable_named_is_read_by_canary() -> None:
     source = "\n".join(p.read_text() for p in (REPO / "canary").rglob("*.py"))
     known = set(re.findall(r"[\"'](CANARY_[A-Z_]+|OPENROUTER_API_KEY)[\"']", source))
+    known |= {f"{name}_FILE" for name in FILE_VARIANTS}  # built from the names they vary
     for name in (
         "Dockerfile",
         "docker-compose.yml",

@@ -205,9 +205,18 @@ def test_unreadable_since_is_refused(filled: Filled) -> None:
 
 
 def test_a_store_without_the_schema_says_what_to_run(filled: Filled, tmp_path: Path) -> None:
+    (tmp_path / "empty.db").write_bytes(b"")
     out = filled.invoke("--model", MODEL, url=f"sqlite:///{tmp_path / 'empty.db'}")
     assert out.exit_code == 1
     assert "cannot read the store" in out.stderr and "canary db upgrade" in out.stderr
+
+
+def test_a_missing_store_is_one_line_and_is_not_created(filled: Filled, tmp_path: Path) -> None:
+    out = filled.invoke("--model", MODEL, url=f"sqlite:///{tmp_path / 'absent.db'}")
+    assert out.exit_code == 1
+    assert out.stderr.startswith(f"canary: no database at {tmp_path / 'absent.db'} ")
+    assert out.stderr.count("\n") == 1
+    assert not (tmp_path / "absent.db").exists()
 
 
 HEAVY = [

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from shared_data import CORPUS as SHARED_CORPUS
 
 from canary.core.model import EndpointState
 from canary.openrouter.client import OpenRouterClient
@@ -14,8 +15,7 @@ from canary.probes import ProbeSet, load_probes
 from canary.settings import PROJECT_ROOT
 from canary.text.detect import LanguageAnalyzer
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-CORPUS = SHARED / "corpus"
+CORPUS = SHARED_CORPUS.path
 ALL_PARAMETERS = [
     "max_tokens", "temperature", "seed", "response_format", "structured_outputs",
     "tools", "tool_choice",

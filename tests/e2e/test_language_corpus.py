@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import CORPUS, probe_set
 from e2e_language import build_text_bank, healthy_scenario, portuguese_bank, probe_language
+from shared_data import CORPUS as SHARED_CORPUS
 
 from canary.probes import ProbeSet
 from canary.settings import SUPPORTED_LANGUAGES
@@ -20,7 +21,7 @@ from canary.text.detect import LanguageAnalyzer
 MODEL = "acme/e2e-corpus"
 PROBES_PER_LANGUAGE = 20
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found: {CORPUS}")
+pytestmark = pytest.mark.skipif(not SHARED_CORPUS.present, reason=SHARED_CORPUS.reason)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from typing import Any
 class Receiver:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str], Any]] = []
+        self.raw: list[bytes] = []  # each body exactly as received
         self.fail_next = 0  # answer 500 to this many requests
         self.status = 200
         self._lock = threading.Lock()
@@ -19,9 +20,11 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"null")
+                raw = self.rfile.read(length)
+                body = json.loads(raw or b"null")
                 with receiver._lock:
                     receiver.requests.append((self.path, dict(self.headers), body))
+                    receiver.raw.append(raw)
                     if receiver.fail_next > 0:
                         receiver.fail_next -= 1
                         status = 500

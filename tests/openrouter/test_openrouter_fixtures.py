@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_data import CAPTURES
 from wire_server import FIXTURES
 
 from canary.core.classify import classify_status
@@ -15,7 +16,7 @@ from canary.openrouter.endpoints import parse_endpoints
 from canary.openrouter.sse import SSEParser, parse_all
 from canary.openrouter.stream import StreamAssembler, StreamOutcome, assemble_completion
 
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures absent")
+pytestmark = pytest.mark.skipif(not CAPTURES.present, reason=CAPTURES.reason)
 
 
 def files(kind: str, pattern: str = "*") -> list[Path]:

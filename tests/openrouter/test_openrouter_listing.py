@@ -7,6 +7,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 import pytest
+from shared_data import CAPTURES
 from wire_server import FIXTURES, Reply, Request, WireServer, run
 
 from canary.core.model import Endpoint, Transport
@@ -135,7 +136,7 @@ def test_listing_parses_and_sends_the_key() -> None:
 def test_real_fixture_served_over_the_wire() -> None:
     path = FIXTURES / "endpoints" / "ploke_deepseek-chat-v3.1_2025-08-30.json"
     if not path.exists():
-        pytest.skip("../shared/fixtures absent")
+        pytest.skip(CAPTURES.reason)
     raw = b"\n   \n" + path.read_bytes()  # bodies may start with whitespace
 
     def serve(reply: Reply) -> Awaitable[None]:

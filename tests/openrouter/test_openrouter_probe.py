@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from shared_data import CAPTURES
 from structlog.testing import capture_logs
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, run, sse, usage_chunk
 
@@ -166,7 +167,7 @@ def test_ttft_and_reasoning_are_measured_from_the_send_with_the_injected_clock()
 def test_tool_call_fixture_replayed_over_the_wire() -> None:
     path = FIXTURES / "stream" / "chatlas_gpt-4o-mini_tool-call-delta.sse"
     if not path.exists():
-        pytest.skip("../shared/fixtures absent")
+        pytest.skip(CAPTURES.reason)
     openai = Endpoint(
         model="openai/gpt-4o-mini", tag="openai", provider_name="OpenAI", pricing=Pricing(0, 0)
     )
@@ -329,7 +330,7 @@ def test_midstream_error_chunk_is_a_provider_error() -> None:
 def test_midstream_error_fixture_replayed_over_the_wire() -> None:
     path = FIXTURES / "stream" / "pydantic-ai_minimax-m2-free_midstream-error.sse"
     if not path.exists():
-        pytest.skip("../shared/fixtures absent")
+        pytest.skip(CAPTURES.reason)
     minimax = Endpoint(
         model="minimax/minimax-m2:free",
         tag="minimax",

@@ -10,11 +10,11 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-FIXTURES = SHARED / "fixtures" / "openrouter"
+from shared_data import CAPTURES
+
+FIXTURES = CAPTURES.path
 
 
 @dataclass

@@ -37,8 +37,12 @@ from canary.wiring import build_wiring, openrouter_client
 KEY = "sk-or-v1-SECRETKEY123abcdef0123456789"
 WRONG_KEY = "sk-or-v1-WRONGKEY999fedcba9876543210"
 TOKEN = "admin-SECRET-TOKEN-456"
+HOOK_SECRET = "whsec-SECRET-HOOK-789"
 # Distinctive pieces too, so a truncated or re-encoded leak is caught as well.
-NEEDLES = (KEY, TOKEN, "SECRETKEY123", "SECRET-TOKEN-456", WRONG_KEY, "WRONGKEY999")
+NEEDLES = (
+    KEY, TOKEN, "SECRETKEY123", "SECRET-TOKEN-456", WRONG_KEY, "WRONGKEY999", HOOK_SECRET,
+    "SECRET-HOOK-789",
+)  # fmt: skip
 MODEL = "acme/secret-1"
 START = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
 FAST = {"ttft_ms": 5, "tokens_per_second": 4000}
@@ -87,7 +91,7 @@ def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
         admin_token=TOKEN,
         log_format="json",
         models=(ModelSettings(id=MODEL),),
-        webhooks=(Webhook(url=hook),),
+        webhooks=(Webhook(url=hook, secret=SecretStr(HOOK_SECRET)),),
         openrouter=OpenRouterSettings(
             base_url=sim_url, api_key=KEY, first_token_timeout_s=5, stream_timeout_s=10
         ),
@@ -257,6 +261,7 @@ def test_the_run_used_the_secrets_and_produced_evidence(sinks: Sinks) -> None:
     assert any('"operator_alert"' in row for row in sinks.audit)
     assert any('"auth_config"' in row or "auth_config" in row for row in sinks.tables["probes"])
     assert len(sinks.webhooks) >= 2
+    assert all("X-Canary-Signature" in delivery for delivery in sinks.webhooks)  # signed with it
     admin = [(call, status) for call, right, status in sinks.statuses if right]
     assert ("post /v1/exclusions", 201) in admin and ("post /v1/quarantines/release", 200) in admin
     assert ("delete /v1/exclusions/1", 200) in admin

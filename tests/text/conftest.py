@@ -3,12 +3,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shared_data import CORPUS as SHARED_CORPUS
 
 from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.detect import LanguageAnalyzer
 
-# The shared folder beside the repository checkout (test data only, never copied in).
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+# The shared corpus (test data only, never copied in): beside the checkout or CANARY_TEST_CORPUS.
+CORPUS = SHARED_CORPUS.path
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +22,6 @@ def analyzer() -> LanguageAnalyzer:
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    if not (CORPUS / "lingua-sentences").is_dir():
-        pytest.skip("the shared corpus is not beside the repository")
+    if not SHARED_CORPUS.present:
+        pytest.skip(SHARED_CORPUS.reason)
     return CORPUS

@@ -164,3 +164,25 @@ def test_corpus_loader_drops_damaged_lines_and_keeps_boundaries(corpus: Path) ->
     assert len(kept) == 853
     assert not any("\u0092" in line for line in kept)
     assert compose(["Sem ponto", "Com ponto.", "Fim"]) == "Sem ponto\nCom ponto. Fim"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"), [("en", "an"), ("es", "an"), ("fr", "an"), ("pt", "a"), ("uk", "a")]
+)
+def test_the_article_before_a_language_code_follows_how_it_is_read(
+    code: str, expected: str
+) -> None:
+    from canary.text.detect import article
+
+    assert article(code) == expected
+
+
+def test_a_drift_out_of_english_reads_an_en_answer(analyzer: LanguageAnalyzer) -> None:
+    text = (
+        "The harbour was quiet this morning and the boats rocked slowly. "
+        "El mercado estaba lleno de gente que compraba pescado fresco. "
+        "Los niños corrían por la plaza mientras sus padres hablaban. "
+        "La tarde llegó con un viento cálido que venía del mar."
+    )
+    result = analyzer.analyze(text, "en")
+    assert "sentences of an en answer" in result.reason

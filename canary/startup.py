@@ -1,0 +1,114 @@
+"""Start-up of `canary serve`: the listening socket and the store, each failing in one line.
+
+The socket is bound and listening before anything else, so a taken port fails at once. The store
+is opened and migrated; while it is unreachable (PostgreSQL still starting) it is retried with
+exponential backoff, for at most ``startup_wait_s``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from canary.logs import get_logger
+from canary.settings import Settings, redact_url
+
+if TYPE_CHECKING:
+    from canary.store.repository import Store
+
+log = get_logger("canary.startup")
+
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 10.0
+
+
+class StartupError(RuntimeError):
+    """Start-up cannot go on; the message is one readable line (no secret in it)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound and listening now: a taken port fails here."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def open_store(
+    settings: Settings,
+    *,
+    wait: Callable[[float], bool],
+    clock: Callable[[], float] = time.monotonic,
+) -> Store:
+    """The store, migrated to head. An unreachable store is retried with exponential backoff
+    (``wait(delay)`` returns True when start-up should give up at once, e.g. on SIGTERM) until
+    ``startup_wait_s`` has passed; any other store problem fails at once."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    from canary.logs import first_line
+    from canary.store.migrate import MigrationsNotFound
+    from canary.store.repository import Store
+
+    shown = redact_url(settings.database_url)
+    problem = sqlite_path_problem(settings.database_url)
+    if problem:
+        raise StartupError(f"cannot open the store at {shown}: {problem}")
+    deadline = clock() + settings.startup_wait_s
+    delay = FIRST_RETRY_S
+    attempt = 0
+    while True:
+        attempt += 1
+        store = Store(settings.database_url)
+        try:
+            store.upgrade()
+            return store
+        except OperationalError as exc:
+            store.dispose()
+            left = deadline - clock()
+            if left <= 0:
+                raise StartupError(
+                    f"cannot reach the store at {shown} (tried {attempt} times in "
+                    f"{settings.startup_wait_s:g} s): {first_line(exc.orig or exc)}"
+                ) from None
+            log.warning(
+                "store_unreachable",
+                database=shown,
+                attempt=attempt,
+                retry_in_s=round(min(delay, left), 3),
+                error=first_line(exc.orig or exc),
+            )
+            if wait(min(delay, left)):
+                raise StartupError("stopped while waiting for the store") from None
+            delay = min(delay * 2, MAX_RETRY_S)
+        except (DBAPIError, MigrationsNotFound) as exc:
+            store.dispose()
+            raise StartupError(f"cannot open the store at {shown}: {first_line(exc)}") from None
+
+
+def sqlite_path_problem(url: str) -> str | None:
+    """Why a SQLite database file cannot be created or written, or None (PostgreSQL: None)."""
+    import os
+    from pathlib import Path
+
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database).expanduser().absolute()
+    if path.exists():
+        return None if os.access(path, os.R_OK | os.W_OK) else f"{path} is not writable"
+    if not path.parent.is_dir():
+        return f"directory {path.parent} does not exist"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"directory {path.parent} is not writable"
+    return None

@@ -1,0 +1,186 @@
+"""Retention: the evidence older than the window is deleted, in small transactions.
+
+Pruned: probes, contract results and round verdicts (by their round's scheduled time), endpoint
+snapshots (each model keeps its latest one, the baseline the next round's drift is diffed
+against) and the hourly latency histograms. Kept: rounds, states, quarantines, exclusions, audit
+and drift rows, which are small and are the record of what was decided and why.
+
+Each batch is one short transaction, so rounds and reads go on while a large backlog is pruned.
+A lease row (``retention``) lets one replica prune at a time; it is kept after the run until it
+expires, so across replicas the store is pruned at most once per lease period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, Table, delete, func, select, text
+
+from canary.store import tables as t
+from canary.store._audit import AuditMixin
+
+RETENTION_LEASE = "retention"
+ROUNDS_PER_BATCH = 50  # a model's round holds ~7 probes per endpoint: a few thousand rows a batch
+SLICE = timedelta(days=1)  # snapshots and histograms are deleted one model-day at a time
+
+_SNAPSHOT_MODELS = text(
+    "WITH RECURSIVE m(model) AS ("
+    " SELECT min(model) FROM endpoint_snapshots"
+    " UNION ALL"
+    " SELECT (SELECT min(s.model) FROM endpoint_snapshots s WHERE s.model > m.model) FROM m"
+    " WHERE m.model IS NOT NULL"
+    ") SELECT model FROM m WHERE model IS NOT NULL"
+)
+_HISTOGRAM_MODELS = text(
+    "WITH RECURSIVE m(model) AS ("
+    " SELECT min(model) FROM ttft_buckets"
+    " UNION ALL"
+    " SELECT (SELECT min(b.model) FROM ttft_buckets b WHERE b.model > m.model) FROM m"
+    " WHERE m.model IS NOT NULL"
+    ") SELECT model FROM m WHERE model IS NOT NULL"
+)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """Rows deleted by one pass, per table; ``complete`` is False when it was stopped early."""
+
+    probes: int = 0
+    contract_results: int = 0
+    round_verdicts: int = 0
+    endpoint_snapshots: int = 0
+    ttft_buckets: int = 0
+    complete: bool = True
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, f.name) for f in fields(self) if f.name != "complete")
+
+
+def _never() -> bool:
+    return False
+
+
+class RetentionMixin(AuditMixin):
+    def prune_once(
+        self,
+        holder: str,
+        now: datetime,
+        *,
+        keep_days: int,
+        lease_s: float,
+        should_stop: Callable[[], bool] = _never,
+    ) -> Pruned | None:
+        """Prune what is older than ``keep_days`` when this holder can take the retention lease
+        (None when another replica holds it, or this one pruned less than ``lease_s`` ago)."""
+        lease = self.lease(RETENTION_LEASE)
+        if lease is not None and lease.holder == holder and lease.expires_at > now:
+            return None  # pruned recently: the lease still marks that run
+        if not self.try_acquire_lease(RETENTION_LEASE, holder, now, lease_s):
+            return None
+        return self.prune_before(now - timedelta(days=keep_days), should_stop=should_stop)
+
+    def prune_before(self, cutoff: datetime, *, should_stop: Callable[[], bool] = _never) -> Pruned:
+        """Delete the evidence older than ``cutoff`` (see the module); ``should_stop`` is asked
+        between batches, so a shutting-down daemon does not wait for a long backlog."""
+        counts: dict[str, int] = {}
+        for table in (t.probes, t.contract_results, t.round_verdicts):
+            counts[table.name] = self._prune_by_round(table, cutoff, should_stop)
+        counts["endpoint_snapshots"] = self._prune_snapshots(cutoff, should_stop)
+        counts["ttft_buckets"] = self._prune_histograms(cutoff, should_stop)
+        return Pruned(**counts, complete=not should_stop())
+
+    def _prune_by_round(
+        self, table: Table, cutoff: datetime, should_stop: Callable[[], bool]
+    ) -> int:
+        """Walk the rounds scheduled before ``cutoff`` in id order, from the oldest one that
+        still has rows here, deleting their rows a batch of rounds at a time."""
+        r = t.rounds.c
+        with self._read() as conn:
+            oldest = conn.execute(select(func.min(table.c.round_id))).scalar_one_or_none()
+        if oldest is None:
+            return 0
+        cursor, deleted = oldest - 1, 0
+        while not should_stop():
+            with self._write() as conn:
+                ids = list(
+                    conn.execute(
+                        select(r.id)
+                        .where(r.id > cursor, r.scheduled_at < cutoff)
+                        .order_by(r.id)
+                        .limit(ROUNDS_PER_BATCH)
+                    ).scalars()
+                )
+                if not ids:
+                    break
+                deleted += conn.execute(delete(table).where(table.c.round_id.in_(ids))).rowcount
+            cursor = ids[-1]
+        return deleted
+
+    def _prune_snapshots(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
+        s = t.endpoint_snapshots.c
+        with self._read() as conn:
+            models = list(conn.execute(_SNAPSHOT_MODELS).scalars())
+        deleted = 0
+        for model in models:
+            with self._read() as conn:
+                oldest, latest = conn.execute(
+                    select(func.min(s.at), func.max(s.at)).where(s.model == model)
+                ).one()
+            if oldest is None or latest is None:
+                continue
+            # every row of the latest listing stays, however old: the next diff's baseline
+            bound = min(cutoff, _aware(latest))
+            deleted += self._delete_in_slices(
+                t.endpoint_snapshots, "at", model, _aware(oldest), bound, should_stop
+            )
+        return deleted
+
+    def _prune_histograms(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
+        b = t.ttft_buckets.c
+        with self._read() as conn:
+            models = list(conn.execute(_HISTOGRAM_MODELS).scalars())
+        deleted = 0
+        for model in models:
+            with self._read() as conn:
+                oldest = conn.execute(
+                    select(func.min(b.hour)).where(b.model == model)
+                ).scalar_one_or_none()
+            if oldest is not None:
+                deleted += self._delete_in_slices(
+                    t.ttft_buckets, "hour", model, _aware(oldest), cutoff, should_stop
+                )
+        return deleted
+
+    def _delete_in_slices(
+        self,
+        table: Table,
+        moment: str,
+        model: str,
+        oldest: datetime,
+        bound: datetime,
+        should_stop: Callable[[], bool],
+    ) -> int:
+        """Delete ``model``'s rows whose column ``moment`` is before ``bound``, a day at a time."""
+        deleted, edge = 0, oldest
+        while edge < bound and not should_stop():
+            edge = min(edge + SLICE, bound)
+            with self._write() as conn:
+                deleted += _delete_older(conn, table, moment, model, edge)
+        return deleted
+
+
+def _delete_older(conn: Connection, table: Table, moment: str, model: str, edge: datetime) -> int:
+    stmt = delete(table).where(table.c.model == model, table.c[moment] < edge)
+    return int(conn.execute(stmt).rowcount)
+
+
+def _aware(value: datetime | str) -> datetime:
+    """Aggregates lose the column type on SQLite (naive text): back to aware UTC."""
+    from canary.store._rounds import _as_utc
+
+    moment = _as_utc(value)
+    assert moment is not None
+    return moment

@@ -1,0 +1,145 @@
+"""The command line as a user meets it: version, help, completion, read-only opening, readable
+output (times to the second, lists as JSON), and `canary round` in a slot that already ran."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_fleet import Fleet
+from typer.testing import CliRunner
+
+from canary import __version__
+from canary.cli.main import app
+from canary.runner import slot_of
+from canary.store.repository import Store
+
+CANARY = Path(sys.executable).parent / "canary"
+runner = CliRunner()
+FRACTION = re.compile(r"\d\d:\d\d:\d\d\.\d+")
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def _command_paths() -> list[list[str]]:
+    import typer.main
+
+    root = typer.main.get_command(app)
+    paths: list[list[str]] = [[]]
+    for name, command in getattr(root, "commands", {}).items():
+        paths.append([name])
+        paths.extend([name, sub] for sub in getattr(command, "commands", {}))
+    return paths
+
+
+def test_version_prints_the_package_version() -> None:
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout == f"canary {__version__}\n"
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "canary")
+def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
+    short, long = run(*path, "-h"), run(*path, "--help")
+    assert short.exit_code == 0 and short.stdout == long.stdout
+    for python_type in ("<bool>", "<str>", "<list[", "<float>", "<path>"):
+        assert python_type not in short.stdout, (path, python_type)
+
+
+def test_option_values_are_named_in_help() -> None:
+    probe = run("probe", "-h").stdout
+    assert re.search(r"--provider\s+PROVIDER", probe)
+    assert re.search(r"--config\s+FILE", run("-h").stdout)
+
+
+def test_shell_completion_is_offered() -> None:
+    assert "--install-completion" in run("-h").stdout
+    shown = subprocess.run(
+        [str(CANARY), "--show-completion", "bash"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0
+    assert "_CANARY_COMPLETE=complete_bash" in shown.stdout
+
+
+READ_ONLY = [
+    ["status"],
+    ["quarantine", "list"],
+    ["quarantine", "show", "-m", "acme/x-1", "-p", "a"],
+    ["exclude", "list"],
+    ["ignore-list", "-m", "acme/x-1"],
+    ["history", "-m", "acme/x-1", "-p", "a"],
+    ["audit"],
+    ["drift", "-m", "acme/x-1"],
+]
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=" ".join)
+def test_read_only_commands_never_create_a_database(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for variable in ("CANARY_DATABASE_URL", "CANARY_CONFIG"):
+        monkeypatch.delenv(variable, raising=False)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("canary: no database at canary.db (sqlite:///canary.db): ")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tables_show_times_to_the_second(fleet: Fleet) -> None:
+    config = ("--config", str(fleet.config))
+    for args in (
+        ("quarantine", "list"),
+        ("quarantine", "show", "-m", fleet.model, "-p", "bravo"),
+        ("exclude", "list"),
+        ("history", "-m", fleet.model, "-p", "bravo"),
+        ("audit",),
+        ("status", "-m", fleet.model),
+    ):
+        result = run(*config, *args)
+        assert result.exit_code == 0, result.output
+        assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", result.stdout), args
+        assert not FRACTION.search(result.stdout), (args, result.stdout)
+    # JSON keeps the documents' own precision (the API's format)
+    assert FRACTION.search(run(*config, "quarantine", "list", "--json").stdout)
+
+
+def test_ignore_list_table_prints_the_list_as_json(fleet: Fleet) -> None:
+    result = run("--config", str(fleet.config), "ignore-list", "-m", fleet.model)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("provider: "))
+    assert json.loads(line.removeprefix("provider: ")) == {"ignore": ["bravo", "delta", "echo"]}
+    status = run("--config", str(fleet.config), "status", "-m", fleet.model).stdout
+    assert 'ignore list: ["bravo", "delta", "echo"]' in status
+
+
+def test_round_in_a_slot_that_already_ran_says_when_and_by_whom(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'canary.db'}"
+    model = "acme/ran-1"
+    with Store(url) as store:
+        store.upgrade()
+        slot = slot_of(datetime.now(UTC), 30)
+        started = slot.replace(second=4, microsecond=123456)
+        rid = store.claim_round(model, slot, "other-host:41", "p", {}, started_at=started)
+        assert rid is not None
+        store.finish_round(rid, "finished", at=started.replace(second=9))
+    monkeypatch.setenv("CANARY_DATABASE_URL", url)
+    monkeypatch.setenv("CANARY_MODELS", model)
+    monkeypatch.setenv("CANARY_OPENROUTER_BASE_URL", "http://127.0.0.1:9/api/v1")
+    result = runner.invoke(app, ["round"])
+    assert result.exit_code == 0, result.output
+    stamp = slot.strftime("%Y-%m-%dT%H:%M")
+    assert result.stdout == (
+        f"{model}: this slot ({stamp}:00Z) already ran: round {rid}, started {stamp}:04Z by "
+        f"other-host:41, finished at {stamp}:09Z; the next round runs at the next slot\n"
+    )

@@ -1,0 +1,102 @@
+"""Start-up of the daemon in-process: the store's retry schedule (a fake clock, no sleeping), the
+SQLite path checks, and the retention job."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from canary.net import free_port
+from canary.settings import Settings
+from canary.startup import StartupError, open_store, sqlite_path_problem
+
+
+class FakeTime:
+    """A clock that moves only when start-up waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        self.now += seconds
+        return False
+
+
+def test_an_unreachable_store_is_retried_with_doubling_delays_until_the_wait_runs_out() -> None:
+    url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
+    fake = FakeTime()
+    with pytest.raises(StartupError) as caught:
+        open_store(Settings(database_url=url, startup_wait_s=10), wait=fake.wait, clock=fake)
+    assert fake.waits == [0.5, 1, 2, 4, 2.5]  # the last one is what was left of the 10 s
+    assert str(caught.value).startswith(
+        "cannot reach the store at postgresql+psycopg://canary:***@127.0.0.1:"
+    )
+    assert "(tried 6 times in 10 s)" in str(caught.value)
+
+
+def test_a_stop_signal_while_waiting_ends_start_up_at_once() -> None:
+    url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
+    asked: list[float] = []
+
+    def stopped(seconds: float) -> bool:
+        asked.append(seconds)
+        return True
+
+    with pytest.raises(StartupError, match="stopped while waiting for the store"):
+        open_store(Settings(database_url=url, startup_wait_s=60), wait=stopped)
+    assert asked == [0.5]
+
+
+def test_a_reachable_store_opens_migrated_without_waiting(tmp_path: Path) -> None:
+    fake = FakeTime()
+    store = open_store(
+        Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}"), wait=fake.wait, clock=fake
+    )
+    try:
+        assert store.current_revision() is not None
+    finally:
+        store.dispose()
+    assert fake.waits == []
+
+
+def test_sqlite_paths_that_cannot_hold_a_database_are_named(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    assert sqlite_path_problem(f"sqlite:///{tmp_path / 'ok.db'}") is None
+    assert sqlite_path_problem(f"sqlite:///{tmp_path / 'nope' / 'c.db'}") == (
+        f"directory {tmp_path / 'nope'} does not exist"
+    )
+    assert sqlite_path_problem(f"sqlite:///{tmp_path / 'a-file' / 'c.db'}") == (
+        f"directory {tmp_path / 'a-file'} does not exist"
+    )
+    assert sqlite_path_problem("postgresql+psycopg://u@h/db") is None
+    assert sqlite_path_problem("sqlite://") is None
+
+
+def test_the_daemon_prunes_old_evidence_once_per_lease(tmp_path: Path) -> None:
+    from canary.core.model import Contract, Observation, Transport
+    from canary.daemon import Daemon
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", retention_days=7)
+    daemon = Daemon(settings, holder="me:1")
+    store = daemon.wiring.store
+    try:
+        for age_days in (20, 1):
+            at = datetime.now(UTC) - timedelta(days=age_days)
+            rid = store.claim_round("acme/r-1", at, "me:1", "p", {}, started_at=at)
+            assert rid is not None
+            observation = Observation(Contract.ttft, "a", Transport.ok, ttft_s=0.5, nonce=str(rid))
+            store.record_observations(rid, "acme/r-1", [observation], at)
+        daemon.prune_evidence()
+        assert [len(store.probes(r.id)) for r in store.recent_rounds("acme/r-1")] == [1, 0]
+        lease = store.lease("retention")
+        assert lease is not None and lease.holder == "me:1"
+    finally:
+        daemon.notifier.close()
+        store.dispose()

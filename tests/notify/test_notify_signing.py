@@ -1,0 +1,86 @@
+"""Signed webhooks: the receiver checks the HMAC over the exact bytes it received."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from notify_receiver import Receiver
+
+from canary.core.model import Event, EventKind
+from canary.notify import Notifier
+from canary.settings import Webhook
+from canary.store.repository import Store
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+SECRET = "whsec-test-7f3a"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(f"sqlite:///{tmp_path / 'n.db'}") as s:
+        s.upgrade()
+        yield s
+
+
+def verify(secret: str, headers: dict[str, str], raw: bytes, now: float, tolerance_s: int) -> bool:
+    """What the README's receiver snippet does."""
+    timestamp = headers["X-Canary-Timestamp"]
+    expected = hmac.new(secret.encode(), timestamp.encode() + b"." + raw, hashlib.sha256)
+    sent = headers["X-Canary-Signature"].removeprefix("sha256=")
+    return abs(now - int(timestamp)) <= tolerance_s and hmac.compare_digest(
+        expected.hexdigest(), sent
+    )
+
+
+def _send(store: Store, hooks: list[Webhook]) -> None:
+    store.record_audit(
+        Event(EventKind.quarantine, "acme/sig-1", "bravo", {"reason": "stray «prefix»"}, (3, 4)),
+        "canary",
+        "p-1",
+        NOW,
+    )
+    with httpx.Client(timeout=5) as client:
+        notifier = Notifier(store, hooks, client=client, clock=lambda: NOW)
+        assert notifier.send_pending() == 1
+
+
+def test_a_webhook_with_a_secret_is_signed_over_the_exact_bytes_received(store: Store) -> None:
+    with Receiver() as receiver:
+        _send(
+            store,
+            [
+                Webhook(url=receiver.url + "/json", secret=SECRET),
+                Webhook(url=receiver.url + "/slack", format="slack", secret="another-secret"),
+            ],
+        )
+        by_path = {
+            path: (headers, raw)
+            for (path, headers, _), raw in zip(receiver.requests, receiver.raw, strict=True)
+        }
+    now = NOW.timestamp()
+    headers, raw = by_path["/json"]
+    assert headers["X-Canary-Timestamp"] == str(int(now))
+    assert headers["X-Canary-Signature"].startswith("sha256=")
+    assert verify(SECRET, headers, raw, now, 300)
+    assert "«prefix»".encode() in raw  # the bytes as sent, not re-encoded by the receiver
+    assert not verify("wrong-secret", headers, raw, now, 300)
+    assert not verify(SECRET, headers, raw + b" ", now, 300)  # one byte more breaks it
+    assert not verify(SECRET, headers, raw, (NOW + timedelta(hours=1)).timestamp(), 300)
+    slack_headers, slack_raw = by_path["/slack"]
+    assert verify("another-secret", slack_headers, slack_raw, now, 300)  # a key per webhook
+    for h, r in by_path.values():
+        assert SECRET.encode() not in r and SECRET not in str(h)
+
+
+def test_a_webhook_without_a_secret_is_sent_unsigned_with_its_event_id(store: Store) -> None:
+    with Receiver() as receiver:
+        _send(store, [Webhook(url=receiver.url + "/plain")])
+        ((_, headers, body),) = receiver.requests
+    assert "X-Canary-Signature" not in headers and "X-Canary-Timestamp" not in headers
+    assert headers["X-Canary-Event-Id"] == str(body["id"])
