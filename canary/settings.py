@@ -206,8 +206,8 @@ def _redact_url(url: str) -> str:
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
+        user, has_password, _ = creds.partition(":")
+        return f"{scheme}://{user}:***@{host}" if has_password else url
     return url
 
 

@@ -99,3 +99,18 @@ def test_database_password_never_shown_in_errors(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as caught:
         load_settings(write(tmp_path, 'database_url = "mysql://u:hunter2@h/db"'), env={})
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_database_url_is_shown_without_its_password_and_unchanged_without_one() -> None:
+    from canary.settings import redact_url
+
+    assert redact_url("postgresql+psycopg://canary:s3cret@db:5432/c") == (
+        "postgresql+psycopg://canary:***@db:5432/c"
+    )
+    assert redact_url("postgresql+psycopg://postgres@db/c") == "postgresql+psycopg://postgres@db/c"
+    assert redact_url("sqlite:///data/canary.db") == "sqlite:///data/canary.db"
+
+
+def test_a_streak_max_age_shorter_than_the_failing_rounds_is_refused() -> None:
+    with pytest.raises(SettingsError, match=r"streak_max_age_hours = 6 is shorter than"):
+        load_settings(env={"CANARY_INTERVAL_MINUTES": "240"})

@@ -68,6 +68,7 @@ def test_ignore_document_shape() -> None:
         "capacity_floor": 2,
         "usable_endpoints": 2,
         "floor_breached": False,
+        "needs": None,
         "generated_at": "2026-01-05T12:00:00Z",
         "stale": False,
         "policy_version": "p-0123456789",
