@@ -11,10 +11,11 @@ import hmac
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from canary.api import readmodel as rm
 from canary.api.common import MAX_REASON, BadRequest, Handlers, error, text_field
 from canary.core.identity import InvalidTag
 from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion
+from canary.views.known import require_model, require_provider
+from canary.views.records import iso, names, parse_when
 
 
 class AdminHandlers(Handlers):
@@ -39,7 +40,7 @@ class AdminHandlers(Handlers):
         body = await self._json_body(request)
         model, tag, reason = (text_field(body, k) for k in ("model", "provider", "reason"))
         assert model is not None and tag is not None and reason is not None
-        await self._store(rm.require_model, self.settings.model_ids, self.store, model)
+        await self._store(require_model, self.settings.model_ids, self.store, model)
         now = self.clock()
         try:
             await self._store(self.store.release_quarantine, model, tag, "api", reason, now)
@@ -48,10 +49,10 @@ class AdminHandlers(Handlers):
             return error(
                 404,
                 f"provider {tag!r} of {model!r} has no active quarantine "
-                f"(quarantined: {rm.names({q.tag for q in active})})",
+                f"(quarantined: {names({q.tag for q in active})})",
             )
         await self._refresh()
-        return JSONResponse({"released": True, "model": model, "provider": tag, "at": rm.iso(now)})
+        return JSONResponse({"released": True, "model": model, "provider": tag, "at": iso(now)})
 
     async def add_exclusion(self, request: Request) -> Response:
         if (denied := self._admin(request)) is not None:
@@ -67,17 +68,17 @@ class AdminHandlers(Handlers):
         until = None
         if until_raw is not None:
             try:
-                until = rm.parse_when(until_raw)
+                until = parse_when(until_raw)
             except ValueError:
                 raise BadRequest(
                     422, f"until is not an ISO-8601 time: {until_raw[:40]!r}"
                 ) from None
             if until <= now:
                 raise BadRequest(422, "until must be in the future")
-        await self._store(rm.require_model, self.settings.model_ids, self.store, model)
+        await self._store(require_model, self.settings.model_ids, self.store, model)
         builtin = [e for e in self.ignore.builtin if e.model == model]
         try:
-            await self._store(rm.require_provider, self.store, model, tag, [e.tag for e in builtin])
+            await self._store(require_provider, self.store, model, tag, [e.tag for e in builtin])
         except InvalidTag as exc:
             raise BadRequest(422, str(exc)) from None
         try:
@@ -102,7 +103,7 @@ class AdminHandlers(Handlers):
                 "model": model,
                 "provider": tag,
                 "reason": reason,
-                "until": rm.iso(until),
+                "until": iso(until),
                 "force": force,
                 "usable_before": added.check.usable_before,
                 "usable_after": added.check.usable_after,

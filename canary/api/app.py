@@ -17,7 +17,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from canary import metrics
-from canary.api import readmodel as rm
 from canary.api.admin import AdminHandlers
 from canary.api.common import (
     BadRequest,
@@ -30,12 +29,15 @@ from canary.api.common import (
     store_down,
     unknown_name,
 )
-from canary.api.cost import cost_view, model_cost
 from canary.api.ignore_endpoint import IgnoreListEndpoint
-from canary.api.latency import fleet_latencies
 from canary.api.openapi import openapi_document
 from canary.core.model import Layer
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
+from canary.views.cost import cost_view, model_cost
+from canary.views.known import UnknownProvider
+from canary.views.latency import fleet_latencies
+from canary.views.providers import provider_views
+from canary.views.records import audit_json, iso, parse_when, round_json
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -61,7 +63,7 @@ class _Api(AdminHandlers, Handlers):
         model = await self._model(request)
         now = self.clock()
         views = await self._store(
-            rm.provider_views,
+            provider_views,
             self.store,
             model,
             builtin=self.ignore.builtin,
@@ -74,7 +76,7 @@ class _Api(AdminHandlers, Handlers):
         return JSONResponse(
             {
                 "model": model,
-                "at": rm.iso(now),
+                "at": iso(now),
                 "providers": [v.as_json() for v in views],
                 "cost": model_cost(spend, model),
             }
@@ -86,13 +88,13 @@ class _Api(AdminHandlers, Handlers):
         spend = await self._store(
             cost_view, self.store, models, now, self.settings.daily_budget_usd
         )
-        return JSONResponse({"at": rm.iso(now), **spend})
+        return JSONResponse({"at": iso(now), **spend})
 
     async def rounds(self, request: Request) -> Response:
         model = await self._model(request)
         limit = limit_param(request, 20)
         rows = await self._store(self.store.recent_rounds, model, limit)
-        return JSONResponse({"model": model, "rounds": [rm.round_json(r) for r in rows]})
+        return JSONResponse({"model": model, "rounds": [round_json(r) for r in rows]})
 
     async def audit(self, request: Request) -> Response:
         model = request.query_params.get("model", "").strip() or None
@@ -100,14 +102,14 @@ class _Api(AdminHandlers, Handlers):
         since = None
         if since_raw:
             try:
-                since = rm.parse_when(since_raw)
+                since = parse_when(since_raw)
             except ValueError:
                 raise BadRequest(
                     400, f"since is not an ISO-8601 time: {since_raw[:40]!r}"
                 ) from None
         limit = limit_param(request, 200)
         rows = await self._store(self.store.audit, model=model, since=since, limit=limit)
-        return JSONResponse({"records": [rm.audit_json(r) for r in rows]})
+        return JSONResponse({"records": [audit_json(r) for r in rows]})
 
     # -- operations --------------------------------------------------------------------------
 
@@ -128,17 +130,15 @@ class _Api(AdminHandlers, Handlers):
             except Exception:
                 reasons.append("the store is unreachable")
         if reachable and last_round is None and now - self.started_at > window:
-            reasons.append(f"no round has finished since start ({rm.iso(self.started_at)})")
+            reasons.append(f"no round has finished since start ({iso(self.started_at)})")
         if last_round is not None and now - last_round > window and now - self.started_at > window:
-            reasons.append(
-                f"the last round finished at {rm.iso(last_round)}, more than {window} ago"
-            )
+            reasons.append(f"the last round finished at {iso(last_round)}, more than {window} ago")
         if self.ignore.last_refresh_at is None:
             reasons.append("the ignore list has not been read from the store yet")
         body = {
             "ready": not reasons,
             "reasons": reasons,
-            "last_round_at": rm.iso(last_round),
+            "last_round_at": iso(last_round),
             "ignore_list_stale": self.ignore.stale,
         }
         return JSONResponse(body, status_code=200 if not reasons else 503)
@@ -241,7 +241,7 @@ def create_app(
         exception_handlers={
             BadRequest: bad_request,
             UnknownModel: unknown_name,
-            rm.UnknownProvider: unknown_name,
+            UnknownProvider: unknown_name,
             StoreDown: store_down,
             HTTPException: http_error,
         },

@@ -17,10 +17,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from canary.api import readmodel as rm
 from canary.ignorelist import IgnoreListService, UnknownModel
 from canary.logs import get_logger
 from canary.store.engine import STORE_ERRORS
+from canary.views.known import UnknownProvider, known_models
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -95,7 +95,7 @@ class Handlers:
             raise StoreDown() from exc
 
     def _models(self) -> list[str]:
-        return rm.known_models(self.settings.model_ids, self.store)
+        return known_models(self.settings.model_ids, self.store)
 
     async def _model(self, request: Request) -> str:
         model = request.query_params.get("model", "").strip()
@@ -130,7 +130,7 @@ async def bad_request(request: Request, exc: Exception) -> Response:
 
 
 async def unknown_name(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, (UnknownModel, rm.UnknownProvider))
+    assert isinstance(exc, (UnknownModel, UnknownProvider))
     return error(404, str(exc), known=list(exc.known))
 
 

@@ -12,8 +12,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from canary.api import readmodel as rm
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
+from canary.views.providers import STATES, ProviderView
+from canary.views.records import iso, parse_when
 
 AHEAD_DAYS = 7
 CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
@@ -71,10 +72,10 @@ def _span(seconds: int) -> str:
 def _until(now: datetime, until: datetime | None) -> str:
     if until is None:
         return ""
-    return f"until {rm.iso(until)} ({_ago(now, until)})"
+    return f"until {iso(until)} ({_ago(now, until)})"
 
 
-def _latency(p: rm.ProviderView) -> str:
+def _latency(p: ProviderView) -> str:
     lat = p.latency
     colour = LATENCY_COLOURS.get(lat.state, "#8c959f")
     figures = [f"p95 {_seconds(lat.day.get('p95'))} s / 7 d {_seconds(lat.week.get('p95'))} s"]
@@ -224,9 +225,9 @@ def timeline(quarantines: list[dict[str, Any]], now: datetime, *, width: int = 9
         y = row * row_h + 3
         parts.append(f'<text x="0" y="{y + 13}" class="lane">{escape(tag)}</text>')
         for q in (q for q in quarantines if q["provider"] == tag):
-            since = rm.parse_when(q["since"]) if q["since"] else start
+            since = parse_when(q["since"]) if q["since"] else start
             end_text = q.get("released_at") or q["until"]
-            until = rm.parse_when(end_text) if end_text else end
+            until = parse_when(end_text) if end_text else end
             active = q.get("released_at") is None and until > now
             colour = "#cf222e" if active else "#ff8182"
             x0, x1 = x(since), x(until)
@@ -338,7 +339,7 @@ def _events(section: ModelSection, now: datetime) -> str:
         return ""
     items = []
     for e in section.events:
-        at = rm.parse_when(e["at"]) if e["at"] else None
+        at = parse_when(e["at"]) if e["at"] else None
         detail = e.get("detail") or {}
         why = detail.get("reason") or detail.get("why") or ""
         items.append(
@@ -359,7 +360,7 @@ def _section(
         counts[p.state] = counts.get(p.state, 0) + 1
     summary = " ".join(
         f"{_pill(state)}&nbsp;{n}"
-        for state, n in sorted(counts.items(), key=lambda kv: rm.STATES.index(kv[0]))
+        for state, n in sorted(counts.items(), key=lambda kv: STATES.index(kv[0]))
     )
     error = f'<div class="list warn">{escape(section.error)}</div>' if section.error else ""
     return (
@@ -400,7 +401,7 @@ def render(context: PageContext) -> str:
         f'<span class="meta">mode <b>{escape(context.mode)}</b> · '
         f"round every {context.interval_minutes:g} min · "
         f"list read {_ago(now, context.last_refresh_at)}{escape(spend)} · "
-        f"{escape(rm.iso(now) or '')}</span> "
+        f"{escape(iso(now) or '')}</span> "
         f"{store}</header>"
         f"<main>{sections}</main></body></html>"
     )

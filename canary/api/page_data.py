@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from canary.api import readmodel as rm
-from canary.api.cost import cost_view
 from canary.ignorelist import IgnoreListService, Published
+from canary.views.cost import cost_view
+from canary.views.known import known_models
+from canary.views.providers import ProviderView, provider_views
+from canary.views.records import audit_json, quarantine_json
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -21,7 +23,7 @@ TIMELINE_DAYS = 14
 class ModelSection:
     model: str
     controls: tuple[str, ...]  # positive-control hosts: expected to filter
-    providers: list[rm.ProviderView]
+    providers: list[ProviderView]
     published: Published | None
     quarantines: list[dict[str, Any]]
     events: list[dict[str, Any]]
@@ -48,7 +50,7 @@ def gather(
 ) -> PageContext:
     store_ok = True
     try:
-        models = rm.known_models(settings.model_ids, store)
+        models = known_models(settings.model_ids, store)
     except Exception:
         store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
     spend: dict[str, Any] | None = None
@@ -71,7 +73,7 @@ def gather(
             )
             continue
         try:
-            providers = rm.provider_views(
+            providers = provider_views(
                 store,
                 model,
                 builtin=ignore.builtin,
@@ -81,11 +83,11 @@ def gather(
             )
             since = now - timedelta(days=TIMELINE_DAYS)
             quarantines = [
-                rm.quarantine_json(q)
+                quarantine_json(q)
                 for q in store.quarantines(model=model, active_only=False, now=now)
                 if (q.until or now) >= since
             ]
-            events = [rm.audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
+            events = [audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
             sections.append(
                 ModelSection(
                     model,

@@ -54,7 +54,7 @@ def drift(
 
 def drift_json(row: Any) -> dict[str, Any]:
     """One stored drift row (``canary.store.rows.DriftRow``) in the CLI's JSON shape."""
-    from canary.api.readmodel import iso
+    from canary.views.records import iso
 
     return {
         "at": iso(row.at),
@@ -117,7 +117,7 @@ def _print_table(
 
 
 def _when(text: str) -> Any:
-    from canary.api.readmodel import parse_when
+    from canary.views.records import parse_when
 
     try:
         return parse_when(text)

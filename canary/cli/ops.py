@@ -42,7 +42,7 @@ def quarantine_list(
     as_json: JsonOpt = False,
 ) -> None:
     """Quarantines in force (or all of them with --all)."""
-    from canary.api.readmodel import quarantine_json
+    from canary.views.records import quarantine_json
 
     with ops_context(ctx) as ops:
         if model:
@@ -79,7 +79,7 @@ def quarantine_show(
     ctx: typer.Context, model: ModelOpt, provider: ProviderOpt, as_json: JsonOpt = False
 ) -> None:
     """One provider's quarantine state, evidence and quarantine history."""
-    from canary.api.readmodel import jsonable, quarantine_json
+    from canary.views.records import jsonable, quarantine_json
 
     with ops_context(ctx) as ops:
         ops.check_model(model)
@@ -225,7 +225,7 @@ def exclude_add(
 
 def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Active exclusions: the runtime layer and the reviewed built-in list."""
-    from canary.api.readmodel import exclusion_json
+    from canary.views.records import exclusion_json
 
     with ops_context(ctx) as ops:
         if model:
@@ -314,7 +314,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """A provider's round verdicts and contract results, newest first."""
-    from canary.api.readmodel import history_json
+    from canary.views.records import history_json
 
     with ops_context(ctx) as ops:
         ops.check_model(model)
@@ -349,7 +349,7 @@ def audit(
     as_json: JsonOpt = False,
 ) -> None:
     """Audit records: every automatic decision and operator action, newest first."""
-    from canary.api.readmodel import audit_json
+    from canary.views.records import audit_json
 
     start = when(since, "--since") if since else None
     with ops_context(ctx) as ops:

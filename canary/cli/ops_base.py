@@ -53,17 +53,17 @@ class Ops:
         self.now = datetime.now(UTC)
 
     def models(self) -> list[str]:
-        from canary.api.readmodel import known_models
+        from canary.views.known import known_models
 
         return known_models(self.settings.model_ids, self.store)
 
     def check_model(self, model: str) -> str:
-        from canary.api.readmodel import require_model
+        from canary.views.known import require_model
 
         return require_model(self.settings.model_ids, self.store, model)
 
     def check_provider(self, model: str, tag: str, *, extra: Sequence[str] = ()) -> str:
-        from canary.api.readmodel import require_provider
+        from canary.views.known import require_provider
 
         return require_provider(self.store, model, tag, extra)
 
@@ -157,7 +157,7 @@ def actor() -> str:
 
 
 def when(text: str, option: str) -> datetime:
-    from canary.api.readmodel import parse_when
+    from canary.views.records import parse_when
 
     try:
         return parse_when(text)

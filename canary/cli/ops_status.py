@@ -29,8 +29,9 @@ LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim
 
 def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Each provider's state, last results, latency and cost, and the published ignore list."""
-    from canary.api import readmodel as rm
-    from canary.api.cost import cost_view, model_cost
+    from canary.views.cost import cost_view, model_cost
+    from canary.views.providers import provider_views_of
+    from canary.views.records import iso
 
     with ops_context(ctx) as ops:
         models = [ops.check_model(model)] if model else ops.models()
@@ -41,7 +42,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             ops, models, builtin=builtin, policy_version=ops.quick_policy_version()
         )
         spend = cost_view(ops.store, models, ops.now, ops.settings.daily_budget_usd)
-        views_of = rm.provider_views_of(
+        views_of = provider_views_of(
             ops.store, models, builtin=builtin, now=ops.now,
             degraded_p95_s=ops.settings.latency_degraded_p95_s,
         )  # fmt: skip
@@ -57,7 +58,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
     if as_json:
         print_json(
             {
-                "at": rm.iso(ops.now),
+                "at": iso(ops.now),
                 "mode": ops.settings.mode,
                 "cost": spend["day"],
                 "models": [

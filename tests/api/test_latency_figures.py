@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from canary.api.cost import skipped_json
-from canary.api.latency import Latency
-from canary.api.latency import latencies as latencies_of_histograms
 from canary.core.stats import histogram_of
+from canary.views.cost import skipped_json
+from canary.views.latency import Latency
+from canary.views.latency import latencies as latencies_of_histograms
 
 BOUND = 5.0
 

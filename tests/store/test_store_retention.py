@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from canary.api.readmodel import jsonable, provider_views_of
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -31,6 +30,8 @@ from canary.core.quarantine import QuarantineStart
 from canary.store import Store
 from canary.store import tables as t
 from canary.store._retention import RETENTION_LEASE
+from canary.views.providers import provider_views_of
+from canary.views.records import jsonable
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DAYS = 60

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from canary.api.readmodel import iso
+from canary.views.records import iso
 
 if TYPE_CHECKING:
     from canary.store.repository import Store

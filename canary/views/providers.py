@@ -1,105 +1,24 @@
-"""Read models shared by the API, the status page and the CLI: plain data built from the store.
-
-Kept free of Starlette and of anything heavy at import time, so ``canary status`` starts fast.
-"""
+"""Each provider of a model as operators see it: routing state, per-contract failing counts,
+quarantine, the entries that name it, the last round's results and latency."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from enum import Enum
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from canary.api.latency import Latency, fleet_latencies
 from canary.core.model import EndpointState, Exclusion
+from canary.views.latency import Latency, fleet_latencies
+from canary.views.records import iso, jsonable
 
 if TYPE_CHECKING:
     from canary.store.repository import Store
-    from canary.store.rows import AuditRow, ContractResultRow, HistoryRow, QuarantineRow, RoundRow
+    from canary.store.rows import ContractResultRow
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
 STATES = ("quarantined", "excluded", "suspect", "healthy", "unknown")
-
-
-def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def parse_when(text: str) -> datetime:
-    """ISO-8601 to an aware UTC datetime (naive means UTC); raises ValueError when unreadable."""
-    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-def jsonable(value: Any) -> Any:
-    """Store rows (frozen dataclasses) and friends as JSON-ready values, datetimes in ISO UTC."""
-    if isinstance(value, datetime):
-        return iso(value)
-    if isinstance(value, Enum):
-        return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr
-        }
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    return value
-
-
-def known_models(configured: Iterable[str], store: Store) -> list[str]:
-    """Watched models (settings) plus any the store has seen."""
-    models = set(configured)
-    models.update(store.known_models())
-    return sorted(models)
-
-
-def known_tags(store: Store, model: str, extra: Iterable[str] = ()) -> list[str]:
-    return sorted({*store.known_tags(model), *extra})
-
-
-class UnknownProvider(LookupError):
-    """The provider was never seen for the model; the message names the known ones."""
-
-    def __init__(self, model: str, tag: str, known: Collection[str]) -> None:
-        self.known = tuple(sorted(known))
-        super().__init__(f"unknown provider {tag!r} of {model!r} (known: {names(known)})")
-
-
-def require_model(configured: Iterable[str], store: Store, model: str) -> str:
-    """The model when it is watched or known to the store; else UnknownModel naming the known."""
-    from canary.ignorelist import UnknownModel
-
-    known = known_models(configured, store)
-    if model not in known:
-        raise UnknownModel(model, known)
-    return model
-
-
-def require_provider(store: Store, model: str, tag: str, extra: Iterable[str] = ()) -> str:
-    """The tag when it is a lowercase slug that names an endpoint the store (or ``extra``, e.g.
-    the built-in list) knows for the model: its full tag, or its base slug (every endpoint of that
-    provider). Raises :class:`canary.core.identity.InvalidTag` or :class:`UnknownProvider`.
-
-    Before the first round nothing is known yet, and any slug is accepted: an operator may
-    exclude a provider before canary has seen it.
-    """
-    from canary.core.identity import base_slug, check_tag
-
-    check_tag(tag)
-    tags = known_tags(store, model, extra)
-    if tags and tag not in tags and tag not in {base_slug(t) for t in tags}:
-        raise UnknownProvider(model, tag, tags)
-    return tag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,79 +225,3 @@ def _views(
         )
     views.sort(key=lambda v: (STATES.index(v.state), v.provider))
     return views
-
-
-def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
-    """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason, ...}."""
-    return {
-        "id": row.id,
-        "model": row.model,
-        "provider": row.tag,
-        "since": iso(row.started_at),
-        "until": iso(row.until),
-        "step": row.step,
-        "reason": row.reason,
-        "causes": list(row.causes),
-        "withheld": row.withheld_at is not None,
-        "released_at": iso(row.released_at),
-        "release_why": row.release_why,
-        "evidence": list(row.evidence),
-    }
-
-
-def audit_json(row: AuditRow) -> dict[str, Any]:
-    """The CLI/API shape of one audit record: {at, event, actor, model, provider, detail}."""
-    return {
-        "id": row.id,
-        "at": iso(row.at),
-        "event": row.event,
-        "actor": row.actor,
-        "model": row.model,
-        "provider": row.tag,
-        "detail": jsonable(row.detail),
-        "evidence": list(row.evidence),
-        "policy_version": row.policy_version,
-    }
-
-
-def exclusion_json(entry: Exclusion) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "model": entry.model,
-        "provider": entry.tag,
-        "layer": entry.layer.value,
-        "reason": entry.reason,
-        "since": iso(entry.since),
-        "until": iso(entry.until),
-    }
-
-
-def round_json(row: RoundRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "model": row.model,
-        "scheduled_at": iso(row.scheduled_at),
-        "started_at": iso(row.started_at),
-        "finished_at": iso(row.finished_at),
-        "status": row.status,
-        "policy_version": row.policy_version,
-        "cost_usd": row.cost_usd,
-        "skipped": jsonable(row.skipped),
-    }
-
-
-def history_json(row: HistoryRow) -> dict[str, Any]:
-    """One round's verdict of one provider, with its contract results."""
-    return {
-        "round_id": row.round_id,
-        "at": iso(row.at),
-        "verdict": row.verdict,
-        "language_anomaly_in": row.language_anomaly_in,
-        "results": [
-            {"contract": c.contract, "result": c.result, "detail": c.detail} for c in row.results
-        ],
-    }
-
-
-def names(values: Collection[str]) -> str:
-    return ", ".join(sorted(values)) or "none"

@@ -1,0 +1,120 @@
+"""Plain JSON shapes of what the store hands out, shared by the API and the CLI, and the two
+time helpers they share (ISO-8601 UTC out, ISO-8601 in)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from canary.core.layers import iso_utc
+from canary.core.model import Exclusion
+
+if TYPE_CHECKING:
+    from canary.store.rows import AuditRow, HistoryRow, QuarantineRow, RoundRow
+
+
+iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None stays None
+
+
+def parse_when(text: str) -> datetime:
+    """ISO-8601 to an aware UTC datetime (naive means UTC); raises ValueError when unreadable."""
+    value = datetime.fromisoformat(text.strip().replace("z", "Z").replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def jsonable(value: Any) -> Any:
+    """Store rows (frozen dataclasses) and friends as JSON-ready values, datetimes in ISO UTC."""
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr
+        }
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
+    """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason, ...}."""
+    return {
+        "id": row.id,
+        "model": row.model,
+        "provider": row.tag,
+        "since": iso(row.started_at),
+        "until": iso(row.until),
+        "step": row.step,
+        "reason": row.reason,
+        "causes": list(row.causes),
+        "withheld": row.withheld_at is not None,
+        "released_at": iso(row.released_at),
+        "release_why": row.release_why,
+        "evidence": list(row.evidence),
+    }
+
+
+def audit_json(row: AuditRow) -> dict[str, Any]:
+    """The CLI/API shape of one audit record: {at, event, actor, model, provider, detail}."""
+    return {
+        "id": row.id,
+        "at": iso(row.at),
+        "event": row.event,
+        "actor": row.actor,
+        "model": row.model,
+        "provider": row.tag,
+        "detail": jsonable(row.detail),
+        "evidence": list(row.evidence),
+        "policy_version": row.policy_version,
+    }
+
+
+def exclusion_json(entry: Exclusion) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "model": entry.model,
+        "provider": entry.tag,
+        "layer": entry.layer.value,
+        "reason": entry.reason,
+        "since": iso(entry.since),
+        "until": iso(entry.until),
+    }
+
+
+def round_json(row: RoundRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "model": row.model,
+        "scheduled_at": iso(row.scheduled_at),
+        "started_at": iso(row.started_at),
+        "finished_at": iso(row.finished_at),
+        "status": row.status,
+        "policy_version": row.policy_version,
+        "cost_usd": row.cost_usd,
+        "skipped": jsonable(row.skipped),
+    }
+
+
+def history_json(row: HistoryRow) -> dict[str, Any]:
+    """One round's verdict of one provider, with its contract results."""
+    return {
+        "round_id": row.round_id,
+        "at": iso(row.at),
+        "verdict": row.verdict,
+        "language_anomaly_in": row.language_anomaly_in,
+        "results": [
+            {"contract": c.contract, "result": c.result, "detail": c.detail} for c in row.results
+        ],
+    }
+
+
+def names(values: Collection[str]) -> str:
+    return ", ".join(sorted(values)) or "none"
