@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from canary.core.model import EventKind, Verdict
+from canary.core.plan import slot_of
 from canary.drill import SIM_KEY, drill_settings, iso
 from canary.net import free_port
-from canary.runner import ModelRound, RoundRunner, slot_of
+from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings
 
 SHOWCASE = Path(__file__).parent / "sim" / "scenarios" / "showcase.yaml"

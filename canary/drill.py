@@ -18,7 +18,8 @@ from pydantic import SecretStr
 
 from canary.core.floor import Publication
 from canary.core.model import Contract, Event, EventKind, RoundVerdict
-from canary.runner import ModelRound, RoundRunner, slot_of
+from canary.core.plan import slot_of
+from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings, with_changes
 from canary.wiring import Wiring, build_wiring
 

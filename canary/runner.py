@@ -37,7 +37,7 @@ from canary.core.model import (
     RoundVerdict,
     Verdict,
 )
-from canary.core.plan import round_index
+from canary.core.plan import round_index, slot_of
 from canary.core.verdict import judge_round
 from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
@@ -67,12 +67,6 @@ class ModelRound:
 
 def runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def slot_of(now: datetime, interval_minutes: float) -> datetime:
-    """The scheduled time of the round that `now` belongs to: aligned, the same on every replica."""
-    step = interval_minutes * 60
-    return datetime.fromtimestamp((now.timestamp() // step) * step, tz=UTC)
 
 
 class RoundRunner:
@@ -374,4 +368,4 @@ class _Budget:
     last_alert_at: datetime | None = None
 
 
-__all__ = ["ModelRound", "RoundRunner", "slot_of"]
+__all__ = ["ModelRound", "RoundRunner"]

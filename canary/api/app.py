@@ -37,7 +37,14 @@ from canary.views.cost import cost_view, model_cost
 from canary.views.known import UnknownProvider
 from canary.views.latency import fleet_latencies
 from canary.views.providers import provider_views
-from canary.views.records import audit_json, iso, parse_when, round_json
+from canary.views.records import (
+    audit_json,
+    exclusion_json,
+    iso,
+    parse_when,
+    quarantine_json,
+    round_json,
+)
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -95,6 +102,30 @@ class _Api(AdminHandlers, Handlers):
         limit = limit_param(request, 20)
         rows = await self._store(self.store.recent_rounds, model, limit)
         return JSONResponse({"model": model, "rounds": [round_json(r) for r in rows]})
+
+    async def exclusions(self, request: Request) -> Response:
+        """The built-in and runtime entries in force (``?model=`` narrows to one model)."""
+        model = await self._optional_model(request)
+        now = self.clock()
+        runtime = await self._store(self.store.active_exclusions, model, now)
+        builtin = [
+            e for e in self.ignore.builtin if (model is None or e.model == model) and e.active(now)
+        ]
+        records = [exclusion_json(e) for e in (*runtime, *builtin)]
+        return JSONResponse({"model": model, "at": iso(now), "exclusions": records})
+
+    async def quarantines(self, request: Request) -> Response:
+        """The quarantines in force, with their causes and whether the floor withholds them."""
+        model = await self._optional_model(request)
+        now = self.clock()
+        rows = await self._store(self.store.quarantines, model, True, now)
+        records = [quarantine_json(q) for q in rows]
+        return JSONResponse({"model": model, "at": iso(now), "quarantines": records})
+
+    async def _optional_model(self, request: Request) -> str | None:
+        if not request.query_params.get("model", "").strip():
+            return None
+        return await self._model(request)
 
     async def audit(self, request: Request) -> Response:
         model = request.query_params.get("model", "").strip() or None
@@ -232,6 +263,8 @@ def create_app(
         Route("/v1/rounds", api.rounds, methods=["GET"]),
         Route("/v1/cost", api.cost, methods=["GET"]),
         Route("/v1/audit", api.audit, methods=["GET"]),
+        Route("/v1/exclusions", api.exclusions, methods=["GET"]),
+        Route("/v1/quarantines", api.quarantines, methods=["GET"]),
         Route("/v1/quarantines/release", api.release, methods=["POST"]),
         Route("/v1/exclusions", api.add_exclusion, methods=["POST"]),
         Route("/v1/exclusions/{id}", api.remove_exclusion, methods=["DELETE"]),

@@ -164,6 +164,34 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/quarantines": {
+                "get": {
+                    "summary": "The quarantines in force, with their causes (read-only, no token).",
+                    "parameters": [_model_param(required=False)],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["quarantines"],
+                                "properties": {
+                                    "model": {"type": ["string", "null"]},
+                                    "at": {"type": "string", "format": "date-time"},
+                                    "quarantines": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["model", "provider", "since", "until"],
+                                        },
+                                    },
+                                },
+                            },
+                            "Quarantines: {id, model, provider, since, until, step, reason, "
+                            "causes, withheld, evidence}.",
+                        ),
+                        **_errors(400, 404, 503),
+                    },
+                }
+            },
             "/v1/audit": {
                 "get": {
                     "summary": "Audit records (decisions and operator actions), newest first.",
@@ -222,6 +250,32 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "/v1/exclusions": {
+                "get": {
+                    "summary": "The built-in and runtime exclusions in force (read-only, no "
+                    "token).",
+                    "parameters": [_model_param(required=False)],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["exclusions"],
+                                "properties": {
+                                    "model": {"type": ["string", "null"]},
+                                    "at": {"type": "string", "format": "date-time"},
+                                    "exclusions": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["model", "provider", "layer", "reason"],
+                                        },
+                                    },
+                                },
+                            },
+                            "Exclusions: {id, model, provider, layer, reason, since, until}.",
+                        ),
+                        **_errors(400, 404, 503),
+                    },
+                },
                 "post": {
                     "summary": "Add a runtime exclusion (audited with its reason).",
                     "security": admin,
@@ -263,7 +317,7 @@ def openapi_document() -> dict[str, Any]:
                         ),
                         **_errors(400, 401, 403, 404, 409, 413, 422, 503),
                     },
-                }
+                },
             },
             "/v1/exclusions/{id}": {
                 "delete": {

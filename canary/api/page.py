@@ -7,6 +7,7 @@ list and its staleness, and the latest decisions. It refreshes itself every 30 s
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
@@ -25,6 +26,7 @@ STATE_COLOURS = {
     "excluded": "#6e40c9",
     "unknown": "#6e7781",
 }
+FLOOR_BREACHED_COLOUR = "#a40e26"  # darker than a quarantine: the whole model is short of capacity
 # Latency is information beside the routing state, drawn as an outlined tag, not a pill.
 LATENCY_COLOURS = {"healthy": "#1a7f37", "degraded": "#bc4c00", "unknown": "#8c959f"}
 RESULT_COLOURS = {
@@ -44,6 +46,15 @@ EVENT_LABELS = {
     "operator_alert": "operator alert",
     "exclusion_added": "exclusion added",
     "exclusion_removed": "exclusion removed",
+}
+
+
+STATE_MEANING = {
+    "quarantined": "left out by canary (a defect reproduced)",
+    "excluded": "left out by a built-in or runtime entry",
+    "suspect": "a contract failed; one more failing round quarantines it",
+    "healthy": "routable, its contracts hold",
+    "unknown": "not judged yet",
 }
 
 
@@ -83,9 +94,11 @@ def _latency(p: ProviderView) -> str:
         figures.append(f"peers {lat.peers_p95_24h_s:.2f} s")
     if lat.openrouter_ms:
         shown = " / ".join(
-            f"{q} {lat.openrouter_ms[q]:g}" for q in ("p50", "p99") if q in lat.openrouter_ms
+            f"{q} {lat.openrouter_ms[q] / 1000:.2f}"
+            for q in ("p50", "p99")
+            if q in lat.openrouter_ms
         )
-        figures.append(f"OpenRouter {shown} ms")
+        figures.append(f"OpenRouter {shown} s")
     title = f"latency {lat.state}: 24 h p95 over {lat.bound_p95_s:g} s is degraded (information)"
     return (
         f'<span class="lat" style="border-color:{colour};color:{colour}" '
@@ -286,7 +299,8 @@ def _ignore_block(section: ModelSection, now: datetime) -> str:
         '<div class="listhead"><b>Published ignore list</b> '
         f"{freshness} · policy <code>{escape(str(doc.get('policy_version')))}</code></div>"
         f"{_floor_block(doc)}"
-        f"<div><code>provider.ignore = {escape(str(doc.get('ignore')))}</code></div>{body}</div>"
+        f"<div><code>provider.ignore = {escape(json.dumps(doc.get('ignore')))}</code></div>"
+        f"{body}</div>"
     )
 
 
@@ -298,7 +312,7 @@ def _floor_block(doc: dict[str, Any]) -> str:
         return f'<div class="floor muted">capacity floor {floor}: not listed yet</div>'
     if doc["floor_breached"]:
         return (
-            '<div class="floor breached"><span class="pill" style="background:#cf222e">'
+            f'<div class="floor breached"><span class="pill" style="background:{FLOOR_BREACHED_COLOUR}">'
             f"floor breached</span> {usable} usable endpoint(s), below the capacity floor of "
             f"{floor}{held}</div>"
         )
@@ -374,6 +388,13 @@ def _section(
 
 
 CSS = (Path(__file__).with_name("status.css")).read_text(encoding="utf-8")
+LEGEND = (
+    '<section class="legend"><h3>Legend</h3><p>'
+    + " ".join(f"{_pill(state)} {escape(STATE_MEANING[state])}" for state in STATES)
+    + "</p><p>Contract marks: ✓ pass · ✗ fail · ? inconclusive · ⚡ transport error (no evidence "
+    "either way) · – not applicable. Latency is information only: it never changes a state. "
+    "Times are in seconds; TTFT is the time to the first answer token.</p></section>"
+)
 
 
 def render(context: PageContext) -> str:
@@ -393,15 +414,21 @@ def render(context: PageContext) -> str:
             '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'
         )
         sections += "</section>"
+    rounds = (
+        f"last round {_ago(now, context.last_round_at)} · "
+        f"next {_ago(now, context.next_round_at)} · "
+        if context.next_round_at is not None
+        else ""
+    )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width,initial-scale=1">'
         '<meta http-equiv="refresh" content="30"><title>canary status</title>'
         f"<style>{CSS}</style></head><body><header><h1>canary</h1>"
         f'<span class="meta">mode <b>{escape(context.mode)}</b> · '
-        f"round every {context.interval_minutes:g} min · "
+        f"round every {context.interval_minutes:g} min · {rounds}"
         f"list read {_ago(now, context.last_refresh_at)}{escape(spend)} · "
         f"{escape(iso(now) or '')}</span> "
         f"{store}</header>"
-        f"<main>{sections}</main></body></html>"
+        f"<main>{sections}{LEGEND}</main></body></html>"
     )

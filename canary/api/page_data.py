@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from canary.core.plan import slot_of
 from canary.ignorelist import IgnoreListService, Published
+from canary.store.engine import STORE_ERRORS
 from canary.views.cost import cost_view
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
@@ -43,6 +45,8 @@ class PageContext:
     ttft_bound_s: float = 10.0
     slow_s: float = 5.0
     cost_day: dict[str, Any] | None = None  # {today_usd, daily_budget_usd, budget_left_usd}
+    last_round_at: datetime | None = None  # the latest finished round of any model
+    next_round_at: datetime | None = None  # the next slot
 
 
 def gather(
@@ -51,13 +55,13 @@ def gather(
     store_ok = True
     try:
         models = known_models(settings.model_ids, store)
-    except Exception:
+    except STORE_ERRORS:
         store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
     spend: dict[str, Any] | None = None
     if store_ok:
         try:
             spend = cost_view(store, models, now, settings.daily_budget_usd)
-        except Exception:
+        except STORE_ERRORS:
             spend = None
     costs = {m["model"]: m for m in spend["models"]} if spend else {}
     sections = []
@@ -100,7 +104,7 @@ def gather(
                     costs.get(model),
                 )  # fmt: skip
             )
-        except Exception as exc:
+        except STORE_ERRORS as exc:
             store_ok = False
             sections.append(
                 ModelSection(
@@ -113,8 +117,17 @@ def gather(
                     f"the store failed: {type(exc).__name__}",
                 )
             )
+    last_round_at = None
+    if store_ok:
+        try:
+            last_round_at = store.last_finished_round_at()
+        except STORE_ERRORS:
+            store_ok = False
     return PageContext(
         now=now,
+        last_round_at=last_round_at,
+        next_round_at=slot_of(now, settings.interval_minutes)
+        + timedelta(minutes=settings.interval_minutes),
         mode=settings.mode,
         interval_minutes=settings.interval_minutes,
         sections=sections,

@@ -30,8 +30,9 @@ def round_now(
 ) -> None:
     import asyncio
 
+    from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
-    from canary.runner import RoundRunner, runner_id, slot_of
+    from canary.runner import RoundRunner, runner_id
     from canary.scheduler import under_round_lease
     from canary.wiring import build_wiring, openrouter_client
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from canary.core.model import Contract, Endpoint, EndpointState
 
@@ -16,6 +17,12 @@ class PlannedProbe:
     contract: Contract
     language: str
     attempt: int = 1
+
+
+def slot_of(now: datetime, interval_minutes: float) -> datetime:
+    """The scheduled time of the round that `now` belongs to: aligned, the same on every replica."""
+    step = interval_minutes * 60
+    return datetime.fromtimestamp((now.timestamp() // step) * step, tz=UTC)
 
 
 def round_index(epoch_seconds: float, interval_minutes: float) -> int:

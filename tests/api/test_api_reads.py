@@ -297,3 +297,31 @@ def test_an_app_that_needs_no_structured_output_keeps_a_host_quarantined_for_the
     assert again.status_code == 304
     unknown = get("vision")
     assert unknown.status_code == 400 and unknown.json()["known"] == ["structured_outputs", "tools"]
+
+
+def test_exclusions_in_force_are_read_without_a_token(api: Api) -> None:
+    response = api.client.get("/v1/exclusions", params={"model": api.model})
+    assert response.status_code == 200
+    records = response.json()["exclusions"]
+    assert [(r["provider"], r["layer"]) for r in records] == [
+        ("delta", "runtime"),
+        ("echo", "builtin"),
+    ]
+    assert records[0]["id"] == api.seeded.exclusion_id and records[0]["reason"].startswith(
+        "incident"
+    )
+    everyone = api.client.get("/v1/exclusions").json()
+    assert everyone["model"] is None and len(everyone["exclusions"]) >= 2
+    assert api.client.get("/v1/exclusions", params={"model": "acme/none"}).status_code == 404
+
+
+def test_quarantines_in_force_carry_their_causes_without_a_token(api: Api) -> None:
+    response = api.client.get("/v1/quarantines", params={"model": api.model})
+    assert response.status_code == 200
+    [bravo] = response.json()["quarantines"]
+    assert bravo["provider"] == "bravo" and bravo["causes"] == ["hygiene"]
+    assert bravo["withheld"] is False and bravo["until"] == "2026-05-02T11:30:00Z"
+    api.clock.now += timedelta(days=2)  # over: no longer in force
+    assert api.client.get("/v1/quarantines", params={"model": api.model}).json()[
+        "quarantines"
+    ] == []  # fmt: skip

@@ -16,7 +16,7 @@ import pytest
 import uvicorn
 from ops_seed import MODEL, TAGS, Api
 
-from canary.api.page import STATE_COLOURS
+from canary.api.page import FLOOR_BREACHED_COLOUR, STATE_COLOURS
 from canary.store.repository import Store
 
 CHROMIUM = next(
@@ -135,3 +135,53 @@ def test_the_screenshot_shows_each_state_in_its_colour(served: str, tmp_path: Pa
             row[x : x + 3] == rgb for row in rows if rgb in row for x in range(0, len(row), bpp)
         )
         assert count > 50, f"no {state} pill ({STATE_COLOURS[state]}) in the screenshot"
+
+
+BREACHED = "acme/breached-1"
+
+
+@pytest.fixture(scope="module")
+def breached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A model whose operators forced exclusions until fewer endpoints than its floor are usable."""
+    store = Store(f"sqlite:///{tmp_path_factory.mktemp('breached') / 'canary.db'}")
+    store.upgrade()
+    api = Api(store, model=BREACHED)
+    for tag in ("alpha", "charlie/fp8", "foxtrot"):
+        store.add_exclusion(
+            BREACHED, tag, "incident", "ops", None, api.clock.now,
+            builtin=(), floor=2, force=True,
+        )  # fmt: skip
+    assert api.service.refresh()
+    server = uvicorn.Server(
+        uvicorn.Config(api.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    started = threading.Event()
+    while not started.wait(0.05):
+        if server.started:
+            started.set()
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join(timeout=10)
+    store.dispose()
+
+
+def test_a_breached_floor_is_shown_in_red(breached: str, tmp_path: Path) -> None:
+    done = _chromium("--dump-dom", breached)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert re.search(
+        r'class="floor breached".*?floor breached</span> 1 usable endpoint', done.stdout, re.S
+    )
+    assert "withheld to hold it: bravo" in done.stdout  # its quarantine gave capacity back first
+    assert "Legend" in done.stdout and "last round" in done.stdout
+    shot = tmp_path / "breached.png"
+    done = _chromium("--window-size=1200,900", f"--screenshot={shot}", breached)
+    assert shot.exists(), done.stderr[-500:]
+    width, _, bpp, rows = _pixels(shot.read_bytes(), max_rows=300)
+    red = bytes.fromhex(FLOOR_BREACHED_COLOUR.lstrip("#"))
+    count = sum(
+        row[x : x + 3] == red for row in rows if red in row for x in range(0, len(row), bpp)
+    )
+    assert count > 50, "no red floor-breached pill in the top of the screenshot"

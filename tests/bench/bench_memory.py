@@ -37,10 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average, run_loop  # noqa: E402
 
+from canary.core.plan import slot_of  # noqa: E402
 from canary.drill import SIM_KEY, drill_settings  # noqa: E402
 from canary.logs import configure_logging  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.runner import RoundRunner, slot_of  # noqa: E402
+from canary.runner import RoundRunner  # noqa: E402
 from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings  # noqa: E402
 from canary.wiring import Wiring, build_wiring  # noqa: E402
 

@@ -41,9 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average, run_loop  # noqa: E402
 
+from canary.core.plan import slot_of  # noqa: E402
 from canary.drill import drill_settings  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.runner import RoundRunner, slot_of  # noqa: E402
+from canary.runner import RoundRunner  # noqa: E402
 from canary.settings import Settings  # noqa: E402
 from canary.wiring import build_wiring  # noqa: E402
 

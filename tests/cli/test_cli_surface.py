@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from canary import __version__
 from canary.cli.main import app
-from canary.runner import slot_of
+from canary.core.plan import slot_of
 from canary.store.repository import Store
 
 CANARY = Path(sys.executable).parent / "canary"

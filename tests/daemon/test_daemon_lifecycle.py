@@ -22,8 +22,8 @@ import httpx
 import pytest
 from polling import wait_for
 
+from canary.core.plan import slot_of
 from canary.net import free_port
-from canary.runner import slot_of
 from canary.scheduler import ROUND_LEASE
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store

@@ -15,8 +15,9 @@ from upstream import Misbehaviour, UpstreamThread, listing
 from wire_server import chunk, sse
 
 from canary.core.model import Verdict
+from canary.core.plan import slot_of
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import ModelRound, RoundRunner, slot_of
+from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, OpenRouterSettings, Settings
 from canary.wiring import Wiring, build_wiring
 

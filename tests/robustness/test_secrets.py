@@ -26,10 +26,11 @@ from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app as cli
+from canary.core.plan import slot_of
 from canary.ignorelist import IgnoreListService
 from canary.logs import configure_logging, scrub
 from canary.notify import Notifier
-from canary.runner import RoundRunner, slot_of
+from canary.runner import RoundRunner
 from canary.settings import ModelSettings, OpenRouterSettings, Settings, Webhook
 from canary.sim.server import start_simulator
 from canary.wiring import build_wiring, openrouter_client
