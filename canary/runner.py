@@ -62,6 +62,7 @@ class ModelRound:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     probings: list[EndpointProbing] = field(default_factory=list)
     decided: bool = False  # the decision (states, quarantines, audit rows) was committed
+    extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     error: str | None = None  # why the round failed, when it did
 
 
@@ -77,8 +78,13 @@ class RoundRunner:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         holder: str | None = None,
+        decides: bool = True,
     ) -> None:
+        """``decides=False``: an extra round (``canary round --now``), recorded and shown but
+        deciding nothing: no state, quarantine, release, drift or audit row comes of it, so the
+        consecutive-round rule keeps its spacing."""
         self.w = wiring
+        self.decides = decides
         self.settings: Settings = wiring.settings
         self.client = client
         self.clock = clock
@@ -136,7 +142,7 @@ class RoundRunner:
             dict(self.w.probes.checksums),
             started_at=self.clock(),
         )
-        report = ModelRound(model.id, round_id, now)
+        report = ModelRound(model.id, round_id, now, extra=not self.decides)
         if round_id is None:
             report.status = "claimed_elsewhere"
             return report
@@ -196,7 +202,8 @@ class RoundRunner:
             log.warning("listing_failed", model=model.id, transport=exc.transport.value)
             return
 
-        report.events += self._record_drift(model, round_id, endpoints, now)
+        if self.decides:
+            report.events += self._record_drift(model, round_id, endpoints, now)
         decisions = self.w.decisions
         published = decisions.publication(model.id, model.capacity_floor, now)
         states = store.load_states(model.id)
@@ -232,6 +239,17 @@ class RoundRunner:
                 self.w.metrics.observe_probe(result.contract.value, result.result.value)
         report.verdicts = verdicts
 
+        if not self.decides:
+            report.events += list(outcome.events)
+            store.finish_round(
+                round_id,
+                "finished",
+                cost_usd=report.cost_usd,
+                skipped=[{"provider": t, "reason": r} for t, r in skipped],
+                detail={"extra": True},
+                at=self.clock(),
+            )
+            return
         events = [self._gate_daily(e, now) for e in outcome.events]
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         events += self._budget_events(model.id, skipped, budget, now)

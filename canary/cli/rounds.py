@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,6 +24,15 @@ def register(app: typer.Typer) -> None:
 
 def round_now(
     ctx: typer.Context,
+    extra: Annotated[
+        bool,
+        typer.Option(
+            "--now",
+            help="An extra round at once, outside the schedule: recorded and shown, but it "
+            "decides nothing (no count moves, no quarantine or release), so failing rounds in a "
+            "row stay one interval apart.",
+        ),
+    ] = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="One JSON object per decision.")
     ] = False,
@@ -43,7 +52,8 @@ def round_now(
 
     async def work() -> list[Any]:
         async with openrouter_client(settings) as client:
-            return await RoundRunner(wiring, client, holder=holder).run()
+            runner = RoundRunner(wiring, client, holder=holder, decides=not extra)
+            return await runner.run(scheduled_at=datetime.now(UTC) if extra else None)
 
     holder = runner_id()
     try:
@@ -94,10 +104,14 @@ def _print_reports(
             continue
         summary = round_summary(report)
         verdicts = ", ".join(f"{k} {n}" for k, n in summary["verdicts"].items())
+        decided = (
+            "an extra round: decides nothing"
+            if report.extra
+            else f"decisions {', '.join(summary['decisions']) or '-'}"
+        )
         typer.echo(
             f"{report.model}: round {report.round_id} {report.status}; "
-            f"verdicts {verdicts or '-'}; decisions {', '.join(summary['decisions']) or '-'}; "
-            f"cost ${report.cost_usd:.6f}"
+            f"verdicts {verdicts or '-'}; {decided}; cost ${report.cost_usd:.6f}"
         )
 
 

@@ -100,6 +100,7 @@ def round_json(row: RoundRow) -> dict[str, Any]:
         "policy_version": row.policy_version,
         "cost_usd": row.cost_usd,
         "skipped": jsonable(row.skipped),
+        "extra": bool(row.detail.get("extra")),
     }
 
 

@@ -1,0 +1,42 @@
+"""Between rounds, the daemon's housekeeping releases a quarantine whose end has come (its
+notification goes out then, not at the next round) and records what the floor does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settings
+
+from canary.daemon import Daemon
+from canary.settings import ModelSettings
+from canary.store.repository import Store
+
+
+def test_housekeeping_releases_an_ended_quarantine_before_any_round(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'hk.db'}"
+    fleet = scenario(
+        *(provider(t) for t in ("alpha", "charlie", "delta")),
+        provider("bravo", fault("garbage_prefix")),
+    )
+    result = drill(fleet, 2, database_url=url)
+    assert rounds_of(result, "quarantine", "bravo") == [2]
+    with Store(url) as store:
+        [quarantine] = store.quarantines(MODEL)
+    daemon = Daemon(settings(database_url=url, models=(ModelSettings(id=MODEL),)))
+    try:
+        daemon.keep_decisions(quarantine.until - timedelta(minutes=1))
+        assert daemon.wiring.store.quarantines(MODEL)  # not yet over
+        daemon.keep_decisions(quarantine.until + timedelta(minutes=1))
+        store = daemon.wiring.store
+        assert store.quarantines(MODEL) == []
+        [release] = store.audit(MODEL, events=["release"])
+        assert release.detail["why"] == "expired" and release.round_id is None
+        assert release.id in {r.id for r in store.pending_notifications(
+            quarantine.until + timedelta(minutes=2), 10, ["release"])}  # fmt: skip
+        state = store.load_states(MODEL)["bravo"]
+        assert state.quarantined_until is None and state.ladder_step == 1
+        daemon.keep_decisions(quarantine.until + timedelta(minutes=2))
+        assert len(store.audit(MODEL, events=["release"])) == 1  # once
+    finally:
+        daemon.wiring.store.dispose()
