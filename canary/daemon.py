@@ -269,6 +269,7 @@ def _serve(
 
     from canary.api.app import create_app
     from canary.probes import ProbeDefinitionError
+    from canary.tracing import TracingUnavailable
 
     log.info(
         "starting",
@@ -281,8 +282,11 @@ def _serve(
     try:
         try:
             daemon = Daemon(settings, store=store)
+            tracer = daemon.wiring.tracer  # configured traces without their packages: stop now
         except ProbeDefinitionError as exc:
             raise StartupError(f"probe definitions: {exc}") from None
+        except TracingUnavailable as exc:
+            raise StartupError(str(exc)) from None
         # Load the language models before the first round: a round must not stall on them.
         daemon.wiring.analyzer.warm()
         app = create_app(settings, daemon.wiring.store, daemon.ignore)
@@ -300,6 +304,8 @@ def _serve(
             _schedule_until_stopped(daemon, settings, stop)
         server.should_exit = True
         api.join(timeout=10)
+        if tracer is not None:
+            tracer.shutdown()  # flushes the spans still queued
         log.info("stopped", holder=daemon.holder)
         if not daemon.round_unwound:
             _exit_now()  # a stuck round thread would keep the interpreter from exiting

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
@@ -22,6 +22,9 @@ from canary.core.plan import slot_of
 from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings, with_changes
 from canary.wiring import Wiring, build_wiring
+
+if TYPE_CHECKING:
+    from canary.tracing import RoundTracer
 
 SIM_KEY = "sim-drill-key"
 DRILL_START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -148,6 +151,7 @@ async def run_drill(
     database_url: str | None = None,
     emit: Callable[[dict[str, Any]], None] | None = None,
     start: datetime = DRILL_START,
+    tracer: RoundTracer | None = None,
 ) -> DrillResult:
     from canary.openrouter.client import OpenRouterClient
     from canary.sim.server import start_simulator
@@ -189,7 +193,7 @@ async def run_drill(
                     for entry in [e for e in timeline if e.round == k]:
                         sim.state.apply(entry)
                     now = start + (k - 1) * timedelta(minutes=settings.interval_minutes) + offset
-                    runner = RoundRunner(wiring, client, clock=_fixed(now))
+                    runner = RoundRunner(wiring, client, clock=_fixed(now), tracer=tracer)
                     for report in await runner.run(
                         scheduled_at=slot_of(now, settings.interval_minutes)
                     ):

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from canary.core.alerts import (
     DAY,
@@ -44,6 +45,9 @@ from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.prober import EndpointProbing, Prober
 from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
 from canary.wiring import Wiring
+
+if TYPE_CHECKING:
+    from canary.tracing import RoundTracer
 
 log = get_logger("canary.runner")
 
@@ -79,12 +83,14 @@ class RoundRunner:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         holder: str | None = None,
         decides: bool = True,
+        tracer: RoundTracer | None = None,
     ) -> None:
         """``decides=False``: an extra round (``canary round --now``), recorded and shown but
         deciding nothing: no state, quarantine, release, drift or audit row comes of it, so the
         consecutive-round rule keeps its spacing."""
         self.w = wiring
         self.decides = decides
+        self.tracer = tracer if tracer is not None else wiring.tracer
         self.settings: Settings = wiring.settings
         self.client = client
         self.clock = clock
@@ -152,6 +158,8 @@ class RoundRunner:
             self._fail_round(model.id, round_id, report, exc)
             return report
         self.w.metrics.observe_round(time.perf_counter() - started, report.cost_usd)
+        if self.tracer is not None:
+            self.tracer.round_done(report, policy_version=self.w.policy_version)
         return report
 
     def _fail_round(self, model: str, round_id: int, report: ModelRound, exc: Exception) -> None:

@@ -122,6 +122,20 @@ class Webhook(_Strict):
         return {**data, "secret": read_secret_file(Path(data["secret_file"]), "secret_file")}
 
 
+class OtelSettings(_Strict):
+    """OpenTelemetry traces of rounds (needs ``pip install canary[otel]``); off by default."""
+
+    endpoint: str | None = None  # OTLP over HTTP, e.g. "http://collector:4318" (+ /v1/traces)
+    service_name: str = "canary"
+
+    @field_validator("endpoint")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+
 class Policy(_Strict):
     """The quarantine rules' numbers. Their hash is the policy version recorded with decisions."""
 
@@ -155,6 +169,7 @@ class Settings(_Strict):
     probes_dir: Path = PROJECT_ROOT / "probes"
     openrouter: OpenRouterSettings = OpenRouterSettings()
     policy: Policy = Policy()
+    otel: OtelSettings = OtelSettings()
     models: tuple[ModelSettings, ...] = ()
     webhooks: tuple[Webhook, ...] = ()
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from canary.openrouter.client import OpenRouterClient
     from canary.text.analysis import TextAnalysis
     from canary.text.detect import LanguageAnalyzer
+    from canary.tracing import RoundTracer
 
 
 @dataclass
@@ -49,6 +50,13 @@ class Wiring:
     @cached_property
     def policy_version(self) -> str:
         return policy_version(self.rules, decision_settings(self.settings, self.probes))
+
+    @cached_property
+    def tracer(self) -> RoundTracer | None:
+        """The OpenTelemetry round tracer when traces are configured (None: off, the default)."""
+        from canary.tracing import tracer_from_settings
+
+        return tracer_from_settings(self.settings)
 
     @cached_property
     def decisions(self) -> ModelDecisions:

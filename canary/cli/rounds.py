@@ -43,12 +43,17 @@ def round_now(
     from canary.daemon import lease_renew_s
     from canary.runner import RoundRunner, runner_id
     from canary.scheduler import under_round_lease
+    from canary.tracing import TracingUnavailable
     from canary.wiring import build_wiring, openrouter_client
 
     settings = settings_from(ctx)
     if not settings.models:
         fail("no models to watch: set [[models]] in the settings file or CANARY_MODELS")
     wiring = build_wiring(settings)
+    try:
+        tracer = wiring.tracer
+    except TracingUnavailable as exc:
+        fail(str(exc), code=2)
 
     async def work() -> list[Any]:
         async with openrouter_client(settings) as client:
@@ -77,6 +82,8 @@ def round_now(
         }
         _print_reports(reports, earlier, json_output)
     finally:
+        if tracer is not None:
+            tracer.shutdown()  # flushes the round's spans
         wiring.store.dispose()
     failed = [f"{r.model}: {r.error}" for r in reports if r.error is not None]
     if failed:

@@ -150,6 +150,8 @@ class Observation:
     usage: Usage = field(default_factory=Usage)
     checksum: str = ""  # checksum of the probe definition used
     nonce: str = ""
+    started_at: float | None = None  # wall clock (epoch seconds) when the request was sent
+    served_model: str | None = None  # the `model` the answer reported
 
     @property
     def completed(self) -> bool:

@@ -438,6 +438,7 @@ class OpenRouterClient:
             ttft_s=outcome.ttft_s,
             reasoning_s=outcome.reasoning_s,
             total_s=self._clock() - timing.started,
+            started_at=timing.wall_started,
             content=outcome.content,
             finish_reason=outcome.finish_reason,
             native_finish_reason=outcome.native_finish_reason,
@@ -466,6 +467,7 @@ class _Timing:
         self._clock = clock
         self.loop_started = asyncio.get_running_loop().time()
         self.started = clock()
+        self.wall_started = time.time()  # for traces: when, on the wall clock, it was sent
         self.sent: float | None = None
 
     async def trace(self, name: str, info: dict[str, Any]) -> None:

@@ -1,0 +1,149 @@
+"""Traces of a drill round through the SDK's in-memory exporter; and no trace code without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")  # the optional extra (installed by `make test`)
+
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from canary.drill import run_drill  # noqa: E402
+from canary.settings import ModelSettings, Settings  # noqa: E402
+from canary.tracing import SEMCONV_SCHEMA, OtelRoundTracer, wanted  # noqa: E402
+
+MODEL = "acme/traced-1"
+SECRET = "sk-or-trace-secret"
+TAGS = ("alpha", "bravo", "charlie")
+
+
+def _scenario() -> dict[str, object]:
+    def provider(tag: str, *faults: dict[str, object]) -> dict[str, object]:
+        return {"tag": tag, "ttft_ms": 5, "tokens_per_second": 50000, "faults": list(faults)}
+
+    return {
+        "seed": 3,
+        "models": [
+            {
+                "id": MODEL,
+                "providers": [
+                    provider("alpha"),
+                    provider("bravo", {"kind": "garbage_prefix"}),
+                    provider("charlie"),
+                ],
+            }
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def spans() -> list[ReadableSpan]:
+    exporter = InMemorySpanExporter()
+    tracer = OtelRoundTracer.with_exporter(exporter, batch=False)
+    settings = Settings(languages=("en",), models=(ModelSettings(id=MODEL),))
+    asyncio.run(run_drill(_scenario(), 2, settings, mode="enforce", tracer=tracer))
+    tracer.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def _of(spans: list[ReadableSpan], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def test_each_round_is_a_trace_with_a_span_per_endpoint_and_per_probe(
+    spans: list[ReadableSpan],
+) -> None:
+    rounds = _of(spans, "canary.round ")
+    assert len(rounds) == 2 and len({r.context.trace_id for r in rounds}) == 2
+    for root in rounds:
+        trace = [s for s in spans if s.context.trace_id == root.context.trace_id]
+        endpoints = _of(trace, "canary.endpoint ")
+        assert sorted(e.attributes["canary.provider"] for e in endpoints) == list(TAGS)
+        assert all(
+            e.parent is not None and e.parent.span_id == root.context.span_id for e in endpoints
+        )
+        for endpoint in endpoints:
+            probes = [
+                s
+                for s in trace
+                if s.parent is not None and s.parent.span_id == endpoint.context.span_id
+            ]
+            assert len(probes) >= 4  # ttft samples, refusal, language (+ schema, tools)
+            assert all(p.name == f"chat {MODEL}" for p in probes)
+            assert all(
+                endpoint.start_time <= p.start_time <= p.end_time <= endpoint.end_time
+                for p in probes
+            )
+        assert root.start_time <= min(e.start_time for e in endpoints)
+        assert root.instrumentation_scope.schema_url == SEMCONV_SCHEMA
+
+
+def test_probe_spans_carry_the_genai_and_canary_attributes(spans: list[ReadableSpan]) -> None:
+    probes = _of(spans, "chat ")
+    assert probes
+    for p in probes:
+        a = p.attributes
+        assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.provider.name"] == "openrouter"
+        assert a["gen_ai.request.model"] == MODEL and a["canary.provider"] in TAGS
+        assert a["canary.contract"] in {"ttft", "refusal", "schema", "language", "tools"}
+        assert a["canary.result"] in {
+            "pass",
+            "fail",
+            "inconclusive",
+            "transport_error",
+            "not_applicable",
+            "none",
+        }
+        assert a["canary.policy_version"].startswith("p-")
+    completed = [p for p in probes if p.attributes["canary.transport"] == "ok"]
+    assert any("canary.ttft_s" in p.attributes for p in completed)
+    assert any("gen_ai.usage.output_tokens" in p.attributes for p in completed)
+
+
+def test_the_decision_and_its_reason_are_on_the_endpoint_span(spans: list[ReadableSpan]) -> None:
+    second = sorted(_of(spans, "canary.round "), key=lambda s: s.start_time)[1]
+    [bravo] = [
+        s for s in _of(spans, "canary.endpoint bravo")
+        if s.context.trace_id == second.context.trace_id
+    ]  # fmt: skip
+    assert bravo.attributes["canary.decision"] == "quarantine"
+    assert "failed 2 rounds in a row" in bravo.attributes["canary.decision.reason"]
+    assert bravo.attributes["canary.verdict"] == "fail"
+
+
+def test_no_span_holds_prompt_or_answer_text_or_a_key(spans: list[ReadableSpan]) -> None:
+    text = json.dumps([dict(s.attributes or {}) for s in spans], default=str)
+    assert SECRET not in text and "sim-drill-key" not in text
+    assert "gen_ai.input.messages" not in text and "gen_ai.output.messages" not in text
+    assert "tavern" not in text.lower() and "{nonce}" not in text
+
+
+def test_traces_are_off_unless_asked_for() -> None:
+    assert not wanted(Settings(), env={})
+    assert wanted(Settings(otel={"endpoint": "http://collector:4318"}), env={})
+    assert wanted(Settings(), env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+
+
+def test_without_traces_configured_no_opentelemetry_code_is_imported(tmp_path: Path) -> None:
+    program = (
+        "import asyncio, sys\n"
+        "from canary.drill import run_drill\n"
+        "from canary.settings import ModelSettings, Settings\n"
+        f"s = Settings(languages=('en',), models=(ModelSettings(id={MODEL!r}),))\n"
+        f"asyncio.run(run_drill({_scenario()!r}, 1, s))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=120,
+        cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
