@@ -203,7 +203,9 @@ class OtelRoundTracer:
             attributes=attributes,
         )
         if not o.completed:
-            span.set_attribute("error.type", o.transport.value if o.attribution_ok else "attribution")
+            span.set_attribute(
+                "error.type", o.transport.value if o.attribution_ok else "attribution"
+            )
             span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=_ns(started + (o.total_s or 0.0)))
 
