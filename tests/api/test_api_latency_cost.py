@@ -94,7 +94,7 @@ def test_the_status_page_shows_latency_and_one_cost_line(api: Api) -> None:
     assert (
         row
         and ">degraded</span>" in row.group(0)
-        and "OpenRouter p50 640 / p99 4000 ms" in (row.group(0))
+        and "OpenRouter p50 0.64 / p99 4.00 s" in (row.group(0))
     )
     assert "Probe cost: last round $0.0025 · 24 h $0.0040 · today $0.0040" in html
 
