@@ -121,6 +121,13 @@ class RoundRunner:
         # Load the language models off the event loop before any probe is in flight: loading
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
         await asyncio.to_thread(self.w.analyzer.warm)
+        log.info(
+            "round_started",
+            holder=self.holder,
+            slot=slot.isoformat(),
+            models=len(self.settings.models),
+            extra=not self.decides,
+        )
         # The models' rounds run side by side (each is claimed, decided and written on its own).
         done = await asyncio.gather(
             *(self.run_model(m, slot, now, budget) for m in self.settings.models),
