@@ -39,6 +39,7 @@ from canary.core.model import (
     Verdict,
 )
 from canary.core.plan import round_index, slot_of
+from canary.core.served import served_model, served_model_changes
 from canary.core.verdict import judge_round
 from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
@@ -67,6 +68,7 @@ class ModelRound:
     probings: list[EndpointProbing] = field(default_factory=list)
     decided: bool = False  # the decision (states, quarantines, audit rows) was committed
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
+    served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
     error: str | None = None  # why the round failed, when it did
 
 
@@ -248,7 +250,11 @@ class RoundRunner:
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
             verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
-        store.record_verdicts(round_id, model.id, verdicts)
+        served = {
+            p.endpoint.tag: m for p in probings if (m := served_model(p.observations)) is not None
+        }
+        report.served = served
+        store.record_verdicts(round_id, model.id, verdicts, served)
         for p in probings:
             for result in p.results:
                 self.w.metrics.observe_probe(result.contract.value, result.result.value)
@@ -266,6 +272,7 @@ class RoundRunner:
             )
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
+        events += self._record_identity(model.id, round_id, served, now)
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         events += self._budget_events(model.id, skipped, budget, now)
         report.events += events
@@ -300,6 +307,17 @@ class RoundRunner:
         )
         last = max((r.at for r in rows if r.detail.get("alert")), default=None)
         return once_a_day(event, last, now)
+
+    def _record_identity(
+        self, model: str, round_id: int, served: Mapping[str, str], now: datetime
+    ) -> list[Event]:
+        """What sits behind the model id: each endpoint's served model against its last one."""
+        store = self.w.store
+        changes = served_model_changes(model, store.served_models_before(model, round_id), served)
+        if not changes:
+            return []
+        store.record_drift(round_id, model, changes, now)
+        return drift_events(model, changes, round_id)
 
     def _record_drift(
         self, model: ModelSettings, round_id: int, endpoints: Sequence[Endpoint], now: datetime

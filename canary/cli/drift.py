@@ -2,7 +2,8 @@
 
 Every round compares the model's endpoints list with the previous round's and stores one drift
 row per change (price, quantization, context length, supported parameters, status, an endpoint
-appearing or vanishing, the endpoint count under the capacity floor). This command lists them
+appearing or vanishing, the endpoint count under the capacity floor, the model its answers
+report). ``--served`` lists the model each endpoint served last and flags unexpected ids. This command lists them
 from the store, newest first, like ``canary audit`` and ``canary history``: the latest change is
 what an operator usually came for, and ``--since`` bounds how far back to go.
 
@@ -37,19 +38,67 @@ def drift(
     alerts_only: Annotated[
         bool, typer.Option("--alerts", help="Only the changes that can break routing.")
     ] = False,
+    served: Annotated[
+        bool,
+        typer.Option(
+            "--served",
+            help="The model each endpoint's answers reported last, and whether it is an "
+            "expected id (the requested one, the listing's model_id, or the requested one with "
+            "a date suffix).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
-    """Endpoint drift of a model (price, quantization, parameters, presence), newest first."""
+    """Endpoint drift of a model (price, quantization, parameters, presence, served model),
+    newest first."""
     start = _when(since) if since is not None else None
     from canary.cli.ops_base import ops_context
 
     with ops_context(ctx, action="read") as ops:
-        rows = ops.store.drift(ops.check_model(model), since=start, limit=limit)
+        checked = ops.check_model(model)
+        rows = ops.store.drift(checked, since=start, limit=limit)
+        now_served = served_now(ops.store, checked)
+    if served:
+        if as_json:
+            print_json(now_served)
+        else:
+            _print_served(model, now_served)
+        return
     records = [drift_json(r) for r in rows if r.alert or not alerts_only]
     if as_json:
         print_json(records)
         return
     _print_table(model, records, since=start is not None, truncated=len(rows) >= limit)
+    if any(not r["expected"] for r in now_served):
+        _print_served(model, now_served)
+
+
+def served_now(store: Any, model: str) -> list[dict[str, Any]]:
+    """Each endpoint's latest served model: ``[{provider, served_model, expected}]``."""
+    from canary.core.served import is_expected
+
+    latest = store.served_models_before(model, 2**62)
+    snapshot = store.latest_snapshot(model) or {}
+    return [
+        {
+            "provider": tag,
+            "served_model": value,
+            "expected": is_expected(value, model, (snapshot.get(tag) or {}).get("model_id")),
+        }
+        for tag, value in sorted(latest.items())
+    ]
+
+
+def _print_served(model: str, rows: Sequence[dict[str, Any]]) -> None:
+    from rich.markup import escape
+
+    console = _console()
+    if not rows:
+        console.print(f"no served model recorded for {model} yet")
+        return
+    for r in rows:
+        mark = "" if r["expected"] else "  [bold red](unexpected id)[/]"
+        console.print(f"{escape(r['provider'])}: serves {escape(r['served_model'])}{mark}")
 
 
 def drift_json(row: Any) -> dict[str, Any]:
@@ -87,13 +136,11 @@ def describe(field: str, old: Any, new: Any) -> str:
 def _print_table(
     model: str, records: Sequence[dict[str, Any]], *, since: bool, truncated: bool
 ) -> None:
-    import sys
 
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    console = _console()
     if not records:
         console.print(f"no endpoint drift recorded for {model}{' in that window' if since else ''}")
         return
@@ -114,6 +161,14 @@ def _print_table(
     alerts = sum(1 for r in records if r["alert"])
     more = " (limit reached: older changes not shown, raise --limit)" if truncated else ""
     console.print(f"{len(records)} change(s), {alerts} alert(s){more}")
+
+
+def _console() -> Any:
+    import sys
+
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _when(text: str) -> Any:

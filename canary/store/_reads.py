@@ -32,6 +32,7 @@ def endpoint_meta(e: Endpoint) -> dict[str, Any]:
         "uptime_last_30m": e.uptime_last_30m,
         "latency_last_30m": e.latency_last_30m,
         "service_tier": e.service_tier,
+        "model_id": e.raw.get("model_id") if isinstance(e.raw.get("model_id"), str) else None,
     }
 
 

@@ -16,6 +16,7 @@ from canary.store.ttft import bucket_rows
 
 SAMPLE_CHARS = 200
 ROUND_STATUSES = ("running", "finished", "abandoned")
+SERVED_LOOKBACK = 5_000  # verdict rows read to find each endpoint's last served model
 
 
 def _utcnow() -> datetime:
@@ -269,10 +270,15 @@ class RoundsMixin(StoreBase):
         conn.execute(stmt, buckets)
 
     def record_verdicts(
-        self, round_id: int, model: str, verdicts: Mapping[str, RoundVerdict]
+        self,
+        round_id: int,
+        model: str,
+        verdicts: Mapping[str, RoundVerdict],
+        served: Mapping[str, str] | None = None,
     ) -> None:
-        """Write contract results and round verdicts. Idempotent per (round, endpoint): a retried
-        write replaces what an earlier attempt wrote for the same endpoints, never duplicates it."""
+        """Write contract results and round verdicts (with the model each endpoint's answers
+        reported, ``served``). Idempotent per (round, endpoint): a retried write replaces what an
+        earlier attempt wrote for the same endpoints, never duplicates it."""
         if not verdicts:
             return
         tags = sorted(verdicts)
@@ -292,6 +298,7 @@ class RoundsMixin(StoreBase):
                         "tag": tag,
                         "verdict": str(verdicts[tag].verdict),
                         "language_anomaly_in": verdicts[tag].language_anomaly_in,
+                        "served_model": (served or {}).get(tag),
                     }
                     for tag in tags
                 ],
@@ -303,6 +310,21 @@ class RoundsMixin(StoreBase):
             ]
             if results:
                 conn.execute(insert(t.contract_results), results)
+
+    def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
+        """Each endpoint's served model in its latest round before ``round_id`` that recorded one."""
+        v = t.round_verdicts.c
+        stmt = (
+            select(v.tag, v.served_model)
+            .where(v.model == model, v.round_id < round_id, v.served_model.is_not(None))
+            .order_by(v.round_id.desc())
+            .limit(SERVED_LOOKBACK)
+        )
+        out: dict[str, str] = {}
+        with self._read() as conn:
+            for tag, served in conn.execute(stmt):
+                out.setdefault(tag, served)
+        return out
 
     def probes(self, round_id: int, tag: str | None = None) -> list[ProbeRow]:
         stmt = select(t.probes).where(t.probes.c.round_id == round_id).order_by(t.probes.c.id)

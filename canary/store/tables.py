@@ -195,6 +195,7 @@ round_verdicts = Table(
     _str("tag"),
     _str("verdict", 32),
     _str("language_anomaly_in", 16, null=True),
+    _str("served_model", null=True),  # the model most of the endpoint's answers reported
     UniqueConstraint("round_id", "model", "tag"),
     Index(None, "model", "tag", "round_id"),  # each endpoint's latest verdict, from the index
 )
