@@ -1,8 +1,8 @@
 """The repository: one ``Store`` over SQLite or PostgreSQL, sync SQLAlchemy 2.0 style.
 
 Its parts live beside it (``_rounds``, ``_state``, ``_layers``, ``_audit``, ``_reads``,
-``_retention``); every read returns
-plain frozen dataclasses from :mod:`canary.store.rows` or :mod:`canary.core.model`.
+``_retention``, ``_metrics_reads``); every read returns plain frozen dataclasses from
+:mod:`canary.store.rows` or :mod:`canary.core.model`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,16 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from canary.store._audit import AuditMixin
 from canary.store._layers import LayersMixin
+from canary.store._metrics_reads import MetricsReadsMixin
 from canary.store._reads import ReadsMixin
 from canary.store._retention import RetentionMixin
 from canary.store._rounds import RoundsMixin
 from canary.store._state import StateMixin
 
 
-class Store(RoundsMixin, StateMixin, LayersMixin, RetentionMixin, AuditMixin, ReadsMixin):
+class Store(
+    RoundsMixin, StateMixin, LayersMixin, RetentionMixin, AuditMixin, ReadsMixin, MetricsReadsMixin
+):
     """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
 
     def upgrade(self) -> str | None:
