@@ -1,157 +1,286 @@
-"""Prometheus metrics on a dedicated registry (never the global one), names prefixed ``canary_``.
+"""Prometheus metrics, names prefixed ``canary_``, on registries of our own (never the global one).
 
-The runner calls the ``observe_*`` functions; the API renders :data:`REGISTRY` at
-``GET /metrics``, first setting the gauges read from the store (latency per endpoint and window,
-cost today and per model's latest round) with :func:`set_latency` and :func:`set_cost`, at most
-every 30 seconds, so every replica shows the same figures. Labels are bounded: contracts and
-results are enums, models come from the settings and providers from the endpoints list.
+Two kinds, kept apart:
+
+* per process, on :data:`REGISTRY`: counters of what this replica did (contract results judged,
+  rounds run and their wall time, probe spend, webhook deliveries). They only grow, so summing
+  them over replicas is right; the runner and the notifier call the ``observe_*`` functions.
+* per fleet, from :class:`FleetCollector`: what the store and the served lists say (endpoint
+  states, the capacity floor, rounds, quarantines, latency, spend, the outbox), the same on every
+  replica, built at scrape time from :mod:`canary.metrics_store`.
+
+Labels are bounded: contracts, results and states are enums, models come from the settings and
+providers from the latest endpoints list. README ("Metrics and alerts") counts the series.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from canary import __version__
+from canary.core.model import Contract, Result
+from canary.views.providers import STATES
+
+if TYPE_CHECKING:
+    from canary.metrics_store import ListFigures, StoreFigures
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 PROBES = Counter(
     "canary_probes",
-    "Contract results judged, by contract and result.",
+    "Contract results judged by this process, by contract and result.",
     ("contract", "result"),
     registry=REGISTRY,
 )
-QUARANTINES_ACTIVE = Gauge(
-    "canary_quarantines_active",
-    "Enforced quarantines in force, per model.",
-    ("model",),
-    registry=REGISTRY,
-)
-ROUNDS = Counter("canary_rounds", "Rounds finished by this process.", registry=REGISTRY)
+ROUNDS = Counter("canary_rounds", "Model rounds run by this process.", registry=REGISTRY)
 ROUND_DURATION = Histogram(
     "canary_round_duration_seconds",
-    "Wall time of one round (all models).",
+    "Wall time of one model's round run by this process.",
     buckets=(1, 2.5, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600),
     registry=REGISTRY,
 )
-ROUND_COST = Gauge(
-    "canary_round_cost_usd",
-    "Cost of the latest ended round of a model, USD.",
-    ("model",),
-    registry=REGISTRY,
-)
-COST_TODAY = Gauge(
-    "canary_cost_usd_today",
-    "Probe spend of all models since midnight UTC, USD (from the store: every replica agrees).",
-    registry=REGISTRY,
-)
-BUDGET_LEFT = Gauge(
-    "canary_budget_left_usd",
-    "What is left of daily_budget_usd today, USD (absent when no budget is configured).",
-    registry=REGISTRY,
-)
-TTFT_P95 = Gauge(
-    "canary_ttft_p95_seconds",
-    "p95 of our own time to first token per endpoint over a window (24h, 7d), from the store.",
-    ("model", "provider", "window"),
-    registry=REGISTRY,
-)
-LATENCY_DEGRADED = Gauge(
-    "canary_latency_degraded",
-    "1 when an endpoint's 24 h ttft p95 is over latency_degraded_p95_s (information only).",
-    ("model", "provider"),
-    registry=REGISTRY,
-)
-COST = Counter("canary_cost_usd", "Probe spend since this process started, USD.", registry=REGISTRY)
-TTFT = Histogram(
-    "canary_ttft_seconds",
-    "Time to first token measured on the stream, per model and provider.",
-    ("model", "provider"),
-    buckets=(0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30),
-    registry=REGISTRY,
-)
-IGNORE_LIST_AGE = Gauge(
-    "canary_ignore_list_age_seconds",
-    "Age of the ignore list served for a model (time since it was last rebuilt from the store).",
-    ("model",),
-    registry=REGISTRY,
-)
-IGNORE_LIST_STALE = Gauge(
-    "canary_ignore_list_stale",
-    "1 when the served ignore list is the last good one because the store is unreachable.",
-    ("model",),
-    registry=REGISTRY,
-)
-IGNORE_LIST_ENTRIES = Gauge(
-    "canary_ignore_list_entries",
-    "Providers in the served ignore list, per model.",
-    ("model",),
-    registry=REGISTRY,
+COST = Counter(
+    "canary_cost_usd", "Probe spend of the rounds this process ran, USD.", registry=REGISTRY
 )
 NOTIFICATIONS = Counter(
     "canary_notifications",
-    "Webhook deliveries, by outcome (sent, failed).",
+    "Webhook deliveries by this process, by outcome (sent, failed).",
     ("outcome",),
     registry=REGISTRY,
 )
+# Every label value starts at 0, so rate() and increase() see the first event.
+for _contract in Contract:
+    for _result in Result:
+        PROBES.labels(contract=_contract.value, result=_result.value)
+for _outcome in ("sent", "failed"):
+    NOTIFICATIONS.labels(outcome=_outcome)
 
 
 def observe_probe(contract: str, result: str) -> None:
     PROBES.labels(contract=str(contract), result=str(result)).inc()
 
 
-def observe_round(duration_s: float, cost_usd: float | None, model: str | None = None) -> None:
+def observe_round(duration_s: float, cost_usd: float | None) -> None:
     ROUNDS.inc()
     ROUND_DURATION.observe(max(0.0, duration_s))
-    cost = max(0.0, cost_usd or 0.0)
-    if model is not None:
-        ROUND_COST.labels(model=model).set(cost)
-    COST.inc(cost)
-
-
-def observe_ttft(model: str, provider: str, seconds: float) -> None:
-    TTFT.labels(model=model, provider=provider).observe(max(0.0, seconds))
-
-
-def set_quarantines(model: str, n: int) -> None:
-    QUARANTINES_ACTIVE.labels(model=model).set(n)
-
-
-def set_ignore_list(model: str, *, age_s: float, stale: bool, entries: int) -> None:
-    IGNORE_LIST_AGE.labels(model=model).set(max(0.0, age_s))
-    IGNORE_LIST_STALE.labels(model=model).set(1 if stale else 0)
-    IGNORE_LIST_ENTRIES.labels(model=model).set(entries)
-
-
-def set_latency(figures: Iterable[tuple[str, str, Mapping[str, float | None], bool]]) -> None:
-    """Replace every latency series: (model, provider, {window: p95 or None}, degraded) each.
-
-    Windows without samples get no series (rather than a made-up zero)."""
-    TTFT_P95.clear()
-    LATENCY_DEGRADED.clear()
-    for model, provider, p95s, degraded in figures:
-        for window, p95 in p95s.items():
-            if p95 is not None:
-                TTFT_P95.labels(model=model, provider=provider, window=window).set(p95)
-        LATENCY_DEGRADED.labels(model=model, provider=provider).set(1 if degraded else 0)
-
-
-def set_cost(
-    today_usd: float, round_costs: Mapping[str, float | None], budget_left_usd: float | None
-) -> None:
-    """Today's spend, each model's latest round and the budget left, as read from the store."""
-    COST_TODAY.set(max(0.0, today_usd))
-    for model, cost in round_costs.items():
-        ROUND_COST.labels(model=model).set(max(0.0, cost or 0.0))
-    if budget_left_usd is not None:
-        BUDGET_LEFT.set(max(0.0, budget_left_usd))
+    COST.inc(max(0.0, cost_usd or 0.0))
 
 
 def observe_notification(sent: bool) -> None:
     NOTIFICATIONS.labels(outcome="sent" if sent else "failed").inc()
 
 
-def render() -> tuple[bytes, str]:
-    """The exposition text of :data:`REGISTRY` and its content type."""
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+@dataclass(frozen=True)
+class FleetSettings:
+    """What the fleet metrics take from the settings."""
+
+    round_interval_s: float
+    daily_budget_usd: float | None
+
+
+class FleetCollector(Collector):
+    """The fleet's figures as metric families: the store's (None before the first good read)
+    and the served lists'. ``now`` is the scrape time."""
+
+    def __init__(
+        self,
+        store: StoreFigures | None,
+        lists: Iterable[ListFigures],
+        settings: FleetSettings,
+        now: datetime,
+    ) -> None:
+        self.store = store
+        self.lists = tuple(lists)
+        self.settings = settings
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._constants()
+        yield from self._lists()
+        if self.store is not None:
+            yield from self._endpoints(self.store)
+            yield from self._rounds(self.store)
+            yield from self._spend_and_outbox(self.store)
+
+    def _constants(self) -> Iterator[Metric]:
+        build = GaugeMetricFamily(
+            "canary_build_info", "The running canary's version (always 1).", labels=["version"]
+        )
+        build.add_metric([__version__], 1)
+        yield build
+        yield GaugeMetricFamily(
+            "canary_round_interval_seconds",
+            "interval_minutes of the settings, in seconds: one round per model per interval.",
+            value=self.settings.round_interval_s,
+        )
+
+    def _lists(self) -> Iterator[Metric]:
+        def family(name: str, doc: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=["model"])
+
+        floor = family("canary_capacity_floor", "The model's capacity floor (endpoints).")
+        usable = family(
+            "canary_usable_endpoints",
+            "Listed endpoints no entry of the served list names (absent before the first listing).",
+        )
+        breached = family(
+            "canary_floor_breached", "1 when usable endpoints are below the capacity floor."
+        )
+        withheld = family(
+            "canary_quarantines_withheld",
+            "Quarantines held back from the served list by the capacity floor.",
+        )
+        entries = family("canary_ignore_list_entries", "Providers in the served ignore list.")
+        active = family(
+            "canary_quarantines_active", "Enforced quarantines published in the served list."
+        )
+        age = family(
+            "canary_ignore_list_age_seconds",
+            "Time since the served list was last rebuilt from the store (this replica).",
+        )
+        stale = family(
+            "canary_ignore_list_stale",
+            "1 when this replica serves the last good list because the store is unreachable.",
+        )
+        for f in self.lists:
+            m = [f.model]
+            floor.add_metric(m, f.capacity_floor)
+            if f.usable_endpoints is not None:
+                usable.add_metric(m, f.usable_endpoints)
+            breached.add_metric(m, 1 if f.floor_breached else 0)
+            withheld.add_metric(m, f.withheld)
+            entries.add_metric(m, f.entries)
+            active.add_metric(m, f.quarantines)
+            age.add_metric(m, f.age_s)
+            stale.add_metric(m, 1 if f.stale else 0)
+        yield from (floor, usable, breached, withheld, entries, active, age, stale)
+
+    def _endpoints(self, store: StoreFigures) -> Iterator[Metric]:
+        ep = ["model", "provider"]
+        state = GaugeMetricFamily(
+            "canary_endpoint_state",
+            "1 for the endpoint's routing state, 0 for the others (healthy, suspect, "
+            "quarantined, excluded, unknown).",
+            labels=[*ep, "state"],
+        )
+        ttft = GaugeMetricFamily(
+            "canary_ttft_quantile_seconds",
+            "Time to first token per endpoint over a window (24h, 7d): nearest-rank quantile "
+            "of the store's latency histograms.",
+            labels=[*ep, "window", "quantile"],
+        )
+        peers = GaugeMetricFamily(
+            "canary_ttft_peers_p95_seconds",
+            "Median of the 24 h p95 time to first token of the model's other endpoints.",
+            labels=ep,
+        )
+        degraded = GaugeMetricFamily(
+            "canary_latency_degraded",
+            "1 when the endpoint's 24 h p95 time to first token is over latency_degraded_p95_s "
+            "(information only: never a quarantine).",
+            labels=ep,
+        )
+        for e in store.endpoints:
+            who = [e.model, e.provider]
+            for name in STATES:
+                state.add_metric([*who, name], 1 if name == e.state else 0)
+            for (window, quantile), seconds in sorted(e.ttft_s.items()):
+                ttft.add_metric([*who, window, quantile], seconds)
+            if e.peers_p95_24h_s is not None:
+                peers.add_metric(who, e.peers_p95_24h_s)
+            degraded.add_metric(who, 1 if e.latency_degraded else 0)
+        yield from (state, ttft, peers, degraded)
+
+    def _rounds(self, store: StoreFigures) -> Iterator[Metric]:
+        success = GaugeMetricFamily(
+            "canary_last_round_success_timestamp_seconds",
+            "End of the model's latest finished round, Unix time (absent before the first).",
+            labels=["model"],
+        )
+        duration = GaugeMetricFamily(
+            "canary_last_round_duration_seconds",
+            "Wall time of the model's latest finished round.",
+            labels=["model"],
+        )
+        cost = GaugeMetricFamily(
+            "canary_round_cost_usd",
+            "Probe spend of the model's latest finished round, USD.",
+            labels=["model"],
+        )
+        weak = GaugeMetricFamily(
+            "canary_probe_weak",
+            "1 when the refusal probe of the model's latest finished round was weak (the "
+            "positive control passed or was missing): its refusal results prove nothing.",
+            labels=["model"],
+        )
+        started = CounterMetricFamily(
+            "canary_quarantines_started",
+            "Quarantines started for the model, ever (from the store).",
+            labels=["model"],
+        )
+        for f in store.models:
+            m = [f.model]
+            if f.last_success_at is not None:
+                success.add_metric(m, f.last_success_at.timestamp())
+            if f.last_duration_s is not None:
+                duration.add_metric(m, f.last_duration_s)
+            if f.last_cost_usd is not None:
+                cost.add_metric(m, f.last_cost_usd)
+            weak.add_metric(m, 1 if f.probe_weak else 0)
+            started.add_metric(m, f.quarantines_started)
+        yield from (success, duration, cost, weak, started)
+
+    def _spend_and_outbox(self, store: StoreFigures) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "canary_cost_usd_today",
+            "Probe spend of all models since midnight UTC, USD.",
+            value=store.spent_today_usd,
+        )
+        budget = self.settings.daily_budget_usd
+        if budget is not None:
+            yield GaugeMetricFamily(
+                "canary_daily_budget_usd", "daily_budget_usd of the settings.", value=budget
+            )
+            yield GaugeMetricFamily(
+                "canary_budget_left_usd",
+                "What is left of daily_budget_usd today, USD.",
+                value=max(0.0, budget - store.spent_today_usd),
+            )
+        yield GaugeMetricFamily(
+            "canary_webhook_failing_deliveries",
+            "Outbox rows whose webhook delivery was tried and failed and that are not yet "
+            "delivered (retried with backoff).",
+            value=store.failing_deliveries,
+        )
+        yield GaugeMetricFamily(
+            "canary_store_figures_age_seconds",
+            "Time since the figures read from the store were last read successfully.",
+            value=max(0.0, (self.now - store.read_at).total_seconds()),
+        )
+
+
+def render(fleet: Collector) -> tuple[bytes, str]:
+    """The exposition text of this process's counters and the fleet's figures, and its type."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_ProcessCounters())
+    registry.register(fleet)
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+class _ProcessCounters(Collector):
+    """:data:`REGISTRY` without its ``_created`` series: they would double every counter's and
+    say nothing a restart does not already say."""
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in REGISTRY.collect():  # fresh objects on every call: ours to trim
+            metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield metric

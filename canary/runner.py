@@ -234,9 +234,6 @@ class RoundRunner:
             self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
         )
         store.record_observations(round_id, model.id, observations, now)
-        for o in observations:
-            if o.ttft_s is not None:
-                self.w.metrics.observe_ttft(model.id, o.tag, o.ttft_s)
 
         outcome = judge_round(
             model.id,
@@ -289,7 +286,6 @@ class RoundRunner:
         report.decided = True
         report.events += list(decision.events)
         report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
-        self.w.metrics.set_quarantines(model.id, len(store.active_quarantines(model.id, now)))
         store.finish_round(
             round_id,
             "finished",

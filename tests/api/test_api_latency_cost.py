@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 from ops_seed import ADVERTISED, NOW, POLICY, ROUND_COSTS, TTFT, Api
 
-from canary import metrics
 from canary.store.repository import Store
 
 
@@ -99,30 +98,13 @@ def test_the_status_page_shows_latency_and_one_cost_line(api: Api) -> None:
     assert "Probe cost: last round $0.0025 · 24 h $0.0040 · today $0.0040" in html
 
 
-def test_metrics_show_p95_per_window_degraded_flags_and_cost(api: Api) -> None:
+def test_metrics_show_latency_per_window_degraded_flags_and_cost(api: Api) -> None:
     text = api.client.get("/metrics").text
     labels = f'model="{api.model}",provider="foxtrot"'
-    assert f'canary_ttft_p95_seconds{{{labels},window="24h"}} 7.52' in text
-    assert f'canary_ttft_p95_seconds{{{labels},window="7d"}} 7.52' in text
+    assert f'canary_ttft_quantile_seconds{{{labels},quantile="0.95",window="24h"}} 7.52' in text
+    assert f'canary_ttft_quantile_seconds{{{labels},quantile="0.95",window="7d"}} 7.52' in text
     assert f"canary_latency_degraded{{{labels}}} 1.0" in text
     assert f'canary_latency_degraded{{model="{api.model}",provider="alpha"}} 0.0' in text
     assert f'canary_round_cost_usd{{model="{api.model}"}} {ROUND_COSTS[1]}' in text
     today = float(re.search(r"^canary_cost_usd_today (\S+)$", text, re.M).group(1))  # type: ignore[union-attr]
     assert today >= sum(ROUND_COSTS)
-
-
-def test_metrics_drop_the_series_of_a_provider_no_longer_measured() -> None:
-    metrics.set_latency([("m/x", "gone", {"24h": 9.0, "7d": None}, True)])
-    text = metrics.render()[0].decode()
-    assert 'canary_ttft_p95_seconds{model="m/x",provider="gone",window="24h"} 9.0' in text
-    assert 'window="7d"' not in text.split('provider="gone"')[1].split("\n")[0]
-    metrics.set_latency([])
-    assert 'provider="gone"' not in metrics.render()[0].decode()
-
-
-def test_store_figures_are_read_at_most_every_30_seconds(api: Api) -> None:
-    api.client.get("/metrics")
-    metrics.set_latency([])  # as if another process had cleared them
-    assert "canary_latency_degraded{" not in api.client.get("/metrics").text  # not yet re-read
-    api.clock.now += timedelta(seconds=30)
-    assert f'canary_latency_degraded{{model="{api.model}"' in api.client.get("/metrics").text

@@ -1,0 +1,216 @@
+"""The figures ``GET /metrics`` exports, read from the store and from the served lists.
+
+Every replica reads the same store, so every replica exports the same endpoint states, rounds,
+quarantines, latency and spend, whichever of them ran the round. :class:`StoreFigures` are read
+at most every :data:`REFRESH_EVERY` (a few indexed queries per model) and the last good ones are
+kept while the store is unreachable. :class:`ListFigures` describe the lists this replica serves
+(its in-memory :class:`canary.ignorelist.IgnoreListService`), read at each scrape.
+
+Endpoints exported: those of each watched model's latest listing, plus any a current entry names
+(quarantined or excluded while unlisted). Endpoints that left the listing are dropped, so the
+series follow the fleet instead of its history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from canary.core.model import Exclusion, Layer
+from canary.ignorelist import IgnoreListService, ListUnavailable
+from canary.logs import get_logger
+from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
+from canary.views.cost import day_start
+from canary.views.latency import Latency
+from canary.views.providers import ProviderView, provider_views_of
+
+log = get_logger("canary.metrics")
+
+REFRESH_EVERY = timedelta(seconds=30)
+# (window, quantile label, key in the latency figures)
+TTFT_QUANTILES = tuple(
+    (window, label, key)
+    for window in ("24h", "7d")
+    for label, key in (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
+)
+NAMED_STATES = frozenset({"quarantined", "excluded"})
+
+
+@dataclass(frozen=True)
+class EndpointFigures:
+    model: str
+    provider: str
+    state: str  # one of canary.views.providers.STATES
+    ttft_s: dict[tuple[str, str], float]  # (window, quantile) -> seconds; absent without samples
+    peers_p95_24h_s: float | None  # median of the model's other endpoints' 24 h p95
+    latency_degraded: bool
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    model: str
+    last_success_at: datetime | None  # end of the latest finished round
+    last_duration_s: float | None
+    last_cost_usd: float | None
+    probe_weak: bool
+    quarantines_started: int
+
+
+@dataclass(frozen=True)
+class StoreFigures:
+    read_at: datetime
+    endpoints: tuple[EndpointFigures, ...]
+    models: tuple[ModelFigures, ...]
+    failing_deliveries: int
+    spent_today_usd: float  # every model, since midnight UTC
+
+
+@dataclass(frozen=True)
+class ListFigures:
+    """One model's list as this replica serves it."""
+
+    model: str
+    capacity_floor: int
+    usable_endpoints: int | None  # None before the model's first listing
+    floor_breached: bool
+    withheld: int  # quarantines held back by the floor
+    entries: int  # providers in the list
+    quarantines: int  # enforced quarantines published in it
+    age_s: float
+    stale: bool
+
+
+def read_store_figures(
+    store: Store,
+    models: Sequence[str],
+    *,
+    builtin: Sequence[Exclusion],
+    now: datetime,
+    degraded_p95_s: float,
+) -> StoreFigures:
+    """Raises one of :data:`canary.store.engine.STORE_ERRORS` when the store cannot be read."""
+    models = list(dict.fromkeys(models))
+    views = provider_views_of(
+        store, models, builtin=builtin, now=now, degraded_p95_s=degraded_p95_s
+    )
+    listings = store.latest_snapshots(models)
+    activity = store.fleet_activity(models)
+    spent = sum(store.round_spend(day_start(now)).values())
+    endpoints = [
+        _endpoint(view)
+        for model in models
+        for view in views[model]
+        if view.provider in (listings[model] or {}) or view.state in NAMED_STATES
+    ]
+    model_figures = []
+    for model in models:
+        last = activity.last_finished.get(model)
+        model_figures.append(
+            ModelFigures(
+                model=model,
+                last_success_at=last.finished_at if last else None,
+                last_duration_s=last.duration_s if last else None,
+                last_cost_usd=last.cost_usd if last else None,
+                probe_weak=model in activity.weak_probe,
+                quarantines_started=activity.quarantines_started.get(model, 0),
+            )
+        )
+    return StoreFigures(
+        read_at=now,
+        endpoints=tuple(endpoints),
+        models=tuple(model_figures),
+        failing_deliveries=activity.failing_deliveries,
+        spent_today_usd=spent,
+    )
+
+
+def _endpoint(view: ProviderView) -> EndpointFigures:
+    latency = view.latency
+    return EndpointFigures(
+        model=view.model,
+        provider=view.provider,
+        state=view.state,
+        ttft_s=_quantiles(latency),
+        peers_p95_24h_s=latency.peers_p95_24h_s,
+        latency_degraded=latency.state == "degraded",
+    )
+
+
+def _quantiles(latency: Latency) -> dict[tuple[str, str], float]:
+    windows = {"24h": latency.day, "7d": latency.week}
+    out = {}
+    for window, label, key in TTFT_QUANTILES:
+        value = windows[window].get(key)
+        if isinstance(value, int | float):
+            out[(window, label)] = float(value)
+    return out
+
+
+def list_figures(ignore: IgnoreListService) -> tuple[ListFigures, ...]:
+    """The lists this replica serves, from memory (no store access)."""
+    out = []
+    for model in ignore.models:
+        try:
+            published = ignore.published(model)
+        except (LookupError, ListUnavailable):
+            continue
+        p = published.publication
+        out.append(
+            ListFigures(
+                model=model,
+                capacity_floor=p.floor,
+                usable_endpoints=None if p.usable is None else len(p.usable),
+                floor_breached=p.breached,
+                withheld=len(p.withheld),
+                entries=len(p.ignore),
+                quarantines=sum(1 for e in p.entries if e.layer is Layer.quarantine),
+                age_s=ignore.age_s(model) or 0.0,
+                stale=published.stale,
+            )
+        )
+    return tuple(out)
+
+
+class StoreMetrics:
+    """The last good :class:`StoreFigures` of the watched models, re-read when due."""
+
+    def __init__(
+        self,
+        store: Store,
+        models: Sequence[str],
+        builtin: Sequence[Exclusion],
+        degraded_p95_s: float,
+    ) -> None:
+        self._store = store
+        self._models = tuple(models)
+        self._builtin = tuple(builtin)
+        self._degraded_p95_s = degraded_p95_s
+        self._reading = threading.Lock()  # one read at a time; concurrent scrapes skip it
+        self._tried_at: datetime | None = None
+        self.figures: StoreFigures | None = None
+
+    def due(self, now: datetime) -> bool:
+        return self._tried_at is None or now - self._tried_at >= REFRESH_EVERY
+
+    def refresh(self, now: datetime) -> bool:
+        """Read the figures again; on a store error keep the last good ones and say False."""
+        if not self._reading.acquire(blocking=False):
+            return False
+        try:
+            self._tried_at = now
+            self.figures = read_store_figures(
+                self._store,
+                self._models,
+                builtin=self._builtin,
+                now=now,
+                degraded_p95_s=self._degraded_p95_s,
+            )
+            return True
+        except STORE_ERRORS as exc:
+            log.warning("store_metrics_unavailable", error=type(exc).__name__)
+            return False
+        finally:
+            self._reading.release()
