@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, false, func, select
 
 from canary.core.model import Contract
 from canary.core.verdict import CONTROL_MISSING, PROBE_WEAK
@@ -22,7 +22,9 @@ WEAK_PROBE_REASONS = (PROBE_WEAK, CONTROL_MISSING)
 
 @dataclass(frozen=True)
 class FinishedRound:
-    """A model's latest round that finished (abandoned rounds do not count)."""
+    """A model's latest scheduled round that finished: abandoned rounds do not count, nor do
+    extra ones (``canary round --now``: they decide nothing, and must not hide that the
+    scheduled rounds stopped)."""
 
     model: str
     round_id: int
@@ -37,8 +39,8 @@ class FinishedRound:
 
 @dataclass(frozen=True)
 class FleetActivity:
-    last_finished: dict[str, FinishedRound]  # by model; absent before its first finished round
-    weak_probe: frozenset[str]  # models whose latest finished round had a weak refusal probe
+    last_finished: dict[str, FinishedRound]  # by model; absent before its first one
+    weak_probe: frozenset[str]  # models whose last finished round had a weak refusal probe
     quarantines_started: dict[str, int]  # by model: every quarantine ever started
     failing_deliveries: int  # outbox rows whose delivery was tried, failed, and is still owed
 
@@ -51,6 +53,7 @@ _LAST_FINISHED = (
         _rounds.model == bindparam("model"),
         _rounds.status == "finished",
         _rounds.finished_at.is_not(None),
+        func.coalesce(_rounds.detail["extra"].as_boolean(), false()).is_(false()),
     )
     .order_by(_rounds.scheduled_at.desc())
     .limit(1)

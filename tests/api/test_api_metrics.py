@@ -47,6 +47,7 @@ def run_round(
     *,
     status: str | None = "finished",
     listed: Sequence[str] = TAGS,
+    extra: bool = False,
 ) -> int:
     """A round scheduled ``at_minutes`` after NOW that lists ``listed`` and lasts 45 s."""
     at = NOW + timedelta(minutes=at_minutes)
@@ -63,7 +64,10 @@ def run_round(
         }
         store.record_verdicts(rid, model, verdicts)
     if status is not None:
-        store.finish_round(rid, status, cost_usd=0.001, at=at + timedelta(seconds=45))
+        detail = {"extra": True} if extra else None
+        store.finish_round(
+            rid, status, cost_usd=0.001, detail=detail, at=at + timedelta(seconds=45)
+        )
     return rid
 
 
@@ -117,7 +121,7 @@ def test_the_floor_usable_endpoints_and_withheld_quarantines_follow_the_served_l
     assert scraped(text, "canary_floor_breached", model=m) == 1
 
 
-def test_the_last_success_is_the_end_of_the_latest_finished_round(api: Api) -> None:
+def test_the_last_success_is_the_end_of_the_latest_finished_scheduled_round(api: Api) -> None:
     text = api.client.get("/metrics").text
     seeded_end = NOW - timedelta(minutes=28)  # the second seeded round: 30 min ago, 2 min long
     assert scraped(text, "canary_last_round_success_timestamp_seconds", model=api.model) == (
@@ -126,6 +130,7 @@ def test_the_last_success_is_the_end_of_the_latest_finished_round(api: Api) -> N
     assert scraped(text, "canary_last_round_duration_seconds", model=api.model) == 120
     assert scraped(text, "canary_round_interval_seconds") == 1800
     run_round(api.store, api.model, 0, status="abandoned")
+    run_round(api.store, api.model, 10, extra=True)  # canary round --now: decides nothing
     run_round(api.store, api.model, 30, status=None)  # still running
     text = rescrape(api)
     assert scraped(text, "canary_last_round_success_timestamp_seconds", model=api.model) == (
