@@ -271,5 +271,5 @@ def _host(url: str) -> str:
     """Only the host of a webhook URL is logged: Slack-style URLs carry a secret in the path."""
     try:
         return httpx.URL(url).host or "webhook"
-    except Exception:
+    except httpx.InvalidURL:
         return "webhook"

@@ -45,6 +45,7 @@ from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.prober import EndpointProbing, Prober
 from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
+from canary.store.engine import STORE_ERRORS
 from canary.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ class RoundRunner:
                 detail={"error": type(exc).__name__},
                 at=self.clock(),
             )
-        except Exception as again:  # the store is down: the round stays running, then stale
+        except STORE_ERRORS as again:  # the store is down: the round stays running, then stale
             log.error("round_close_failed", model=model, round_id=round_id, error=repr(again))
 
     async def _run_claimed(

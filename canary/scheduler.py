@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from canary.logs import get_logger
+from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
 
 log = get_logger("canary.scheduler")
@@ -92,7 +93,7 @@ async def under_round_lease(
                     kept = await asyncio.to_thread(
                         store.renew_lease, ROUND_LEASE, holder, clock(), ttl_s
                     )
-                except Exception as exc:  # the store blinked: try again at the next beat
+                except STORE_ERRORS as exc:  # the store blinked: try again at the next beat
                     log.warning("round_lease_renew_failed", holder=holder, error=repr(exc))
                     continue
                 if not kept:

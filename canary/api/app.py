@@ -32,6 +32,7 @@ from canary.api.ignore_endpoint import IgnoreListEndpoint
 from canary.api.openapi import openapi_document
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 from canary.metrics_store import StoreMetrics, list_figures
+from canary.store.engine import STORE_ERRORS
 from canary.views.cost import cost_view, model_cost
 from canary.views.known import UnknownProvider
 from canary.views.providers import provider_views
@@ -158,7 +159,7 @@ class _Api(AdminHandlers, Handlers):
         else:
             try:
                 last_round = await run_in_threadpool(self.store.last_finished_round_at)
-            except Exception:
+            except STORE_ERRORS:
                 reasons.append("the store is unreachable")
         if reachable and last_round is None and now - self.started_at > window:
             reasons.append(f"no round has finished since start ({iso(self.started_at)})")
@@ -209,10 +210,7 @@ class _Api(AdminHandlers, Handlers):
 
 
 def _ping(store: Store) -> bool:
-    try:
-        return bool(store.ping())
-    except Exception:
-        return False
+    return store.ping()  # it answers False for the store's own errors
 
 
 def create_app(

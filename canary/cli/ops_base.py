@@ -152,7 +152,7 @@ def actor() -> str:
 
     try:
         return f"cli:{getpass.getuser()}"
-    except Exception:
+    except (KeyError, OSError):  # no user name in the environment nor the password database
         return "cli:unknown"
 
 
