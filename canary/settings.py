@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -145,6 +153,18 @@ class Settings(_Strict):
             )
         return value
 
+    @model_validator(mode="after")
+    def _stall_is_slowness(self) -> Settings:
+        # A stream silent for first_token_timeout_s counts as one slow ttft sample: the wait
+        # must reach the threshold, or a stall would be cut before it could count as slow.
+        timeout, threshold = self.openrouter.first_token_timeout_s, self.ttft_threshold_s
+        if timeout < threshold:
+            raise ValueError(
+                f"setting 'openrouter.first_token_timeout_s': {timeout:g} s is below "
+                f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
+            )
+        return self
+
     def model(self, model_id: str) -> ModelSettings:
         for m in self.models:
             if m.id == model_id:
@@ -213,6 +233,8 @@ def _describe(error: ValidationError, source: str) -> str:
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown setting {where!r}"
     message = first["msg"].removeprefix("Value error, ")
+    if not first["loc"]:  # a rule across settings names them itself
+        return f"{source}: {message}"
     return f"{source}: setting {where!r}: {message}"
 
 
