@@ -232,6 +232,28 @@ def test_healthy_endpoint_passes_every_contract(
             assert o.completed and o.usage.cost_usd is not None and o.usage.cost_usd > 0
 
 
+def test_rechecks_are_sent_only_after_a_first_look_failure(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probed = run(sim, probes, analyzer, ["healthy", "invalid-json", "garbage"])
+    sent = {
+        tag: sorted((o.contract.value, o.attempt) for o in p.observations)
+        for tag, p in probed.items()
+    }
+    planned = sorted(
+        [("ttft", 1), ("ttft", 2), ("ttft", 3), ("refusal", 1), ("language", 1), ("schema", 1),
+         ("tools", 1)]
+    )  # fmt: skip
+    assert sent["healthy"] == planned  # nothing failed: nothing more was sent
+    assert sent["invalid-json"] == sorted([*planned, ("schema", 2), ("schema", 3)])
+    # hygiene has no probe of its own: the language probe's answers re-check it (and the stray
+    # prefix broke the JSON answer too: its schema is re-checked as well)
+    extra = [("language", 2), ("language", 3), ("schema", 2), ("schema", 3)]
+    assert sent["garbage"] == sorted([*planned, *extra])
+    hygiene = results(probed["garbage"])[Contract.hygiene]
+    assert hygiene.result is Result.fail and "confirmed, 3/3 looks fail" in hygiene.detail
+
+
 def test_endpoint_without_tools_or_structured_outputs_is_not_applicable_there(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
 ) -> None:
