@@ -1,7 +1,8 @@
 """Send a round's pinned probes to the endpoints of one model and judge the answers.
 
-I/O shell around the pure contracts: it owns the HTTP client, the concurrency limits and the
-language re-checks; every judgement is delegated to canary.core.contracts.
+I/O shell around the pure contracts: it owns the HTTP client and the concurrency limits, and
+sends what the core asks for (the planned probes, then two re-checks of each probe whose contract
+failed its first look); every judgement is delegated to canary.core.contracts.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from canary.core.contracts.hygiene import judge_hygiene
-from canary.core.contracts.language import Analyze, judge_language, needs_recheck
-from canary.core.contracts.refusal import judge_refusal
-from canary.core.contracts.schema import judge_schema
-from canary.core.contracts.tools import judge_tools
-from canary.core.contracts.ttft import judge_ttft
+from canary.core.contracts.confirm import RECHECKS
+from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
+from canary.core.contracts.evidence import PROSE
+from canary.core.contracts.language import Analyze
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -29,8 +28,6 @@ from canary.core.model import (
 from canary.core.plan import PlannedProbe, plan_endpoint
 from canary.openrouter.client import OpenRouterClient
 from canary.probes import ProbeSet
-
-TEXT_CONTRACTS = (Contract.ttft, Contract.refusal, Contract.language)
 
 
 @dataclass(frozen=True)
@@ -99,45 +96,42 @@ class Prober:
     ) -> EndpointProbing:
         plan = self.plan(endpoint, state, index)
         language = plan[0].language
-        observations = list(await asyncio.gather(*(self._send(endpoint, p) for p in plan)))
-        first_language = next(o for o in observations if o.contract is Contract.language)
-        if needs_recheck(first_language, language, self._analyze):
-            rechecks = [
-                PlannedProbe(endpoint.model, endpoint.tag, Contract.language, language, attempt)
-                for attempt in (2, 3)
-            ]
-            observations += await asyncio.gather(*(self._send(endpoint, p) for p in rechecks))
-        results = self.judge(endpoint, language, observations)
+        judging = self.judging(endpoint, language)
+        first = list(await asyncio.gather(*(self._send(endpoint, p) for p in plan)))
+        looked = first_look(judging, first)
+        rechecks = [
+            PlannedProbe(endpoint.model, endpoint.tag, contract, language, attempt)
+            for contract in looked.recheck_probes()
+            for attempt in _next_attempts(plan, contract)
+        ]
+        second = list(await asyncio.gather(*(self._send(endpoint, p) for p in rechecks)))
+        results = judge_endpoint(judging, looked, second)
+        observations = first + second
+        results = self._mark_invalid(results, observations)
         return EndpointProbing(endpoint, language, tuple(observations), results)
 
-    def judge(
-        self, endpoint: Endpoint, language: str, observations: Sequence[Observation]
+    def judging(self, endpoint: Endpoint, language: str) -> Judging:
+        probes = self._probes
+        return Judging(
+            language=language,
+            analyze=self._analyze,
+            refusal_patterns=probes.refusal_patterns,
+            schema=probes.schema,
+            tool=probes.tool,
+            ttft_threshold_s=self._ttft_threshold_s,
+            max_tokens=min(self._max_tokens, endpoint.max_completion_tokens or self._max_tokens),
+            schema_applicable=self.applicable(Contract.schema, endpoint),
+            tools_applicable=self.applicable(Contract.tools, endpoint),
+            tools_forced=endpoint.supports("tool_choice"),
+        )
+
+    @staticmethod
+    def _mark_invalid(
+        results: Sequence[ContractResult], observations: Sequence[Observation]
     ) -> tuple[ContractResult, ...]:
         of = _by_contract(observations)
-        probes = self._probes
-        text = [o for c in TEXT_CONTRACTS for o in of[c]]
-        results = [
-            judge_ttft(of[Contract.ttft], self._ttft_threshold_s),
-            judge_refusal(
-                of[Contract.refusal],
-                probes.refusal_patterns,
-                max_tokens=min(
-                    self._max_tokens, endpoint.max_completion_tokens or self._max_tokens
-                ),
-            ),
-            judge_schema(
-                of[Contract.schema], probes.schema, self.applicable(Contract.schema, endpoint)
-            ),
-            judge_language(of[Contract.language], language, self._analyze),
-            judge_hygiene(text),
-            judge_tools(
-                of[Contract.tools],
-                probes.tool,
-                self.applicable(Contract.tools, endpoint),
-                endpoint.supports("tool_choice"),
-            ),
-        ]
-        seen = {**of, Contract.hygiene: text}  # hygiene judges the text probes' answers
+        prose = [o for o in observations if o.contract in PROSE]
+        seen = {**of, Contract.language: prose, Contract.hygiene: prose}
         return tuple(_mark_invalid_probes(r, seen[r.contract]) for r in results)
 
     async def _send(self, endpoint: Endpoint, planned: PlannedProbe) -> Observation:
@@ -158,6 +152,12 @@ class Prober:
                 nonce=nonce,
             )
         return observation  # the client logs an attribution mismatch loudly
+
+
+def _next_attempts(plan: Sequence[PlannedProbe], contract: Contract) -> range:
+    """The attempt numbers of a probe's re-checks: after its planned attempts."""
+    planned = max((p.attempt for p in plan if p.contract is contract), default=0)
+    return range(planned + 1, planned + 1 + RECHECKS)
 
 
 def _by_contract(observations: Sequence[Observation]) -> dict[Contract, list[Observation]]:

@@ -205,6 +205,18 @@ class Settings(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _stall_is_slowness(self) -> Settings:
+        # A stream silent for first_token_timeout_s counts as one slow ttft sample: the wait
+        # must reach the threshold, or a stall would be cut before it could count as slow.
+        timeout, threshold = self.openrouter.first_token_timeout_s, self.ttft_threshold_s
+        if timeout < threshold:
+            raise ValueError(
+                f"setting 'openrouter.first_token_timeout_s': {timeout:g} s is below "
+                f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
+            )
+        return self
+
     def model(self, model_id: str) -> ModelSettings:
         for m in self.models:
             if m.id == model_id:

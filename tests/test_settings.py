@@ -90,6 +90,26 @@ def test_invalid_settings_give_one_readable_line(
     assert "\n" not in message
 
 
+def test_a_first_token_timeout_below_the_ttft_threshold_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stall is one slow ttft sample: the client must wait at least the threshold for it."""
+    text = "ttft_threshold_s = 10\n[openrouter]\nfirst_token_timeout_s = 8\n"
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, text), env={})
+    assert str(caught.value) == (
+        f"{tmp_path / 'canary.toml'}: setting 'openrouter.first_token_timeout_s': 8 s is below "
+        "ttft_threshold_s (10 s); a stream silent that long must count as slow"
+    )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # no ./canary.toml: the environment alone
+    with pytest.raises(SettingsError) as caught:
+        load_settings(env={"CANARY_TTFT_THRESHOLD_S": "40"})
+    assert str(caught.value).startswith("environment: setting 'openrouter.first_token_timeout_s'")
+    equal = "ttft_threshold_s = 10\n[openrouter]\nfirst_token_timeout_s = 10\n"
+    assert load_settings(write(tmp_path, equal), env={}).openrouter.first_token_timeout_s == 10
+
+
 def test_a_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="no such settings file"):
         load_settings(tmp_path / "absent.toml", env={})

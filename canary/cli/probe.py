@@ -1,9 +1,14 @@
 """`canary probe`: one probe pass now against the configured upstream; no state changes.
 
 It lists the model's endpoints, sends each the round's pinned probes through the real Prober and
-prints each endpoint's verdict with every contract's evidence. It never opens the store: nothing
-is recorded, no quarantine moves. ``--estimate`` prints what one round of the configured models
-costs at the endpoints' published prices.
+judges them as a round does: the model's positive controls are always probed too (also with
+``--provider``), and the round-level rules run through the same core function
+(:func:`canary.core.verdict.judge_round`): a control that does not filter makes the refusal
+probe weak (``probe_weak``), and a contract failing on most endpoints is model-wide, which only
+the whole model can show (with ``--provider`` it is ``"not evaluated"``). It prints each
+endpoint's verdict with every contract's evidence. It never opens the store: nothing is recorded,
+no quarantine moves. ``--estimate`` prints what one round of the configured models costs at the
+endpoints' published prices.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ import typer
 from canary.cli.common import fail, print_json, settings_from
 
 if TYPE_CHECKING:
+    from canary.core.verdict import RoundOutcome
     from canary.prober import EndpointProbing
     from canary.settings import Settings
+
+NOT_EVALUATED = "not evaluated"
 
 # The round estimate counts this many prompt tokens per probe (system + user prompt, rounded up)
 # and the whole max_tokens out, the same figures the runner's budget uses.
@@ -74,6 +82,7 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
 
     probes = load_probes(settings.probes_dir, settings.languages)
     analyzer = LanguageAnalyzer(SUPPORTED_LANGUAGES)  # detect every language, probe the configured
+    controls = settings.model(model).positive_controls
     async with openrouter_client(settings) as client:
         try:
             endpoints = await client.list_endpoints(model)
@@ -87,7 +96,8 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
                     f"unknown provider {', '.join(unknown)} for {model}; "
                     f"known: {', '.join(known) or 'none'}"
                 )
-            endpoints = [e for e in endpoints if e.tag in tags]
+            # the controls too: without them the refusal probe cannot be trusted
+            endpoints = [e for e in endpoints if e.tag in tags or e.tag in controls]
         prober = Prober(
             client,
             probes,
@@ -101,39 +111,80 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
         )
         index = round_index(time.time(), settings.interval_minutes)  # this round's languages
         probings = await prober.probe_endpoints(endpoints, {}, index)
-    return probe_document(model, probings)
+    outcome = judge_probed(settings, model, probings, whole_model=not tags)
+    return probe_document(model, probings, outcome, controls, whole_model=not tags)
 
 
-def verdict_of(probing: EndpointProbing) -> str:
-    """pass when every applicable contract passed, fail when any failed, else inconclusive."""
-    from canary.core.verdict import aggregate
+def judge_probed(
+    settings: Settings, model: str, probings: Sequence[EndpointProbing], *, whole_model: bool
+) -> RoundOutcome:
+    """The round-level rules over what was probed, as the runner applies them."""
+    from dataclasses import replace
 
-    verdict = aggregate(probing.endpoint.model, probing.endpoint.tag, probing.results).verdict
-    return verdict.value if verdict.value in ("pass", "fail") else "inconclusive"
+    from canary.core.policy import PolicyRules
+    from canary.core.verdict import judge_round
+
+    rules = PolicyRules.of(settings.policy, settings.mode)
+    if not whole_model:
+        # Model-wide compares an endpoint with the model's others; a subset cannot show it, so
+        # its share is set where no failure count can exceed it.
+        rules = replace(rules, model_wide_share=1.0)
+    return judge_round(
+        model,
+        {p.endpoint.tag: p.results for p in probings},
+        positive_controls=settings.model(model).positive_controls,
+        rules=rules,
+    )
 
 
-def probe_document(model: str, probings: Sequence[EndpointProbing]) -> dict[str, Any]:
-    """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}]}."""
-    providers = [
-        {
-            "provider": p.endpoint.tag,
-            "name": p.endpoint.provider_name,
-            "language": p.language,
-            "verdict": verdict_of(p),
-            "contracts": {
-                r.contract.value: {
-                    "result": r.result.value,
-                    "detail": r.detail,
-                    "figure": r.figure,
-                    "reason": r.reason,
-                    "sample": r.sample,
-                }
-                for r in p.results
-            },
-        }
-        for p in probings
-    ]
-    return {"model": model, "providers": providers}
+def verdict_of(verdict: str) -> str:
+    """pass or fail as judged; anything else (transport errors, weak probes) is inconclusive."""
+    return verdict if verdict in ("pass", "fail") else "inconclusive"
+
+
+def probe_document(
+    model: str,
+    probings: Sequence[EndpointProbing],
+    outcome: RoundOutcome,
+    controls: Sequence[str] = (),
+    *,
+    whole_model: bool = True,
+) -> dict[str, Any]:
+    """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}],
+    "probe_weak", "model_wide"}."""
+    from canary.core.model import EventKind
+
+    weak = next((e for e in outcome.events if e.kind is EventKind.probe_weak), None)
+    wide = [e.detail for e in outcome.events if e.kind is EventKind.model_wide]
+    providers = []
+    for p in probings:
+        verdict = outcome.verdicts[p.endpoint.tag]
+        providers.append(
+            {
+                "provider": p.endpoint.tag,
+                "name": p.endpoint.provider_name,
+                "language": p.language,
+                "control": p.endpoint.tag in controls,
+                "verdict": verdict_of(verdict.verdict.value),
+                "contracts": {
+                    r.contract.value: {
+                        "result": r.result.value,
+                        "detail": r.detail,
+                        "figure": r.figure,
+                        "reason": r.reason,
+                        "sample": r.sample,
+                    }
+                    for r in verdict.results
+                },
+            }
+        )
+    return {
+        "model": model,
+        "providers": providers,
+        # the weak-probe rule: which control did not fail refusal, and what it returned
+        "probe_weak": None if weak is None else dict(weak.detail),
+        "model_wide": wide if whole_model else NOT_EVALUATED,
+    }
 
 
 def _print_human(document: dict[str, Any]) -> None:
@@ -155,12 +206,24 @@ def _print_human(document: dict[str, Any]) -> None:
                 line += f"\n  [dim]{escape(c['sample'])}[/]"
             lines.append(line)
         verdict = p["verdict"]
+        control = " (control)" if p["control"] else ""
         table.add_row(
-            f"{escape(p['provider'])}\n[dim]{p['language']}[/]",
+            f"{escape(p['provider'])}{control}\n[dim]{p['language']}[/]",
             f"[{colours.get(verdict, 'dim')}]{verdict}[/]",
             "\n".join(lines),
         )
-    Console(width=140).print(table)
+    console = Console(width=140)
+    console.print(table)
+    weak = document["probe_weak"]
+    if weak is not None:
+        console.print(
+            f"[yellow]probe weak[/]: {escape(weak['why'])}; refusal results are not evidence"
+        )
+    wide = document["model_wide"]
+    if wide == NOT_EVALUATED:
+        console.print("model-wide: not evaluated (only part of the model was probed)")
+    for event in wide if isinstance(wide, list) else []:
+        console.print(f"[yellow]model-wide[/]: {escape(event['why'])}")
 
 
 async def _estimate(settings: Settings) -> dict[str, Any]:
@@ -227,5 +290,5 @@ def _print_estimate(result: dict[str, Any], interval_minutes: float) -> None:
         f"total ${result['usd_per_round']:.6f} per round, ${result['usd_per_day']:.4f} per day "
         f"at one round every {interval_minutes:g} minutes (each probe counted at "
         f"{result['prompt_tokens_per_probe']} prompt + {result['completion_tokens_per_probe']} "
-        "completion tokens; a language re-check adds 2 probes)"
+        "completion tokens; a contract that fails its first look adds 2 re-check probes)"
     )

@@ -141,6 +141,9 @@ class Observation:
     served_by: str | None = None  # the `provider` the answer named
     attribution_ok: bool = True  # False: answered by another provider than the pinned one
     ttft_s: float | None = None  # request sent -> first non-empty content delta
+    # A stall: the stream was open (HTTP 200) but no token came within the first-token timeout.
+    # ttft_s then holds that timeout, a lower bound of the real time (a censored sample).
+    ttft_censored: bool = False
     reasoning_s: float | None = None  # request sent -> first reasoning delta
     total_s: float | None = None
     content: str = ""

@@ -243,8 +243,10 @@ class OpenRouterClient:
         status: int | None = None
         early: tuple[Transport, str, str | None] | None = None
         failure: tuple[Transport, str] | None = None
+        stream_open = False  # a 200 event stream whose body is being read
+        stalled_at: float | None = None
+        first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
         try:
-            first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
             async with asyncio.timeout_at(timing.loop_started + first_deadline) as deadline:
                 if self._h1 is not None:
                     async with self._h1.post(
@@ -253,6 +255,7 @@ class OpenRouterClient:
                         status = h1.status_code
                         early = await self._early_answer(h1)
                         if early is None:
+                            stream_open = True
                             await self._read_h1(h1, assembler, timing, deadline)
                 else:
                     async with self._http.stream(
@@ -264,9 +267,19 @@ class OpenRouterClient:
                         status = response.status_code
                         early = await self._early_answer(response)
                         if early is None:
+                            stream_open = True
                             await self._read_stream(response, assembler, timing, deadline)
         except TimeoutError:
-            failure = self._timed_out(assembler)
+            if stream_open and assembler.first_token_s is None:
+                # The provider was reached and is slow: a latency failure, not a transport one.
+                # The probe's own contract sees a timeout; ttft sees a sample censored here.
+                stalled_at = first_deadline
+                failure = (
+                    classify_exception("first_token_timeout"),
+                    f"stalled: the stream opened but sent no token within {first_deadline:g} s",
+                )
+            else:
+                failure = self._timed_out(assembler)
         except (httpx.HTTPError, OSError) as exc:
             message = describe(exc)
             if status == 200:
@@ -284,13 +297,13 @@ class OpenRouterClient:
         else:
             transport, error = outcome.transport, outcome.error
         return self._observation(
-            endpoint, base, outcome, timing, status, transport, error, served_by
+            endpoint, base, outcome, timing, status, transport, error, served_by, stalled_at
         )
 
     def _timed_out(self, assembler: StreamAssembler) -> tuple[Transport, str]:
         no_token = assembler.first_token_s is None
         if no_token and self.first_token_timeout_s < self.stream_timeout_s:
-            message = f"no token within {self.first_token_timeout_s:g} s"
+            message = f"no answer within {self.first_token_timeout_s:g} s (the stream never opened)"
             return classify_exception("first_token_timeout"), message
         message = f"stream not finished within {self.stream_timeout_s:g} s"
         return classify_exception("stream_timeout"), message + (" (no token)" if no_token else "")
@@ -405,6 +418,7 @@ class OpenRouterClient:
         transport: Transport,
         error: str | None,
         served_by: str | None = None,
+        stalled_at: float | None = None,
     ) -> Observation:
         providers = outcome.providers or ((served_by,) if served_by else ())
         mismatched = [p for p in providers if not same_provider(p, endpoint.provider_name)]
@@ -435,7 +449,8 @@ class OpenRouterClient:
             error=scrub(error) if error else None,
             served_by=providers[0] if providers else None,
             attribution_ok=attribution_ok,
-            ttft_s=outcome.ttft_s,
+            ttft_s=outcome.ttft_s if stalled_at is None else stalled_at,
+            ttft_censored=stalled_at is not None,
             reasoning_s=outcome.reasoning_s,
             total_s=self._clock() - timing.started,
             started_at=timing.wall_started,

@@ -71,6 +71,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        had_head = self.head_done
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -79,7 +80,13 @@ class _Connection(asyncio.Protocol):
         if self._received:  # every HTTP chunk of this read, to the sink at once
             received, self._received = self._received, []
             self.consume(received[0] if len(received) == 1 else b"".join(received))
-        if self.pieces or self.notable or self.complete or self.error is not None:
+        if (
+            self.pieces
+            or self.notable
+            or self.complete
+            or self.error is not None
+            or self.head_done is not had_head  # a head alone: the stream is open
+        ):
             self._wake()
         elif self.coalesce_s and self.transport is not None and not self.closed:
             # Let the next pieces gather in the socket buffer: one read, one parse, for many.

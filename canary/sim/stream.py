@@ -191,10 +191,22 @@ class StreamResponse:
         if self.gone:
             return
         if self.plan.ending == "stall":
-            await _wait_disconnect(receive, self.state)
+            await self._stall(receive, send)
         elif self.plan.ending == "disconnect":
             raise SimulatedDisconnect(self.answer.gen_id)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stall(self, receive: Receive, send: Send) -> None:
+        """A stream left open with no more tokens: keep-alive comments every second, as
+        OpenRouter sends while a provider's queue holds the request, until the client goes."""
+        while not self.state.closing.is_set():
+            try:
+                message = await asyncio.wait_for(receive(), _KEEPALIVE_EVERY_S)
+            except TimeoutError:
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                continue
+            if message["type"] == "http.disconnect":
+                return
 
     async def _watch(self, receive: Receive) -> None:
         """Notice a client that went away, so its stream stops instead of writing into the void."""

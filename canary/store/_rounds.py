@@ -377,6 +377,7 @@ def _probe_values(round_id: int, model: str, o: Observation, at: datetime) -> di
         "served_by": o.served_by,
         "attribution_ok": o.attribution_ok,
         "ttft_s": o.ttft_s,
+        "ttft_censored": o.ttft_censored,
         "reasoning_s": o.reasoning_s,
         "total_s": o.total_s,
         "finish_reason": o.finish_reason,

@@ -106,6 +106,7 @@ class ProbeRow:
     cost_usd: float | None
     checksum: str
     at: datetime
+    ttft_censored: bool = False  # a stall: ttft_s is the first-token timeout, a lower bound
 
 
 @dataclass(frozen=True)

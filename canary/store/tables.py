@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -137,6 +138,8 @@ probes = Table(
     _str("served_by", null=True),
     _bool("attribution_ok"),
     _float("ttft_s", null=True),
+    # a stall: the stream opened but sent no token in time; ttft_s holds the timeout (a bound)
+    Column("ttft_censored", Boolean(), nullable=False, server_default=false()),
     _float("reasoning_s", null=True),
     _float("total_s", null=True),
     _str("finish_reason", 64, null=True),

@@ -1,8 +1,9 @@
 """Read the shared multilingual corpus (test data: lingua's test sentences, one per line).
 
-Lines are split on "\\n" only (U+0085 appears inside French lines). ``clean=True`` drops the lines
-with known encoding damage (French U+0092 apostrophes, double-encoded German and Polish), which
-would rightly be flagged as corruption and so cannot serve as healthy answers.
+Lines are split on "\\n" only (a C1 control such as U+0085 may sit inside a damaged line).
+``clean=True`` drops the lines with encoding damage (cp1252 residue, double-encoded UTF-8), which
+would rightly be flagged as corruption and so cannot serve as healthy answers. The shared corpus
+was repaired on 2026-12-01 and holds none any more; an upstream copy still does.
 """
 
 from __future__ import annotations

@@ -19,9 +19,13 @@ _MOJIBAKE = re.compile(
     "|".join(
         (
             "[\u00c3\u00c2][\u00a1-\u00bf]",  # Ã© Ã£ Ã¡ Â°
-            "\u00c3[\u20ac\u2030\u2021\u2020\u2039\u203a\u0152\u0153\u2122\u0160\u0161\u017d\u017e]",
+            "\u00c3[\u00a0\u20ac\u2030\u2021\u2020\u2039\u203a\u0152\u0153\u2122\u0160"
+            "\u0161\u017d\u017e\u0178\u0192\u02c6\u02dc]",  # Ã  (à) ÃŸ (ß)
             f"[\u00c4\u00c5][{_CP1252_CONTINUATION}](?=\\w)",  # Ä… Å‚ inside a word
+            # ... or ending one: a capital lead right after a lowercase letter (byÅ‚, eÌ€)
+            f"(?<=[a-z\u00df-\u00ff])[\u00c2-\u00c5\u00cc][{_CP1252_CONTINUATION}]",
             f"\u00e2\u20ac[{_CP1252_CONTINUATION}]?",  # â€™ â€œ â€" â€¦
+            "\u00e2\u201a\u00ac",  # â‚¬ (€)
             "\u00ef\u00bb\u00bf",  # a UTF-8 byte order mark read as cp1252
         )
     )

@@ -21,9 +21,9 @@ _EMPHASIS = re.compile(r"(\*{1,3}|_{1,3})(?=[^\W_]|[\"'“‘«(¿¡])(.+?)(?<=\
 _BULLET = re.compile(r"(?:[*+\-•]\s|#{1,6}\s|>\s?|\|.*\|)")
 _ELLIPSIS = re.compile(r"\.{2,}")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^>\n]*)?>")
-# A lowercase fragment glued to, or set before, a capitalised word: "ologicalThe", "ological The".
-_GLUED = re.compile(r"([a-zà-öø-ÿа-яё]{3,})(?=[A-ZÀ-ÖØ-ÞА-ЯЁ][a-zà-öø-ÿа-яё])")
-_SPACED = re.compile(r"([a-zà-öø-ÿа-яё]{2,})\s+(?=[A-ZÀ-ÖØ-ÞА-ЯЁ][a-zà-öø-ÿа-яё]+\b)")
+_DIALOGUE_TAG = re.compile(r"\s–\w")  # "–Sí, claro –respondió."
+# Openers that a reader expects to be closed in the answer; one left open was never an opener.
+_QUOTES = {'"': '"'}
 
 
 def leading_garbage(text: str) -> str | None:
@@ -41,6 +41,10 @@ def leading_garbage(text: str) -> str | None:
         return f"combining U+{ord(first):04X}"
     if category.startswith(("L", "N")):
         return _fragment(body)
+    if first in _QUOTES and _unclosed(body, first):
+        return first
+    if first == "–" and len(body) > 1 and not body[1].isspace() and not _DIALOGUE_TAG.search(body):
+        return first  # an en dash glued to the first word, and no dialogue tag after it
     if category in ("Sc", "So") or first in _OPENERS:
         return None  # currency, emoji and symbols, quotes and dialogue marks
     line = body.split("\n", 1)[0]
@@ -62,6 +66,13 @@ def leading_garbage(text: str) -> str | None:
     return _prefix(body)
 
 
+def _unclosed(body: str, opener: str) -> bool:
+    """Whether the quote ``body`` opens with is left open (for '"': an odd count of them)."""
+    if opener == '"':
+        return body.count('"') % 2 == 1
+    return not any(closer in body[1:] for closer in _QUOTES[opener])
+
+
 def _prefix(body: str) -> str:
     """The run of punctuation at the start of ``body`` (what a reader would call the stray bit)."""
     end = 0
@@ -71,14 +82,26 @@ def _prefix(body: str) -> str:
 
 
 def _fragment(body: str) -> str | None:
-    """A lowercase token fragment set before a capitalised sentence start."""
-    glued = _GLUED.match(body)
-    if glued:
-        return glued.group(1)
-    spaced = _SPACED.match(body)
-    if spaced and not body[: spaced.end()].rstrip().endswith((",", ";", ":")):
-        return spaced.group(1)
-    return None
+    """A lowercase token fragment glued to a capitalised word, or set before anything that is not
+    a lowercase word: a capital, a number, a word in a script without case, a quote."""
+    end = 0
+    while end < len(body) and body[end].isalpha() and body[end].islower():
+        end += 1
+    if end >= 3 and end + 1 < len(body) and body[end].isupper() and body[end + 1].islower():
+        return body[:end]  # "ologicalThe"
+    if end < 2 or end >= len(body) or not body[end].isspace():
+        return None
+    rest = body[end:].lstrip()
+    if not rest or (rest[0].islower() and _script(rest[0]) == _script(body[0])):
+        return None  # "and then he smiled."
+    if rest[0] in ",;:.!?)]}":
+        return None  # "ok, ..." set apart: not a fragment glued to an answer
+    return body[:end]
+
+
+def _script(ch: str) -> str:
+    """The script of a letter: the first word of its Unicode name (LATIN, CYRILLIC...)."""
+    return unicodedata.name(ch, "?").split(" ", 1)[0]
 
 
 _WORD = re.compile(r"\w+")

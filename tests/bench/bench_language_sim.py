@@ -1,12 +1,12 @@
 """The language contract's false failures on the real corpus, end to end through the simulator.
 
 Builds a text bank from ../shared/corpus/lingua-sentences (one passage of 2 corpus sentences per
-line; the simulator serves 2 or 3 passages, so answers have 4-6 sentences), drops the corpus lines
-with real encoding corruption (French U+0092 apostrophes, Polish and German double-encoded lines:
-canary.text.corpus.load_sentences does that) and lines that do not end a sentence, serves it from
+line; the simulator serves 2 or 3 passages, so answers have 4-6 sentences), drops corpus lines
+with encoding corruption (none since the corpus was repaired on 2026-12-01; an upstream copy has
+some: canary.text.corpus.load_sentences drops them) and lines that do not end a sentence, serves it from
 fast healthy simulator endpoints, and sends N language probes per language through the real
-OpenRouter client and the real Prober (an anomaly is re-checked twice at once; the contract
-fails on 2 of 3). Then the same for Portuguese answers with 2 of 6 sentences in Spanish.
+OpenRouter client and the real Prober (every prose answer of the round is judged; a flag is
+re-checked twice at once and the contract fails on 2 of 3). Then the same for Portuguese answers with 2 of 6 sentences in Spanish.
 
     .venv/bin/python tests/bench/bench_language_sim.py [--n 200] [--languages en,pt] [--mix 100]
 """
@@ -57,8 +57,8 @@ def main() -> int:
         bank = Path(tmp) / "bank"
         stats = {s.language: s for s in build_text_bank(CORPUS, bank, SUPPORTED_LANGUAGES)}
         print(
-            "text bank: corpus lines with real encoding corruption dropped (load_sentences: "
-            "French U+0092, Polish/German double encoding), and lines that end no sentence"
+            "text bank: corpus lines with encoding corruption dropped (load_sentences), and "
+            "lines that end no sentence"
         )
         started = time.perf_counter()
         with start_simulator(healthy_scenario(MODEL, bank)) as sim:

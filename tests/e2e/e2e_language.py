@@ -1,9 +1,10 @@
 """The language contract on the real corpus, served by the simulator (issue 3 "Done when").
 
 A text bank is built from the shared corpus: one passage per line, each made of corpus sentences
-of that language. The corpus lines with real encoding damage (French U+0092 apostrophes, Polish
-and German double-encoded lines) are dropped by ``canary.text.corpus.load_sentences``: they would
-rightly be flagged as corruption, so they cannot stand for healthy answers. Only lines that end a
+of that language. Corpus lines with encoding damage (none since the shared corpus was repaired;
+an upstream copy has French U+0092 apostrophes and double-encoded lines) are dropped by
+``canary.text.corpus.load_sentences``: they would rightly be flagged as corruption, so they cannot
+stand for healthy answers. Only lines that end a
 sentence are used, so that the sentence boundaries stay visible inside a one-line passage.
 """
 

@@ -72,12 +72,13 @@ QUALITY = [
          "invalid_json"),
     Case("tool-schema", ({"kind": "tool_schema_mismatch"},), Contract.tools, Result.fail,
          "schema_mismatch"),
+    # a stream that opens and stays silent is slow, not a transport error
+    Case("stall-before-token", ({"kind": "stall", "after_tokens": 0},), Contract.ttft,
+         Result.fail, "stalled", client=SHORT_DEADLINES),
 ]  # fmt: skip
 TRANSPORT = [
     Case("stall", ({"kind": "stall"},), None, Result.transport_error, "timeout",
          client=SHORT_DEADLINES),
-    Case("stall-before-token", ({"kind": "stall", "after_tokens": 0},), None,
-         Result.transport_error, "timeout", client=SHORT_DEADLINES),
     Case("http-429", ({"kind": "http_error", "status": 429},), None, Result.transport_error,
          "rate_limited"),
     Case("http-500", ({"kind": "http_error", "status": 500},), None, Result.transport_error,
@@ -149,7 +150,7 @@ def shown(probing: EndpointProbing) -> str:
 def test_quality_fault_fails_the_contract_it_breaks(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, case: Case
 ) -> None:
-    probing = run(sim, probes, analyzer, [case.tag], case.language)[case.tag]
+    probing = run(sim, probes, analyzer, [case.tag], case.language, **case.client)[case.tag]
     assert case.contract is not None
     judged = results(probing)[case.contract]
     assert judged.result is case.result, shown(probing)
@@ -199,14 +200,25 @@ def test_wrong_provider_is_seen_on_the_wire_and_never_counted(
                if r.contract is not Contract.hygiene)  # fmt: skip
 
 
-def test_stall_before_the_first_token_hits_the_first_token_deadline(
+def test_stall_before_the_first_token_is_a_censored_slow_sample(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
 ) -> None:
     probing = run(sim, probes, analyzer, ["stall-before-token"], **SHORT_DEADLINES)
-    errors = {o.error for o in probing["stall-before-token"].observations}
-    assert errors == {"no token within 0.4 s"}
-    stalled = run(sim, probes, analyzer, ["stall"], **SHORT_DEADLINES)["stall"]
-    assert {o.error for o in stalled.observations} == {"stream not finished within 0.6 s"}
+    stalled = probing["stall-before-token"]
+    errors = {o.error for o in stalled.observations}
+    assert errors == {"stalled: the stream opened but sent no token within 0.4 s"}
+    assert all(
+        o.ttft_censored and o.ttft_s == 0.4 and o.status == 200 for o in stalled.observations
+    )
+    judged = results(stalled)
+    assert judged[Contract.ttft].result is Result.fail, shown(stalled)
+    assert "counted at 0.4 s" in judged[Contract.ttft].detail
+    # every probe stalled: each one's own contract saw a timeout, not evidence either way
+    for contract in set(Contract) - {Contract.ttft}:
+        assert judged[contract].result is Result.transport_error, shown(stalled)
+    after = run(sim, probes, analyzer, ["stall"], **SHORT_DEADLINES)["stall"]
+    assert {o.error for o in after.observations} == {"stream not finished within 0.6 s"}
+    assert not any(o.ttft_censored for o in after.observations)  # a token came: not a stall
 
 
 def test_healthy_endpoint_passes_every_contract(
@@ -218,6 +230,28 @@ def test_healthy_endpoint_passes_every_contract(
         assert aggregate(MODEL, "healthy", probing.results).verdict is Verdict.passed
         for o in probing.observations:
             assert o.completed and o.usage.cost_usd is not None and o.usage.cost_usd > 0
+
+
+def test_rechecks_are_sent_only_after_a_first_look_failure(
+    sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
+) -> None:
+    probed = run(sim, probes, analyzer, ["healthy", "invalid-json", "garbage"])
+    sent = {
+        tag: sorted((o.contract.value, o.attempt) for o in p.observations)
+        for tag, p in probed.items()
+    }
+    planned = sorted(
+        [("ttft", 1), ("ttft", 2), ("ttft", 3), ("refusal", 1), ("language", 1), ("schema", 1),
+         ("tools", 1)]
+    )  # fmt: skip
+    assert sent["healthy"] == planned  # nothing failed: nothing more was sent
+    assert sent["invalid-json"] == sorted([*planned, ("schema", 2), ("schema", 3)])
+    # hygiene has no probe of its own: the language probe's answers re-check it (and the stray
+    # prefix broke the JSON answer too: its schema is re-checked as well)
+    extra = [("language", 2), ("language", 3), ("schema", 2), ("schema", 3)]
+    assert sent["garbage"] == sorted([*planned, *extra])
+    hygiene = results(probed["garbage"])[Contract.hygiene]
+    assert hygiene.result is Result.fail and "confirmed, 3/3 looks fail" in hygiene.detail
 
 
 def test_endpoint_without_tools_or_structured_outputs_is_not_applicable_there(
@@ -261,7 +295,15 @@ def test_positive_control_that_filters_keeps_the_refusal_results(
     assert refusal["healthy"].result is Result.passed  # type: ignore[union-attr]
     assert refusal["refuser"].result is Result.fail  # type: ignore[union-attr]
     assert refusal["filterhost"].reason == "positive_control"  # type: ignore[union-attr]
-    assert outcome.verdicts["filterhost"].verdict is Verdict.passed  # its expected refusal
+    # Its expected refusal never counts against it. The simulated host refuses every prose
+    # probe, so no answer of it says anything about its language or hygiene: inconclusive.
+    control = outcome.verdicts["filterhost"]
+    assert control.verdict is Verdict.inconclusive
+    assert {r.contract: r.reason for r in control.results if r.result is Result.inconclusive} == {
+        Contract.refusal: "positive_control",
+        Contract.language: "no_answer",
+        Contract.hygiene: "too_few_answers",
+    }
     assert not [e for e in outcome.events if e.kind == "probe_weak"]
 
 

@@ -1,5 +1,6 @@
 """`canary probe` through typer's runner against the real simulator: the --json shape,
---provider, a clear error for an unknown provider, --estimate checked by hand, and no state."""
+--provider, the round-level rules (positive controls always probed, probe_weak, model-wide), a
+clear error for an unknown provider, --estimate checked by hand, and no state."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from canary.sim.server import RunningSimulator, start_simulator
 
 MODEL = "acme/e2e-cli"
 OTHER = "acme/e2e-cli-small"
+WIDE = "acme/e2e-cli-wide"
 CONTRACTS = {"ttft", "refusal", "schema", "language", "hygiene", "tools"}
 # A database canary could never open: if `canary probe` touched the store, it would fail.
 UNUSABLE_DATABASE = "postgresql+psycopg://nobody@127.0.0.1:9/never"
@@ -34,6 +36,14 @@ def sim() -> Iterator[RunningSimulator]:
                     provider("bravo/fp8", parameters=["max_tokens"],
                              price={"prompt": 0.3, "completion": 0.9}),
                     provider("refuser", {"kind": "refusal"}, parameters=["max_tokens"]),
+                ],
+            },
+            {
+                "id": WIDE,
+                "providers": [
+                    provider("one", {"kind": "schema_break", "how": "invalid_json"}),
+                    provider("two", {"kind": "schema_break", "how": "invalid_json"}),
+                    provider("three"),
                 ],
             },
             {
@@ -109,6 +119,79 @@ def test_provider_option_limits_the_pass_to_that_endpoint(
     chats = [r for r in sim.state.requests() if r["model"] == MODEL]
     assert len(chats) == 5  # 3 ttft + refusal + language: no schema or tools advertised
     assert all(r["pinned"] == ["bravo/fp8"] and r["provider"] == "bravo/fp8" for r in chats)
+
+
+def with_controls(env: dict[str, str], tmp_path: Path, *controls: str) -> dict[str, str]:
+    """The settings file naming `controls` as the model's positive controls."""
+    config = tmp_path / "controls.toml"
+    listed = ", ".join(f'"{c}"' for c in controls)
+    config.write_text(f'[[models]]\nid = "{MODEL}"\npositive_controls = [{listed}]\n')
+    return {**env, "CANARY_CONFIG": str(config)}
+
+
+def test_a_control_that_does_not_filter_makes_the_refusal_probe_weak(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    doc = document(
+        invoke(["probe", "--model", MODEL, "--json"], with_controls(env, tmp_path, "bravo/fp8"))
+    )
+    weak = doc["probe_weak"]
+    assert weak["contract"] == "refusal"
+    assert weak["controls"] == {"bravo/fp8": ["pass"]}
+    assert "positive control did not fail refusal: bravo/fp8 (pass)" in weak["why"]
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    assert by_tag["bravo/fp8"]["control"] is True and by_tag["alpha"]["control"] is False
+    for tag in ("alpha", "refuser"):  # neither pass nor fail is evidence this time
+        refusal = by_tag[tag]["contracts"]["refusal"]
+        assert (refusal["result"], refusal["reason"]) == ("inconclusive", "probe_weak")
+    assert by_tag["alpha"]["verdict"] == "inconclusive"
+    assert doc["model_wide"] == []
+
+
+def test_a_control_that_filters_keeps_the_refusal_results(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    doc = document(
+        invoke(["probe", "--model", MODEL, "--json"], with_controls(env, tmp_path, "refuser"))
+    )
+    assert doc["probe_weak"] is None
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    assert by_tag["alpha"]["contracts"]["refusal"]["result"] == "pass"
+    control = by_tag["refuser"]["contracts"]["refusal"]
+    assert (control["result"], control["reason"]) == ("inconclusive", "positive_control")
+    assert by_tag["refuser"]["verdict"] != "fail"  # its expected refusal never counts against it
+
+
+def test_provider_option_still_probes_the_controls_and_leaves_model_wide_unjudged(
+    env: dict[str, str], tmp_path: Path, sim: RunningSimulator
+) -> None:
+    sim.state.clear_requests()
+    args = ["probe", "--model", MODEL, "--provider", "alpha", "--json"]
+    doc = document(invoke(args, with_controls(env, tmp_path, "refuser")))
+    assert [p["provider"] for p in doc["providers"]] == ["alpha", "refuser"]
+    assert {r["provider"] for r in sim.state.requests() if r["model"] == MODEL} == {
+        "alpha",
+        "refuser",
+    }
+    assert doc["probe_weak"] is None  # the control was probed and failed as expected
+    assert doc["model_wide"] == "not evaluated"
+    text = invoke(
+        ["probe", "--model", MODEL, "--provider", "alpha"], with_controls(env, tmp_path, "refuser")
+    )
+    assert "model-wide: not evaluated" in text.stdout and "refuser (control)" in text.stdout
+
+
+def test_a_contract_failing_on_most_endpoints_is_model_wide(env: dict[str, str]) -> None:
+    doc = document(invoke(["probe", "--model", WIDE, "--json"], env))
+    (wide,) = doc["model_wide"]
+    assert (wide["contract"], wide["failing"], wide["total"]) == ("schema", 2, 3)
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    for tag in ("one", "two"):
+        schema = by_tag[tag]["contracts"]["schema"]
+        assert (schema["result"], schema["reason"]) == ("inconclusive", "model_wide")
+    subset = document(invoke(["probe", "--model", WIDE, "--provider", "one", "--json"], env))
+    assert subset["model_wide"] == "not evaluated"
+    assert subset["providers"][0]["contracts"]["schema"]["result"] == "fail"
 
 
 def test_unknown_provider_is_a_clear_error_naming_the_known_ones(env: dict[str, str]) -> None:

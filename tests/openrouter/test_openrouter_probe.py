@@ -391,7 +391,8 @@ def test_no_answer_at_all_times_out_on_the_first_token_deadline() -> None:
 
     obs, _ = probe(handler, first_token_timeout_s=0.2)
     assert obs.transport is Transport.timeout and obs.status is None
-    assert obs.error == "no token within 0.2 s"
+    assert obs.error == "no answer within 0.2 s (the stream never opened)"
+    assert obs.ttft_s is None and not obs.ttft_censored  # not reached: a transport error only
 
 
 def test_keepalives_alone_do_not_count_as_a_first_token() -> None:
@@ -404,7 +405,56 @@ def test_keepalives_alone_do_not_count_as_a_first_token() -> None:
 
     obs, _ = probe(handler, first_token_timeout_s=0.2)
     assert obs.transport is Transport.timeout and obs.status == 200
-    assert obs.error == "no token within 0.2 s"
+    assert obs.error == "stalled: the stream opened but sent no token within 0.2 s"
+    # reached and slow: one ttft sample, censored at the timeout
+    assert obs.ttft_censored and obs.ttft_s == 0.2
+
+
+def test_an_error_chunk_before_the_first_token_stays_a_transport_error() -> None:
+    async def handler(request: Request, reply: Reply) -> None:
+        await reply.head(200, {"Content-Type": "text/event-stream"})
+        error = {"code": 502, "message": "Provider returned error"}
+        await reply.piece(sse(chunk("", finish="error", error=error), done=False))
+        await reply.hang()
+
+    obs, _ = probe(handler, first_token_timeout_s=0.2)
+    assert obs.transport is Transport.provider_error and obs.status == 200
+    assert obs.error == "mid-stream error, code 502: Provider returned error"
+    assert not obs.ttft_censored and obs.ttft_s is None
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        chunk(None, reasoning="Let me think."),
+        {
+            **chunk(None),
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}
+                        ],
+                    },
+                    "finish_reason": None,
+                }
+            ],
+        },
+    ],
+    ids=["reasoning", "tool-call"],
+)
+def test_a_reasoning_or_tool_call_delta_is_a_token_not_a_stall(first: dict[str, Any]) -> None:
+    async def handler(request: Request, reply: Reply) -> None:
+        await reply.head(200, {"Content-Type": "text/event-stream"})
+        await reply.piece(sse(first, done=False))
+        await reply.hang()
+
+    obs, _ = probe(handler, first_token_timeout_s=0.2, stream_timeout_s=0.4)
+    assert obs.transport is Transport.timeout
+    assert obs.error == "stream not finished within 0.4 s"
+    assert not obs.ttft_censored
 
 
 def test_a_stall_after_the_first_token_times_out_on_the_stream_deadline() -> None:
@@ -418,6 +468,7 @@ def test_a_stall_after_the_first_token_times_out_on_the_stream_deadline() -> Non
     assert obs.transport is Transport.timeout
     assert obs.error == "stream not finished within 0.3 s"
     assert obs.content == "Olá" and obs.ttft_s is not None
+    assert not obs.ttft_censored  # a token came: the stream timed out, nothing was censored
 
 
 def test_a_stream_deadline_shorter_than_the_first_token_deadline_still_bounds_silence() -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
-from canary.core.contracts.ttft import judge_ttft
+from canary.core.contracts.ttft import judge_ttft, ttft_look
 from canary.core.model import Contract, Observation, Result, Transport
 
 Obs = Callable[..., Observation]
@@ -81,3 +82,66 @@ def test_attribution_mismatch_is_not_a_sample(obs: Obs) -> None:
 
 def test_no_observation_is_inconclusive(obs: Obs) -> None:
     assert judge_ttft([], threshold_s=10).result is Result.inconclusive
+
+
+def _stall(obs: Obs, contract: Contract = Contract.ttft, at: float = 30.0) -> Observation:
+    return obs(
+        contract,
+        transport=Transport.timeout,
+        status=200,
+        ttft_s=at,
+        ttft_censored=True,
+        error=f"stalled: the stream opened but sent no token within {at:g} s",
+        language="en",
+    )
+
+
+def test_a_stalled_stream_is_a_slow_sample_counted_at_the_timeout(obs: Obs) -> None:
+    result = judge_ttft([_stall(obs), _stall(obs), _sample(obs, 1.0)], threshold_s=10)
+    assert result.result is Result.fail
+    assert result.reason == "stalled"
+    assert result.detail.startswith(
+        "2/3 samples over 10 s (median 30.0 s); 2 stalled (stream open, no token), counted at 30 s"
+    )
+    alone = judge_ttft([_stall(obs)] * 3, threshold_s=10)  # nothing completed, still evidence
+    assert alone.result is Result.fail and alone.figure == 30.0
+
+
+def test_a_stall_on_any_probe_is_one_slow_sample(obs: Obs) -> None:
+    round_ = [
+        _sample(obs, 1.0),
+        _sample(obs, 1.2),
+        _sample(obs, 12.0),
+        _stall(obs, Contract.refusal),
+    ]
+    result = judge_ttft(round_, threshold_s=10)
+    assert result.result is Result.passed  # 2 slow of 4: one slow answer never fails it
+    assert result.detail.startswith("2/4 samples over 10 s")
+    round_.append(_stall(obs, Contract.language))
+    assert judge_ttft(round_, threshold_s=10).result is Result.fail  # 3 of 5
+
+
+def test_another_providers_stall_is_not_a_sample(obs: Obs) -> None:
+    wrong = replace(_stall(obs), attribution_ok=False, served_by="Other")
+    result = judge_ttft([wrong, _sample(obs, 1.0), _sample(obs, 1.2)], threshold_s=10)
+    assert result.detail.startswith("0/2 samples over 10 s")
+
+
+@pytest.mark.parametrize(
+    ("observation", "result"),
+    [
+        ("stall", Result.fail),
+        (12.0, Result.fail),
+        (1.0, Result.passed),
+        (None, Result.inconclusive),  # a completed answer without content
+        ("timeout", Result.inconclusive),  # the stream never opened
+    ],
+)
+def test_a_recheck_sample_is_slow_or_not(obs: Obs, observation: object, result: Result) -> None:
+    if observation == "stall":
+        o = _stall(obs)
+    elif observation == "timeout":
+        o = _sample(obs, None, Transport.timeout)
+    else:
+        o = _sample(obs, observation)  # type: ignore[arg-type]
+    assert ttft_look(o, threshold_s=10).result is result

@@ -348,24 +348,32 @@ def test_a_valid_stream_under_a_wrong_content_type_is_a_provider_error(
 
 
 @pytest.mark.parametrize(
-    ("behaviour", "message"),
+    ("behaviour", "message", "stalled"),
     [
-        (Misbehaviour(before_head="hang"), "no token within 0.5 s"),
-        (Misbehaviour(body=b"", ending="hang"), "no token within 0.5 s"),
-        (Misbehaviour(body=b": OPENROUTER PROCESSING\n\n" * 3, ending="hang"), "no token within"),
-        (Misbehaviour(body=sse(chunk("Hel"), done=False), ending="hang"), "stream not finished"),
-        (Misbehaviour(500, "application/json", b'{"error": ', chunked=False, ending="hang"), ""),
+        (Misbehaviour(before_head="hang"), "no answer within 0.5 s (the stream never opened)",
+         False),
+        (Misbehaviour(body=b"", ending="hang"), "stalled: the stream opened but sent no token "
+         "within 0.5 s", True),
+        (Misbehaviour(body=b": OPENROUTER PROCESSING\n\n" * 3, ending="hang"), "stalled:", True),
+        (Misbehaviour(body=sse(chunk("Hel"), done=False), ending="hang"), "stream not finished",
+         False),
+        (Misbehaviour(500, "application/json", b'{"error": ', chunked=False, ending="hang"), "",
+         False),
     ],
     ids=["before-headers", "after-headers", "keepalives-only", "mid-stream", "mid-error-body"],
-)
+)  # fmt: skip
 def test_a_hung_connection_is_a_timeout(
-    up: UpstreamThread, behaviour: Misbehaviour, message: str
+    up: UpstreamThread, behaviour: Misbehaviour, message: str, stalled: bool
 ) -> None:
+    """A stream that opened and stays silent is a stall: one slow sample, censored at the
+    timeout; any other hang is a transport timeout only."""
     started = time.perf_counter()
     obs = probe(up, behaviour, **HANGING)
     assert_classified(obs)
     assert obs.transport is Transport.timeout
     assert obs.error is not None and message in obs.error
+    assert obs.ttft_censored is stalled
+    assert (obs.ttft_s == HANGING["first_token_timeout_s"]) is stalled
     assert time.perf_counter() - started < 3  # bounded by the client's deadline, not the server
 
 

@@ -62,6 +62,7 @@ def settings_for(up: UpstreamThread, tmp: Path, model: str) -> Settings:
         mode="enforce",
         languages=("en", "pt"),
         ttft_samples=2,
+        ttft_threshold_s=1.0,  # at most the first-token timeout, which is short here
         concurrency=16,
         models=(ModelSettings(id=model, capacity_floor=1),),
         openrouter=OpenRouterSettings(

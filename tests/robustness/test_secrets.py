@@ -89,6 +89,7 @@ def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
         mode="enforce",
         languages=("en", "es"),
         ttft_samples=2,
+        ttft_threshold_s=5,  # at most the first-token timeout, which is short here
         admin_token=TOKEN,
         log_format="json",
         models=(ModelSettings(id=MODEL),),

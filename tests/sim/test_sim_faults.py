@@ -235,6 +235,26 @@ def test_stall_keeps_the_stream_open(sim: RunningSimulator) -> None:
     assert len(events(received)) == 2
 
 
+def test_a_stall_sends_keepalive_comments_and_no_token(sim: RunningSimulator) -> None:
+    """As OpenRouter does while a provider holds the request: the stream stays alive, silent."""
+    faulty(sim, {"kind": "stall", "after_tokens": 0})
+    received = ""
+    with (
+        httpx.Client(
+            base_url=sim.base_url,
+            headers={"Authorization": "Bearer k"},
+            timeout=httpx.Timeout(5, read=3),
+        ) as c,
+        c.stream("POST", "/chat/completions", json=body(PT, provider=pin("alpha"))) as r,
+    ):
+        assert r.status_code == 200
+        for text in r.iter_text():
+            received += text
+            if received.count(": OPENROUTER PROCESSING") > 2:  # one after the opening pair
+                break
+    assert events(received) == [] and "[DONE]" not in received
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_http_error(client: httpx.Client, sim: RunningSimulator, stream: bool) -> None:
     faulty(sim, {"kind": "http_error", "status": 502})

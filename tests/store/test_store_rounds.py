@@ -133,6 +133,29 @@ def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicat
     assert day == week == {"alpha": {latency_bucket(0.8): (1, 0.8)}}  # counted once
 
 
+def test_a_stall_is_stored_censored_and_counted_at_the_timeout(store: Store, model: str) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {})
+    assert round_id is not None
+    stall = Observation(
+        Contract.refusal,
+        "alpha",
+        Transport.timeout,
+        status=200,
+        error="stalled: the stream opened but sent no token within 30 s",
+        ttft_s=30.0,
+        ttft_censored=True,
+        nonce="n1",
+    )
+    fast = Observation(Contract.ttft, "alpha", Transport.ok, ttft_s=0.8, nonce="n2")
+    store.record_observations(round_id, model, [stall, fast], T0)
+    assert [(p.ttft_s, p.ttft_censored) for p in store.probes(round_id)] == [
+        (30.0, True),
+        (0.8, False),
+    ]
+    day, _ = store.ttft_histograms_of([model], T0, T0)[model]
+    assert day == {"alpha": {latency_bucket(30.0): (1, 30.0), latency_bucket(0.8): (1, 0.8)}}
+
+
 def _timed(tag: str, ttft_s: float, nonce: str, *, attributed: bool = True) -> Observation:
     return Observation(
         Contract.ttft,

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from shared_data import CORPUS as SHARED_CORPUS
 
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.probes import ProbeSet, load_probes
+from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.text.detect import LanguageAnalyzer
 
 # The shared corpus (test data only, never copied in): beside the checkout or CANARY_TEST_CORPUS.
@@ -25,3 +26,9 @@ def corpus() -> Path:
     if not SHARED_CORPUS.present:
         pytest.skip(SHARED_CORPUS.reason)
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def probe_set() -> ProbeSet:
+    """The repository's probe definitions (refusal patterns decide which answers are prose)."""
+    return load_probes(PROJECT_ROOT / "probes", SUPPORTED_LANGUAGES)

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+from damage import cp1252_residue, double_encoded
 
 from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.analysis import Anomaly, TextVerdict
@@ -149,20 +150,36 @@ def test_corpus_portuguese_with_two_of_six_spanish_lines_mostly_flags(
     assert all(r.foreign_language == "es" for r in flagged)
 
 
-def test_corpus_lines_with_cp1252_residue_are_flagged(
-    analyzer: LanguageAnalyzer, corpus: Path
+def test_lines_with_cp1252_residue_are_flagged(analyzer: LanguageAnalyzer, corpus: Path) -> None:
+    """French lines with typographic apostrophes, read the way the damaged web text was."""
+    clean = [line for line in load_sentences(corpus, "fr") if "\u2019" in line][:20]
+    assert len(clean) == 20
+    assert not any(analyzer(line, "fr").kind is Anomaly.encoding_corruption for line in clean)
+    damaged = [cp1252_residue(line) for line in clean]
+    assert all("\u0092" in line for line in damaged)
+    assert all(analyzer(line, "fr").kind is Anomaly.encoding_corruption for line in damaged)
+
+
+def test_corpus_loader_drops_damaged_lines_and_keeps_boundaries(
+    corpus: Path, tmp_path: Path
 ) -> None:
-    damaged = [line for line in load_sentences(corpus, "fr", clean=False) if "\u0092" in line]
-    assert len(damaged) > 100
-    assert all(analyzer(line, "fr").kind is Anomaly.encoding_corruption for line in damaged[:20])
-
-
-def test_corpus_loader_drops_damaged_lines_and_keeps_boundaries(corpus: Path) -> None:
-    raw = load_sentences(corpus, "fr", clean=False)
-    kept = load_sentences(corpus, "fr")
-    assert len(raw) == 1000  # split on "\n" only: U+0085 inside lines does not cut them
-    assert len(kept) == 853
-    assert not any("\u0092" in line for line in kept)
+    lines = load_sentences(corpus, "fr")
+    ellipses = [i for i, line in enumerate(lines) if "\u2026" in line][:2]
+    apostrophes = [i for i, line in enumerate(lines) if "\u2019" in line][:3]
+    assert len(ellipses) == 2 and len(apostrophes) == 3
+    for i in ellipses:  # cp1252 residue: "…" becomes U+0085, which str.splitlines() cuts at
+        lines[i] = cp1252_residue(lines[i])
+    for i in apostrophes:
+        lines[i] = double_encoded(lines[i])
+    damaged = set(ellipses + apostrophes)
+    assert sum("\u0085" in line for line in lines) == 2
+    folder = tmp_path / "lingua-sentences"
+    folder.mkdir()
+    (folder / "fr.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raw = load_sentences(tmp_path, "fr", clean=False)
+    kept = load_sentences(tmp_path, "fr")
+    assert raw == lines  # split on "\n" only: a C1 control inside a line does not cut it
+    assert kept == [line for i, line in enumerate(lines) if i not in damaged]
     assert compose(["Sem ponto", "Com ponto.", "Fim"]) == "Sem ponto\nCom ponto. Fim"
 
 

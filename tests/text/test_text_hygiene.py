@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from canary.core.contracts.hygiene import judge_hygiene
+from canary.core.contracts.evidence import prose_answers
+from canary.core.contracts.hygiene import hygiene_look, judge_hygiene
 from canary.core.model import Contract, Observation, Result, Transport
+from canary.probes import ProbeSet
 from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
 from canary.text.hygiene import degenerate_repetition, leading_garbage
@@ -29,6 +31,17 @@ from canary.text.hygiene import degenerate_repetition, leading_garbage
         (";) Claro que sim.", ";)"),
         ("*)**Nome:** Ana", "*)**"),
         ("\u0301Hello", "combining U+0301"),
+        # a fragment before a one-letter word, a number or another script
+        ("ological O cavaleiro desceu do cavalo.", "ological"),
+        ("ing 01 de Agosto, na praia.", "ing"),
+        ("ological Привет, путник.", "ological"),
+        ("ing не знаю, что сказать.", "ing"),
+        ("ological 你好，旅行者。", "ological"),
+        ("ing مرحبا بك أيها المسافر.", "ing"),
+        ("ological Đồng hồ đã điểm.", "ological"),
+        # an opener never closed, an en dash glued to the text with no dialogue tag after it
+        ('"Olá, viajante, entre e aqueça-se.', '"'),
+        ("–O cavaleiro desceu do cavalo.", "–"),
     ],
 )
 def test_stray_leading_fragment_is_found(text: str, evidence: str) -> None:
@@ -55,6 +68,10 @@ def test_stray_leading_fragment_is_found(text: str, evidence: str) -> None:
         "...and then she left.",
         "…e depois foi embora.",
         "—Sí, claro —respondió.",
+        "–Sí, claro –respondió.",
+        '"Olá" e "tchau" foram as palavras dela.',
+        '"Olá," disse ela. "Entre."',
+        "ну, Маша, входи.",
         "– Oui, bien sûr.",
         "1. Open the door.",
         "「こんにちは」と彼は言った。",
@@ -127,27 +144,33 @@ STRAY = "*Claro! Aqui está a história que pediste."
 
 
 @pytest.mark.parametrize(
-    ("contents", "result"),
+    ("contents", "share", "result"),
     [
-        ([STRAY] * 4 + [CLEAN], Result.fail),
-        ([STRAY, STRAY, CLEAN], Result.fail),
-        ([STRAY, STRAY], Result.fail),
-        ([STRAY, CLEAN], Result.passed),  # half is not most
-        ([STRAY, STRAY, CLEAN, CLEAN], Result.passed),
-        ([STRAY, CLEAN, CLEAN, CLEAN, CLEAN], Result.passed),
-        ([CLEAN] * 5, Result.passed),
-        ([STRAY], Result.inconclusive),
-        ([], Result.inconclusive),
+        ([STRAY] * 4 + [CLEAN], 0.4, Result.fail),
+        ([STRAY, STRAY, CLEAN, CLEAN, CLEAN], 0.4, Result.fail),  # 40 % of 5
+        ([STRAY, STRAY, CLEAN, CLEAN, CLEAN], 0.6, Result.passed),
+        ([STRAY, STRAY, STRAY, CLEAN, CLEAN], 0.6, Result.fail),
+        ([STRAY, STRAY, CLEAN], 0.4, Result.fail),
+        ([STRAY, STRAY], 0.4, Result.fail),
+        ([STRAY, CLEAN], 0.4, Result.passed),  # one answer is never enough
+        ([STRAY, CLEAN, CLEAN, CLEAN, CLEAN], 0.2, Result.passed),
+        ([CLEAN] * 5, 0.4, Result.passed),
+        ([STRAY], 0.4, Result.inconclusive),
+        ([], 0.4, Result.inconclusive),
     ],
 )
-def test_hygiene_fails_when_most_answers_show_it(contents: list[str], result: Result) -> None:
-    judged = judge_hygiene([answer(c) for c in contents])
+def test_hygiene_fails_on_the_share_of_unclean_answers(
+    contents: list[str], share: float, result: Result
+) -> None:
+    answers = [answer(c) for c in contents]
+    judged = judge_hygiene(answers, answers, share)
     assert judged.contract is Contract.hygiene
     assert judged.result is result
 
 
 def test_hygiene_detail_names_the_fragment() -> None:
-    judged = judge_hygiene([answer(STRAY)] * 4 + [answer(CLEAN)])
+    answers = [answer(STRAY)] * 4 + [answer(CLEAN)]
+    judged = judge_hygiene(answers, answers)
     assert judged.detail == "stray leading fragment in 4/5 answers: '*'"
     assert judged.reason == "leading_garbage"
     assert judged.figure == pytest.approx(0.8)
@@ -155,29 +178,49 @@ def test_hygiene_detail_names_the_fragment() -> None:
 
 def test_hygiene_counts_repetition_too() -> None:
     looping = "Estou aqui. " * 8
-    judged = judge_hygiene([answer(looping), answer(looping), answer(CLEAN)])
+    answers = [answer(looping), answer(looping), answer(CLEAN)]
+    judged = judge_hygiene(answers, answers)
     assert judged.result is Result.fail
     assert "degenerate repetition in 2/3 answers" in judged.detail
 
 
-def test_hygiene_ignores_json_answers_and_transport_failures() -> None:
+def test_the_answers_judged_are_the_rounds_prose_answers(probe_set: ProbeSet) -> None:
+    """JSON answers, refusals, cut or failed answers and another provider's are left out."""
     observations = [
-        answer(STRAY),
-        answer(CLEAN),
+        answer(STRAY, contract=Contract.ttft),
+        answer(CLEAN, contract=Contract.language),
+        answer(STRAY),  # the refusal continuation, answered
         answer('{"mood": "happy"}', contract=Contract.schema),
         answer("}", contract=Contract.tools),
         answer(STRAY, transport=Transport.provider_error),
-        Observation(
-            contract=Contract.language,
-            tag="p",
-            transport=Transport.ok,
-            attribution_ok=False,
-            content=STRAY,
-        ),
+        answer("*I can't continue this role-play.", contract=Contract.ttft),  # a refusal
+        Observation(Contract.ttft, "p", Transport.ok, content=STRAY, finish_reason="length"),
+        Observation(Contract.ttft, "p", Transport.ok, content=STRAY, attribution_ok=False),
     ]
-    judged = judge_hygiene(observations)
-    assert judged.result is Result.passed
-    assert (
-        judged.detail
-        == "stray leading fragment in 1/2 answers: '*' (fails when most of 2 answers show it)"
-    )
+    answers = prose_answers(observations, probe_set.refusal_patterns)
+    assert [o.content for o in answers] == [STRAY, CLEAN, STRAY]
+    judged = judge_hygiene(answers, observations, 0.6)
+    assert judged.result is Result.fail
+    assert judged.detail == "stray leading fragment in 2/3 answers: '*'"
+
+
+def test_only_transport_errors_are_no_evidence() -> None:
+    failed = [answer(STRAY, transport=Transport.timeout), answer("", contract=Contract.schema)]
+    judged = judge_hygiene([], failed)
+    assert judged.result is Result.transport_error
+
+
+@pytest.mark.parametrize(
+    ("recheck", "eligible", "result"),
+    [
+        (answer(STRAY, contract=Contract.language), True, Result.fail),
+        (answer(CLEAN, contract=Contract.language), True, Result.passed),
+        (answer(STRAY, contract=Contract.language), False, Result.inconclusive),
+        (answer("", contract=Contract.language, transport=Transport.timeout), True,
+         Result.inconclusive),
+    ],
+)  # fmt: skip
+def test_a_recheck_answer_is_unclean_or_clean(
+    recheck: Observation, eligible: bool, result: Result
+) -> None:
+    assert hygiene_look(recheck, eligible).result is result

@@ -61,6 +61,7 @@ def test_weight_counts_letters_and_weighs_ideographs(sentence: str, expected: in
         "Çünkü şu an ülkemizde eğitim önemli.",
         "Zażółć gęślą jaźń — Grüße aus München.",
         "He said “fine” — and left…",
+        "ÅSA, ÄRGER…, SÃO PAULO, «Olá»",  # capital leads where real text has them
     ],
 )
 def test_clean_text_has_no_encoding_corruption(text: str) -> None:
@@ -76,6 +77,12 @@ def test_clean_text_has_no_encoding_corruption(text: str) -> None:
         ("duruÅŸu, eÄŸitime", "mojibake 'ÅŸ'"),
         ("broken \ufffd here", "U+FFFD x1"),
         ("d\u0092un", "C1 control U+0092 x1"),
+        # word-final double encoding: the lead letter comes right after a lowercase one
+        ("reprezentowaÅ\u201a nowy minister", "mojibake 'Å‚'"),
+        ("Der Antrag muss vor der MaÃ\u0178nahme gestellt werden.", "mojibake 'ÃŸ'"),
+        ("la pompe Ã\u00a0 incendie", "mojibake 'Ã\\xa0'"),
+        ("dato \u00e2\u201a\u00ac26 milioni", "mojibake 'â‚¬'"),
+        ("si eÌ\u20ac chiuso", "mojibake 'Ì€'"),
     ],
 )
 def test_encoding_corruption_names_its_evidence(text: str, evidence: str) -> None:

@@ -19,6 +19,7 @@ from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from canary.core.contracts.confirm import Look
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 SAMPLE_CHARS = 120
@@ -59,6 +60,13 @@ def no_evidence(contract: Contract, observations: Sequence[Observation]) -> Cont
         f"no completed answer ({summary}): not evidence either way",
         reason=reason,
         language=first.language,
+    )
+
+
+def not_an_answer(o: Observation) -> Look:
+    """The look of a re-check that brought no completed answer: unsure, naming why."""
+    return Look(
+        Result.inconclusive, str(o.transport) if o.attribution_ok else "attribution_mismatch"
     )
 
 

@@ -12,9 +12,10 @@ One completed answer fails when:
 An empty answer that stopped on ``length`` is not counted as a refusal: the model spent the whole
 ``max_tokens`` budget before writing (a reasoning model thinking); it is an inconclusive sample.
 
-Usually one refusal probe is sent per round. When several are, the contract fails when most
+Usually one refusal probe is sent per round. When several are, the first look fails when most
 completed answers fail ("most" = more than half), is inconclusive when a minority fails, and
-passes when none does. The positive-control rule (a known filtering host that passes makes this
+passes when none does. A failing first look is re-checked by two more answers, each judged
+alone (:func:`refusal_look`, :mod:`canary.core.contracts.confirm`). The positive-control rule (a known filtering host that passes makes this
 contract weak for the round) is applied by the round verdict, not here.
 """
 
@@ -29,8 +30,10 @@ from canary.core.contracts.common import (
     majority_result,
     most_common,
     no_evidence,
+    not_an_answer,
     sample_of,
 )
+from canary.core.contracts.confirm import Look
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 HEAD_CHARS = 200
@@ -122,3 +125,20 @@ def judge_refusal(
         sample=sample_of(done[0].content),
         language=language,
     )
+
+
+def refusal_look(
+    o: Observation,
+    patterns_for_language: PatternsFor,
+    head_chars: int = HEAD_CHARS,
+    max_tokens: int | None = None,
+) -> Look:
+    """One re-check answer of the refusal probe, judged alone."""
+    if not o.completed:
+        return not_an_answer(o)
+    reason, why = _judge_one(o, patterns_for_language, head_chars, max_tokens)
+    if reason is None:
+        return Look(Result.passed, "answered")
+    if reason == "truncated_empty":
+        return Look(Result.inconclusive, why)
+    return Look(Result.fail, why)

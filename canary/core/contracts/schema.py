@@ -9,8 +9,10 @@ Rules, as decided for this contract:
   JSON is not: under ``response_format`` the host promised raw JSON, and apps parse it as such.
 - An answer that does not parse and stopped on ``length`` was cut by our ``max_tokens``: that is
   an inconclusive sample, not a capability failure.
-- Fails when most completed answers fail (usually there is one); the detail carries the JSON
-  parser's or the validator's (jsonschema ``best_match``) message.
+- The first look fails when most completed answers fail (usually there is one); the detail carries
+  the JSON parser's or the validator's (jsonschema ``best_match``) message. It is then re-checked
+  by two more answers, each judged alone (:func:`schema_look`): a host whose JSON breaks now and
+  then fails a round only when a re-check breaks too.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from canary.core.contracts.common import (
     majority_result,
     most_common,
     no_evidence,
+    not_an_answer,
     sample_of,
     schema_error,
     schema_validator,
 )
+from canary.core.contracts.confirm import Look
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 
@@ -91,3 +95,13 @@ def judge_schema(
         f"{counts}: every answer is JSON that validates",
         sample=sample_of(done[0].content),
     )
+
+
+def schema_look(o: Observation, schema: dict[str, Any]) -> Look:
+    """One re-check answer of the structured-output probe, judged alone."""
+    if not o.completed:
+        return not_an_answer(o)
+    reason, why = _judge_one(o, schema)
+    if reason is None:
+        return Look(Result.passed, "valid")
+    return Look(Result.inconclusive if reason == "truncated" else Result.fail, why)

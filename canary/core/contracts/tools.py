@@ -10,8 +10,9 @@ The failure classes are the three OpenRouter's own tool-error ranking uses, plus
 
 Not failures (inconclusive samples): no call when the call could not be forced (``tool_choice``
 not advertised, so the model may legitimately answer in prose), and a call or answer cut by our
-``max_tokens`` (``finish_reason`` length). ``not_applicable`` without ``tools``. Fails when most
-completed answers fail; the result's ``reason`` names the most frequent failure class.
+``max_tokens`` (``finish_reason`` length). ``not_applicable`` without ``tools``. The first look
+fails when most completed answers fail; the result's ``reason`` names the most frequent failure
+class. It is then re-checked by two more answers, each judged alone (:func:`tools_look`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from canary.core.contracts.common import (
     majority_result,
     most_common,
     no_evidence,
+    not_an_answer,
     sample_of,
     schema_error,
     schema_validator,
 )
+from canary.core.contracts.confirm import Look
 from canary.core.model import Contract, ContractResult, Observation, Result, ToolCall
 
 INCONCLUSIVE = frozenset({"truncated", "no_call_unforced"})
@@ -117,3 +120,15 @@ def judge_tools(
         f"{counts}: every {how} call named {name} with arguments that validate",
         sample=judged[0][2],
     )
+
+
+def tools_look(o: Observation, tool: dict[str, Any], forced: bool) -> Look:
+    """One re-check answer of the tool-call probe, judged alone."""
+    if not o.completed:
+        return not_an_answer(o)
+    function = _function(tool)
+    name, parameters = str(function["name"]), function.get("parameters", {"type": "object"})
+    reason, why, _ = _judge_one(o, name, parameters, forced)
+    if reason is None:
+        return Look(Result.passed, f"valid {name} call")
+    return Look(Result.inconclusive if reason in INCONCLUSIVE else Result.fail, why)
