@@ -153,18 +153,30 @@ def probe_document(
     """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}],
     "probe_weak", "model_wide"}."""
     from canary.core.model import EventKind
+    from canary.core.served import is_expected, served_model
 
     weak = next((e for e in outcome.events if e.kind is EventKind.probe_weak), None)
     wide = [e.detail for e in outcome.events if e.kind is EventKind.model_wide]
     providers = []
     for p in probings:
         verdict = outcome.verdicts[p.endpoint.tag]
+        served = served_model(p.observations)
+        permaslug = p.endpoint.raw.get("model_id")
         providers.append(
             {
                 "provider": p.endpoint.tag,
                 "name": p.endpoint.provider_name,
                 "language": p.language,
                 "control": p.endpoint.tag in controls,
+                # the model its answers reported, and whether that is an expected id
+                "served_model": None
+                if served is None
+                else {
+                    "id": served,
+                    "expected": is_expected(
+                        served, model, permaslug if isinstance(permaslug, str) else None
+                    ),
+                },
                 "verdict": verdict_of(verdict.verdict.value),
                 "contracts": {
                     r.contract.value: {
@@ -207,6 +219,9 @@ def _print_human(document: dict[str, Any]) -> None:
             lines.append(line)
         verdict = p["verdict"]
         control = " (control)" if p["control"] else ""
+        served = p["served_model"]
+        if served is not None and not served["expected"]:
+            lines.append(f"[red]serves {escape(served['id'])} (unexpected id)[/]")
         table.add_row(
             f"{escape(p['provider'])}{control}\n[dim]{p['language']}[/]",
             f"[{colours.get(verdict, 'dim')}]{verdict}[/]",

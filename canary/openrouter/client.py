@@ -459,6 +459,7 @@ class OpenRouterClient:
             native_finish_reason=outcome.native_finish_reason,
             tool_calls=outcome.tool_calls,
             usage=outcome.usage,
+            served_model=outcome.served_model,
         )
 
 

@@ -42,6 +42,7 @@ class StreamOutcome:
     usage: Usage = field(default_factory=Usage)
     served_by: str | None = None  # the first `provider` named
     providers: tuple[str, ...] = ()  # every distinct `provider` named, in order
+    served_model: str | None = None  # the first `model` the chunks named
     ttft_s: float | None = None
     reasoning_s: float | None = None
     first_token_s: float | None = (
@@ -87,6 +88,7 @@ class StreamAssembler:
         self._tools: dict[int, _ToolCallParts] = {}
         self._usage = Usage()
         self._providers: list[str] = []
+        self._model: str | None = None
         self._ttft: float | None = None
         self._reasoning: float | None = None
         self._first_token: float | None = None
@@ -156,6 +158,10 @@ class StreamAssembler:
         provider = get("provider")
         if provider and type(provider) is str and provider not in self._providers:
             self._providers.append(provider)
+        if self._model is None:
+            model = get("model")
+            if model and type(model) is str:
+                self._model = model
         if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
         usage = get("usage")
@@ -260,6 +266,7 @@ class StreamAssembler:
             usage=self._usage,
             served_by=self._providers[0] if self._providers else None,
             providers=tuple(self._providers),
+            served_model=self._model,
             ttft_s=self._ttft,
             reasoning_s=self._reasoning,
             first_token_s=self._first_token,

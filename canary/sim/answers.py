@@ -74,6 +74,7 @@ class Plan:
     http_status: int | None = None  # http_error: the attempt fails before any token
     retry_after: int | None = None
     served_by: str | None = None  # served_by: the tag that really answers
+    served_model: str | None = None  # served_model: the model id the answers report
 
     @property
     def completion_tokens(self) -> int:
@@ -201,6 +202,7 @@ def compose(request: ChatRequest, provider: Provider, bank: TextBank, rng: rando
         http_status=by[FaultKind.http_error]["status"] if FaultKind.http_error in by else None,
         retry_after=by[FaultKind.http_error]["retry_after"] if FaultKind.http_error in by else None,
         served_by=by[FaultKind.served_by]["tag"] if FaultKind.served_by in by else None,
+        served_model=by[FaultKind.served_model]["id"] if FaultKind.served_model in by else None,
     )
 
 

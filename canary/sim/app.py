@@ -199,7 +199,7 @@ def build_app(state: SimState) -> SimApp:
             answer = Answer(
                 gen_id=gen_id,
                 created=int(time.time()),
-                model=model_id,
+                model=plan.served_model or model_id,
                 provider_name=answering.name,
                 prompt_tokens=max(1, chat_request.prompt_chars // 4),
                 price_prompt=provider.price.prompt,

@@ -50,6 +50,7 @@ class FaultKind(StrEnum):
     disconnect = "disconnect"
     midstream_error = "midstream_error"
     served_by = "served_by"
+    served_model = "served_model"
     reasoning_first = "reasoning_first"
     tool_no_call = "tool_no_call"
     tool_unknown_name = "tool_unknown_name"
@@ -87,6 +88,12 @@ def _how(value: Any) -> str:
     return str(value)
 
 
+def _model_id(value: Any) -> str:
+    if not isinstance(value, str) or "/" not in value:
+        raise ValueError(f"{value!r} is not a model id (author/slug)")
+    return value
+
+
 def _tag(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{value!r} is not a provider tag")
@@ -104,6 +111,7 @@ _PARAMS: dict[FaultKind, dict[str, tuple[Any, Any]]] = {
     FaultKind.disconnect: {"after_tokens": (_nonneg_int, 3)},
     FaultKind.midstream_error: {"after_tokens": (_nonneg_int, 3), "code": (_status, 502)},
     FaultKind.served_by: {"tag": (_tag, ...)},
+    FaultKind.served_model: {"id": (_model_id, ...)},
     FaultKind.reasoning_first: {"ms": (_nonneg_int, 500)},
 }
 

@@ -1,0 +1,60 @@
+"""Model identity drift end to end: the simulator's `served_model` fault changes what the answers
+report; a change is one drift event with an alert, and a change on every endpoint is one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from drill_kit import MODEL, drill, fault, faults_at, provider, scenario
+from typer.testing import CliRunner
+
+from canary.cli.main import app
+
+TAGS = ("alpha", "bravo", "charlie")
+
+
+def test_one_endpoint_serving_another_model_is_one_drift_alert_and_the_first_sighting_none() -> (
+    None
+):
+    swap = fault("served_model", id="other/model-9")
+    result = drill(
+        scenario(*(provider(t) for t in TAGS), timeline=[faults_at(3, "bravo", swap)]), 4
+    )
+    drift = [e for e in result.of_kind("drift") if e["field"] == "served_model"]
+    assert [(e["round"], e["provider"], e["old"], e["new"], e["alert"]) for e in drift] == [
+        (3, "bravo", MODEL, "other/model-9", True)
+    ]
+    assert "bravo now serves other/model-9" in drift[0]["reason"]
+
+
+def test_a_change_on_every_endpoint_at_once_is_one_model_level_event() -> None:
+    dated = fault("served_model", id=f"{MODEL}-2026-01-01")
+    timeline = [faults_at(2, t, dated) for t in TAGS]
+    result = drill(scenario(*(provider(t) for t in TAGS), timeline=timeline), 3)
+    drift = [e for e in result.of_kind("drift") if e["field"] == "served_model"]
+    assert [(e["round"], e["provider"], e["new"]) for e in drift] == [
+        (2, None, f"{MODEL}-2026-01-01")
+    ]
+    assert drift[0]["alert"] is True
+
+
+def test_canary_drift_names_an_endpoint_serving_an_unexpected_id(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    swap = fault("served_model", id="other/model-9")
+    dated = fault("served_model", id=f"{MODEL}-20260101")
+    fleet = scenario(provider("alpha", dated), provider("bravo", swap), provider("charlie"))
+    drill(fleet, 1, database_url=url)
+    config = tmp_path / "canary.toml"
+    config.write_text(f'database_url = "{url}"\n[[models]]\nid = "{MODEL}"\n')
+    out = CliRunner().invoke(
+        app, ["--config", str(config), "drift", "-m", MODEL, "--served", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout) == [
+        {"provider": "alpha", "served_model": f"{MODEL}-20260101", "expected": True},
+        {"provider": "bravo", "served_model": "other/model-9", "expected": False},
+        {"provider": "charlie", "served_model": MODEL, "expected": True},
+    ]
+    table = CliRunner().invoke(app, ["--config", str(config), "drift", "-m", MODEL])
+    assert "bravo: serves other/model-9  (unexpected id)" in table.stdout
