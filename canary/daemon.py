@@ -101,7 +101,7 @@ class Daemon:
 
     async def _round(self) -> tuple[bool, list[ModelRound] | None]:
         from canary.runner import RoundRunner
-        from canary.scheduler import under_round_lease
+        from canary.scheduler import round_turn
         from canary.wiring import openrouter_client
 
         current = asyncio.current_task()
@@ -115,7 +115,7 @@ class Daemon:
             async with openrouter_client(self.settings) as client:
                 return await RoundRunner(self.wiring, client, holder=self.holder).run()
 
-        return await under_round_lease(
+        return await round_turn(
             self.wiring.store,
             self.holder,
             work,

@@ -58,9 +58,11 @@ class ModelDecisions:
         round_events: Sequence[Event],
         floor: int,
         now: datetime,
+        holder: str | None = None,
     ) -> Decision:
         """Decide the round on the layers as they stand and write it in one transaction,
-        deciding again when an operator changed the model's layers in between."""
+        deciding again when an operator changed the model's layers in between. With ``holder``,
+        only while that claimer still runs the round (``RoundLost`` otherwise)."""
         for _ in range(_ATTEMPTS):
             guard = self.store.guard_version(model)
             before = self.store.load_states(model)
@@ -90,6 +92,7 @@ class ModelDecisions:
                 policy_version=self.policy_version,
                 at=now,
                 guard=guard,
+                holder=holder,
             ):
                 return decision
         raise DecisionConflict(model, round_id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -26,8 +25,11 @@ from canary.core.model import (
     Result,
 )
 from canary.core.plan import PlannedProbe, plan_endpoint
+from canary.dispatch import Dispatcher, provider_of
 from canary.openrouter.client import OpenRouterClient
 from canary.probes import ProbeSet
+
+DEFAULT_REQUEST_S = 3.0  # one request's estimate when its endpoint has no round behind it
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,9 @@ class Prober:
         self._ttft_threshold_s = ttft_threshold_s
         self._ttft_samples = ttft_samples
         self._max_tokens = max_tokens
-        self._global = asyncio.Semaphore(concurrency)
-        self._per_provider_limit = per_provider_concurrency
-        self._per_provider: dict[str, asyncio.Semaphore] = defaultdict(
-            lambda: asyncio.Semaphore(self._per_provider_limit)
-        )
+        self.dispatcher = Dispatcher(concurrency, per_provider_concurrency)
+        # seconds one request to an endpoint takes, from its last round (else the default)
+        self.estimates: dict[tuple[str, str], float] = {}
 
     def applicable(self, contract: Contract, endpoint: Endpoint) -> bool:
         return self._probes.applicable(contract, endpoint)
@@ -88,13 +88,21 @@ class Prober:
         states: Mapping[str, EndpointState],
         index: int,
     ) -> list[EndpointProbing]:
-        tasks = [self.probe_endpoint(e, states.get(e.tag), index) for e in endpoints]
+        plans = [self.plan(e, states.get(e.tag), index) for e in endpoints]
+        for endpoint, plan in zip(endpoints, plans, strict=True):
+            # the whole model's work counts toward its providers' priority from now
+            self.dispatcher.expect(provider_of(endpoint.tag), self.estimate(endpoint) * len(plan))
+        tasks = [self.probe_endpoint(e, plan) for e, plan in zip(endpoints, plans, strict=True)]
         return list(await asyncio.gather(*tasks))
 
+    def estimate(self, endpoint: Endpoint) -> float:
+        return self.estimates.get((endpoint.model, endpoint.tag), DEFAULT_REQUEST_S)
+
     async def probe_endpoint(
-        self, endpoint: Endpoint, state: EndpointState | None, index: int
+        self, endpoint: Endpoint, plan: Sequence[PlannedProbe]
     ) -> EndpointProbing:
-        plan = self.plan(endpoint, state, index)
+        """Send ``plan`` (registered with the dispatcher by :meth:`probe_endpoints`), then the
+        re-checks of each contract that failed its first look, and judge the answers."""
         language = plan[0].language
         judging = self.judging(endpoint, language)
         first = list(await asyncio.gather(*(self._send(endpoint, p) for p in plan)))
@@ -104,7 +112,10 @@ class Prober:
             for contract in looked.recheck_probes()
             for attempt in _next_attempts(plan, contract)
         ]
-        second = list(await asyncio.gather(*(self._send(endpoint, p) for p in rechecks)))
+        self.dispatcher.expect(provider_of(endpoint.tag), self.estimate(endpoint) * len(rechecks))
+        second = list(
+            await asyncio.gather(*(self._send(endpoint, p, urgent=True) for p in rechecks))
+        )
         results = judge_endpoint(judging, looked, second)
         observations = first + second
         results = self._mark_invalid(results, observations)
@@ -134,15 +145,18 @@ class Prober:
         seen = {**of, Contract.language: prose, Contract.hygiene: prose}
         return tuple(_mark_invalid_probes(r, seen[r.contract]) for r in results)
 
-    async def _send(self, endpoint: Endpoint, planned: PlannedProbe) -> Observation:
+    async def _send(
+        self, endpoint: Endpoint, planned: PlannedProbe, *, urgent: bool = False
+    ) -> Observation:
+        """One request in one of the round's slots (:class:`canary.dispatch.Dispatcher`);
+        ``urgent``: a re-check, which the endpoint's judgement waits on."""
         nonce = secrets.token_hex(6)
         request = self._probes.request(
             planned.contract, planned.language, nonce, endpoint, self._max_tokens
         )
-        provider_key = endpoint.tag.split("/", 1)[0]
-        # the provider's slot first: a probe queued behind a busy provider holds no global slot
-        async with self._per_provider[provider_key], self._global:
-            observation = await self._client.probe(
+        return await self.dispatcher.run(  # the client logs an attribution mismatch loudly
+            provider_of(endpoint.tag),
+            lambda: self._client.probe(
                 endpoint,
                 request.body,
                 contract=planned.contract,
@@ -150,8 +164,10 @@ class Prober:
                 attempt=planned.attempt,
                 checksum=request.checksum,
                 nonce=nonce,
-            )
-        return observation  # the client logs an attribution mismatch loudly
+            ),
+            seconds=self.estimate(endpoint),
+            urgent=urgent,
+        )
 
 
 def _next_attempts(plan: Sequence[PlannedProbe], contract: Contract) -> range:

@@ -11,6 +11,7 @@ import asyncio
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,13 +19,12 @@ from typing import TYPE_CHECKING
 
 from canary.core.alerts import (
     DAY,
-    budget_alert,
     drift_events,
     listing_alert,
     once_a_day,
     operator_alert,
 )
-from canary.core.budget import BudgetCandidate, plan_budget, priority_of
+from canary.core.budget import BudgetCandidate, priority_of
 from canary.core.cost import estimate_round_cost
 from canary.core.drift import diff_snapshots, snapshot_of
 from canary.core.floor import Publication
@@ -41,17 +41,24 @@ from canary.core.model import (
 from canary.core.plan import round_index, slot_of
 from canary.core.served import served_model, served_model_changes
 from canary.core.verdict import judge_round
+from canary.dispatch import provider_of
 from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.prober import EndpointProbing, Prober
+from canary.round_budget import DayBudget
 from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
+from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
+from canary.store.rows import RoundRow
 from canary.wiring import Wiring
 
 if TYPE_CHECKING:
     from canary.tracing import RoundTracer
 
 log = get_logger("canary.runner")
+# On a shared store a replica claims another model only while fewer requests than this many
+# times its concurrency wait: enough to keep every slot busy, and the rest left to the others.
+QUEUE_ROOM = 2
 
 
 @dataclass
@@ -71,6 +78,10 @@ class ModelRound:
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
     error: str | None = None  # why the round failed, when it did
+
+
+def _last_beat(row: RoundRow) -> datetime:
+    return row.heartbeat_at or row.started_at
 
 
 def runner_id() -> str:
@@ -98,6 +109,7 @@ class RoundRunner:
         self.client = client
         self.clock = clock
         self.holder = holder or runner_id()
+        self._unlisted: dict[str, int] = {}  # claimed models not probing yet: their requests
         self.prober = Prober(
             client,
             wiring.probes,
@@ -113,14 +125,20 @@ class RoundRunner:
     async def run(self, scheduled_at: datetime | None = None) -> list[ModelRound]:
         """Run one round for every watched model. `scheduled_at` defaults to the current slot.
 
-        A model whose round fails is reported ``abandoned`` (with ``error``) and the other models
-        still run: one broken model never stops the rest.
+        Each model's round is claimed on its own. On PostgreSQL, replicas share the slot: a
+        replica claims the next model (the busiest providers' first) only while its queue holds
+        less than :data:`QUEUE_ROOM` times its concurrency, so the others claim the rest; on
+        SQLite one runner claims them all at once. A model whose round fails is reported
+        ``abandoned`` (with ``error``) and the other models still run.
         """
         now = self.clock()
         slot = scheduled_at or slot_of(now, self.settings.interval_minutes)
         stale_before = now - timedelta(minutes=self.settings.interval_minutes * 3)
         self.w.store.abandon_stale_rounds(stale_before, now=now)
-        budget = self._budget_plan(now)
+        limit = self.settings.daily_budget_usd
+        budget = None if limit is None else DayBudget.of(self.w.store, limit, now)
+        order, sizes = self._claim_order()
+        self.prober.estimates = self.w.store.request_seconds(list(sizes))
         # Load the language models off the event loop before any probe is in flight: loading
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
         await asyncio.to_thread(self.w.analyzer.warm)
@@ -131,23 +149,100 @@ class RoundRunner:
             models=len(self.settings.models),
             extra=not self.decides,
         )
-        # The models' rounds run side by side (each is claimed, decided and written on its own).
-        done = await asyncio.gather(
-            *(self.run_model(m, slot, now, budget) for m in self.settings.models),
-            return_exceptions=True,
-        )
-        failures = [d for d in done if isinstance(d, BaseException)]
-        if failures:  # only the store failing before a claim gets here: nothing was written
-            raise failures[0]
-        return [d for d in done if isinstance(d, ModelRound)]
+        return await self._run_models(order, sizes, slot, now, budget)
+
+    async def _run_models(
+        self,
+        order: Sequence[ModelSettings],
+        sizes: Mapping[str, int],
+        slot: datetime,
+        now: datetime,
+        budget: DayBudget | None,
+    ) -> list[ModelRound]:
+        share = self.w.store.is_postgres
+        room = QUEUE_ROOM * self.settings.concurrency
+        per_endpoint = self.settings.ttft_samples + 4  # the probes of an endpoint, about
+        pending = deque(order)
+        running: set[asyncio.Task[ModelRound]] = set()
+        reports: list[ModelRound] = []
+        while pending or running:
+            while pending and (not share or self._queued() < room):
+                model = pending.popleft()
+                self._unlisted[model.id] = sizes.get(model.id, 10) * per_endpoint
+                running.add(asyncio.create_task(self.run_model(model, slot, now, budget)))
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                report = task.result()  # only the store failing before a claim raises
+                self._unlisted.pop(report.model, None)
+                reports.append(report)
+        by_model = {r.model: r for r in reports}
+        if share:
+            await self._reclaim_lost(order, by_model, slot, now, budget)
+        return [by_model[m.id] for m in order if m.id in by_model]
+
+    async def _reclaim_lost(
+        self,
+        order: Sequence[ModelSettings],
+        by_model: dict[str, ModelRound],
+        slot: datetime,
+        now: datetime,
+        budget: DayBudget | None,
+    ) -> None:
+        """Watch the models other replicas claimed until their rounds end; one whose claimer
+        stopped beating for the lease TTL is claimed again (its attempt marked abandoned) and
+        run here, so a replica that dies mid-round costs the slot one TTL, not its models."""
+        every = min(self.settings.lease_renew_s, self.settings.lease_ttl_s / 3)
+        watching = [m for m in order if by_model[m.id].status == "claimed_elsewhere"]
+        while watching:
+            live = self.w.store.live_rounds([m.id for m in watching], slot)
+            lost_before = self.clock() - timedelta(seconds=self.settings.lease_ttl_s)
+            running = [m for m in watching if (r := live.get(m.id)) and r.status == "running"]
+            lost = [m for m in running if _last_beat(live[m.id]) < lost_before]
+            retried = await asyncio.gather(*(self.run_model(m, slot, now, budget) for m in lost))
+            for report in retried:
+                by_model[report.model] = report
+            again = {r.model for r in retried if r.status == "claimed_elsewhere"}
+            watching = [m for m in running if m not in lost or m.id in again]
+            if watching:
+                await asyncio.sleep(every)
+
+    def _queued(self) -> int:
+        """Requests waiting for a slot, and those of claimed models not probing yet."""
+        return self.prober.dispatcher.queued + sum(self._unlisted.values())
+
+    def _claim_order(self) -> tuple[list[ModelSettings], dict[str, int]]:
+        """The models, those with the busiest providers first (from the latest listings), and
+        each one's endpoint count."""
+        models = list(self.settings.models)
+        snapshots = self.w.store.latest_snapshots([m.id for m in models])
+        load: dict[str, int] = {}
+        for snapshot in snapshots.values():
+            for tag in snapshot or {}:
+                load[provider_of(tag)] = load.get(provider_of(tag), 0) + 1
+        sizes = {m.id: len(snapshots.get(m.id) or {}) or 10 for m in models}
+
+        def busiest(model: ModelSettings) -> tuple[int, int, str]:
+            tags = snapshots.get(model.id) or {}
+            return (
+                -max((load[provider_of(t)] for t in tags), default=0),
+                -sizes[model.id],
+                model.id,
+            )
+
+        return sorted(models, key=busiest), sizes
 
     async def run_model(
-        self, model: ModelSettings, slot: datetime, now: datetime, budget: _Budget | None = None
+        self,
+        model: ModelSettings,
+        slot: datetime,
+        now: datetime,
+        budget: DayBudget | None = None,
     ) -> ModelRound:
         """Claim and run one model's round. A failure inside the round never escapes: the report
         carries ``error``, and the round is recorded ``abandoned`` (nothing of its decision was
         written, so the next round starts from the states as they were) or, when the failure
-        came after the decision's transaction committed, ``finished`` with the error noted."""
+        came after the decision's transaction committed, ``finished`` with the error noted. A
+        round another replica reclaimed (its heartbeats stopped) ends here ``lost``."""
         store = self.w.store
         started = time.perf_counter()
         round_id = store.claim_round(
@@ -157,20 +252,51 @@ class RoundRunner:
             self.w.policy_version,
             dict(self.w.probes.checksums),
             started_at=self.clock(),
+            lost_before=self.clock() - timedelta(seconds=self.settings.lease_ttl_s),
         )
         report = ModelRound(model.id, round_id, now, extra=not self.decides)
         if round_id is None:
             report.status = "claimed_elsewhere"
             return report
+        work = asyncio.create_task(self._run_claimed(model, round_id, slot, now, report, budget))
+        beat = asyncio.create_task(self._heartbeat(round_id, work))
         try:
-            await self._run_claimed(model, round_id, slot, now, report, budget)
+            await work
+        except asyncio.CancelledError:
+            if not beat.done() or beat.result() is not False:
+                raise  # cancelled from outside (shutdown): not ours to handle
+            report.status, report.error = "lost", "another replica reclaimed the round"
+            log.warning("round_lost", model=model.id, round_id=round_id, holder=self.holder)
+            return report
+        except RoundLost as exc:
+            report.status, report.error = "lost", str(exc)
+            log.warning("round_lost", model=model.id, round_id=round_id, holder=self.holder)
+            return report
         except Exception as exc:
             self._fail_round(model.id, round_id, report, exc)
             return report
+        finally:
+            beat.cancel()
         self.w.metrics.observe_round(time.perf_counter() - started, report.cost_usd)
         if self.tracer is not None:
             self.tracer.round_done(report, policy_version=self.w.policy_version)
         return report
+
+    async def _heartbeat(self, round_id: int, work: asyncio.Task[None]) -> bool:
+        """Beat while the round runs; cancel it (and answer False) when it was reclaimed."""
+        every = min(self.settings.lease_renew_s, self.settings.lease_ttl_s / 3)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                kept = await asyncio.to_thread(
+                    self.w.store.heartbeat_round, round_id, self.holder, self.clock()
+                )
+            except STORE_ERRORS as exc:  # the store blinked: beat again next time
+                log.warning("round_heartbeat_failed", round_id=round_id, error=repr(exc))
+                continue
+            if not kept:
+                work.cancel()
+                return False
 
     def _fail_round(self, model: str, round_id: int, report: ModelRound, exc: Exception) -> None:
         """Close a round that raised. Its decision is one transaction: either it was applied
@@ -203,9 +329,10 @@ class RoundRunner:
         slot: datetime,
         now: datetime,
         report: ModelRound,
-        budget: _Budget | None,
+        budget: DayBudget | None,
     ) -> None:
         store = self.w.store
+        holder = self.holder
         try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
@@ -214,7 +341,11 @@ class RoundRunner:
                 store.record_audit(alert, "canary", self.w.policy_version, now, round_id=round_id)
                 report.events.append(alert)
             store.finish_round(
-                round_id, "abandoned", detail={"listing": exc.transport.value}, at=self.clock()
+                round_id,
+                "abandoned",
+                detail={"listing": exc.transport.value},
+                at=self.clock(),
+                holder=holder,
             )
             report.status = "abandoned"
             log.warning("listing_failed", model=model.id, transport=exc.transport.value)
@@ -226,14 +357,19 @@ class RoundRunner:
         published = decisions.publication(model.id, model.capacity_floor, now)
         states = store.load_states(model.id)
         index = round_index(slot.timestamp(), self.settings.interval_minutes)
-        chosen, skipped = self._apply_budget(model, endpoints, states, published, budget, index)
+        chosen, skipped, reserved = self._apply_budget(
+            model, endpoints, states, published, budget, index
+        )
         report.skipped = skipped
+        self._unlisted.pop(model.id, None)  # from here its requests are the dispatcher's
         probings = await self.prober.probe_endpoints(chosen, states, index)
         report.probings = probings
         observations = [o for p in probings for o in p.observations]
         report.cost_usd = sum(
             self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
         )
+        if budget is not None:
+            budget.settle(reserved, report.cost_usd)
         store.record_observations(round_id, model.id, observations, now)
 
         outcome = judge_round(
@@ -267,12 +403,14 @@ class RoundRunner:
                 skipped=[{"provider": t, "reason": r} for t, r in skipped],
                 detail={"extra": True},
                 at=self.clock(),
+                holder=holder,
             )
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
         events += self._record_identity(model.id, round_id, served, now)
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
-        events += self._budget_events(model.id, skipped, budget, now)
+        if budget is not None:
+            events += [e for e in (budget.alert(model.id, skipped, now),) if e is not None]
         report.events += events
         decision = decisions.decide_round(
             model.id,
@@ -283,6 +421,7 @@ class RoundRunner:
             round_events=events,
             floor=model.capacity_floor,
             now=now,
+            holder=holder,
         )
         report.decided = True
         report.events += list(decision.events)
@@ -293,6 +432,7 @@ class RoundRunner:
             cost_usd=report.cost_usd,
             skipped=[{"provider": t, "reason": r} for t, r in skipped],
             at=self.clock(),
+            holder=holder,
         )
 
     def _gate_daily(self, event: Event, now: datetime) -> Event:
@@ -342,34 +482,23 @@ class RoundRunner:
 
     # -- budget ------------------------------------------------------------------------------
 
-    def _budget_plan(self, now: datetime) -> _Budget | None:
-        limit = self.settings.daily_budget_usd
-        if limit is None:
-            return None
-        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = sum(self.w.store.round_spend(day_start).values())  # as status and the API count it
-        alerts = self.w.store.audit(since=now - DAY, limit=1, events=[EventKind.budget])
-        return _Budget(
-            remaining=max(0.0, limit - spent), last_alert_at=alerts[0].at if alerts else None
-        )
-
     def _apply_budget(
         self,
         model: ModelSettings,
         endpoints: Sequence[Endpoint],
         states: Mapping[str, EndpointState],
         published: Publication,
-        budget: _Budget | None,
+        budget: DayBudget | None,
         index: int,
-    ) -> tuple[list[Endpoint], list[tuple[str, str]]]:
-        """What this round can afford. The sample of unprotected endpoints is seeded by the
-        round's slot: the same on every replica, and a different one every round, so no
-        endpoint is skipped all day long."""
+    ) -> tuple[list[Endpoint], list[tuple[str, str]], float]:
+        """What this round can afford, and the estimate it reserved. The sample of unprotected
+        endpoints is seeded by the round's slot: the same on every replica, and a different one
+        every round, so no endpoint is skipped all day long."""
         if budget is None:
-            return list(endpoints), []
+            return list(endpoints), [], 0.0
         per_endpoint = {
             e.tag: estimate_round_cost(
-                [e], self._probes_per_endpoint(e), 250, self.settings.openrouter.max_tokens
+                [e], len(self.prober.plan(e, None, 0)), 250, self.settings.openrouter.max_tokens
             )
             for e in endpoints
         }
@@ -387,33 +516,11 @@ class RoundRunner:
             )
             for e in endpoints
         ]
-        plan = plan_budget(candidates, budget.remaining, rng_seed=index)
+        plan = budget.reserve(candidates, rng_seed=index)
         chosen_tags = {tag for _, tag in plan.probe}
-        budget.remaining -= sum(per_endpoint[t] for t in chosen_tags)
         skipped = [(tag, reason) for _, tag, reason in plan.skipped]
-        return [e for e in endpoints if e.tag in chosen_tags], skipped
-
-    def _budget_events(
-        self, model: str, skipped: list[tuple[str, str]], budget: _Budget | None, now: datetime
-    ) -> list[Event]:
-        if budget is None or self.settings.daily_budget_usd is None:
-            return []
-        alert = budget_alert(
-            model, skipped, self.settings.daily_budget_usd, budget.last_alert_at, now
-        )
-        if alert is None:
-            return []
-        budget.last_alert_at = now  # once a day, across the models of this round too
-        return [alert]
-
-    def _probes_per_endpoint(self, endpoint: Endpoint) -> int:
-        return len(self.prober.plan(endpoint, None, 0))
-
-
-@dataclass
-class _Budget:
-    remaining: float
-    last_alert_at: datetime | None = None
+        reserved = sum(per_endpoint[t] for t in chosen_tags)
+        return [e for e in endpoints if e.tag in chosen_tags], skipped, reserved
 
 
 __all__ = ["ModelRound", "RoundRunner"]

@@ -1,8 +1,10 @@
-"""APScheduler wiring and the round lease; nothing else.
+"""APScheduler wiring and who runs a round; nothing else.
 
-Exactly one replica runs a round: the round lease (a row in the store, renewed while the round
-runs, expiring when its holder dies) keeps rounds from overlapping across replicas, and the
-per-(model, slot) claim in the store keeps a slot from running twice.
+On PostgreSQL, replicas share each slot: every model's round is claimed by one replica (a row
+claim with a heartbeat, see :mod:`canary.store._claims`), so no lease is taken and any number of
+replicas work on one slot at once. On SQLite one runner works at a time: the round lease (a row
+in the store, renewed while the round runs, expiring when its holder dies) keeps rounds from
+overlapping, and the per-(model, slot) claim keeps a slot from running twice.
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ def _free_lease_of_dead_local_holder(store: Store, holder: str) -> None:
             log.warning("round_lease_freed_from_dead_holder", dead=current.holder, holder=holder)
     except PermissionError:  # alive, owned by another user
         return
+
+
+async def round_turn(
+    store: Store,
+    holder: str,
+    work: Callable[[], Awaitable[T]],
+    *,
+    ttl_s: float = LEASE_TTL_S,
+    renew_every_s: float = LEASE_RENEW_S,
+) -> tuple[bool, T | None]:
+    """Run a round: shared by the replicas on PostgreSQL (per-model claims), under the round
+    lease on SQLite. Returns (ran, result)."""
+    if store.is_postgres:
+        return True, await work()
+    return await under_round_lease(store, holder, work, ttl_s=ttl_s, renew_every_s=renew_every_s)
 
 
 async def under_round_lease(

@@ -42,7 +42,7 @@ def round_now(
     from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
     from canary.runner import RoundRunner, runner_id
-    from canary.scheduler import under_round_lease
+    from canary.scheduler import round_turn
     from canary.tracing import TracingUnavailable
     from canary.wiring import build_wiring, openrouter_client
 
@@ -63,7 +63,7 @@ def round_now(
     holder = runner_id()
     try:
         ran, result = asyncio.run(
-            under_round_lease(
+            round_turn(
                 wiring.store,
                 holder,
                 work,
@@ -138,6 +138,12 @@ def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> N
         return
     if row is None:  # claimed, then gone: only a concurrent prune or a manual edit does that
         typer.echo(f"{model}: this slot's round already ran elsewhere")
+        return
+    if row.status == "running":
+        typer.echo(
+            f"{model}: this slot ({to_second(row.scheduled_at)}) is being run by "
+            f"{row.runner_id}: round {row.id}, started {to_second(row.started_at)}"
+        )
         return
     typer.echo(
         f"{model}: this slot ({to_second(row.scheduled_at)}) already ran: round {row.id}, "

@@ -58,7 +58,9 @@ def served_model_changes(
     news = {new for _, _, new in changed}
     if len(changed) == len(after) >= 2 and len(olds) == 1 and len(news) == 1:
         (old,), (new,) = olds, news
-        return (_change(model, None, old, new, f"every endpoint now serves {new} instead of {old}"),)
+        return (
+            _change(model, None, old, new, f"every endpoint now serves {new} instead of {old}"),
+        )
     return tuple(
         _change(model, tag, old, new, f"{tag} now serves {new} instead of {old}")
         for tag, old, new in changed

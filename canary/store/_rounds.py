@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Row, case, delete, func, insert, select, upda
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
 from canary.store import tables as t
+from canary.store._claims import RoundLost
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, ProbeRow, RoundRow, UnknownRound
 from canary.store.ttft import bucket_rows
@@ -41,6 +42,7 @@ def round_row(row: Row[Any]) -> RoundRow:
         cost_usd=row.cost_usd,
         skipped=tuple(tuple(s) if isinstance(s, list) else s for s in row.skipped or ()),
         detail=dict(row.detail or {}),
+        heartbeat_at=row.heartbeat_at,
     )
 
 
@@ -75,38 +77,6 @@ def _contract_result(row: Row[Any]) -> ContractResult:
 
 
 class RoundsMixin(StoreBase):
-    def claim_round(
-        self,
-        model: str,
-        scheduled_at: datetime,
-        runner_id: str,
-        policy_version: str,
-        checksums: Mapping[str, Any],
-        *,
-        started_at: datetime | None = None,
-    ) -> int | None:
-        """Claim the round of ``model`` at ``scheduled_at``; None when it is already claimed."""
-        values = {
-            "model": model,
-            "scheduled_at": scheduled_at,
-            "started_at": started_at or _utcnow(),
-            "status": "running",
-            "policy_version": policy_version,
-            "runner_id": runner_id,
-            "checksums": dict(checksums),
-            "skipped": [],
-            "detail": {},
-        }
-        dialect_insert = self.dialect_insert()
-        stmt = (
-            dialect_insert(t.rounds)
-            .values(**values)
-            .on_conflict_do_nothing(index_elements=["model", "scheduled_at"])
-            .returning(t.rounds.c.id)
-        )
-        with self._write() as conn:
-            return conn.execute(stmt).scalar_one_or_none()
-
     def finish_round(
         self,
         round_id: int,
@@ -116,12 +86,16 @@ class RoundsMixin(StoreBase):
         skipped: Sequence[Any] = (),
         detail: Mapping[str, Any] | None = None,
         at: datetime | None = None,
+        holder: str | None = None,
     ) -> None:
+        """End a round. With ``holder``, only while that claimer still runs it: a round another
+        replica reclaimed stays as that replica recorded it (:class:`RoundLost`)."""
         if status not in ("finished", "abandoned"):
             raise ValueError(f"a round ends finished or abandoned, not {status!r}")
+        r = t.rounds.c
         stmt = (
             update(t.rounds)
-            .where(t.rounds.c.id == round_id)
+            .where(r.id == round_id)
             .values(
                 status=status,
                 finished_at=at or _utcnow(),
@@ -130,8 +104,12 @@ class RoundsMixin(StoreBase):
                 detail=dict(detail or {}),
             )
         )
+        if holder is not None:
+            stmt = stmt.where(r.runner_id == holder, r.status == "running")
         with self._write() as conn:
             if conn.execute(stmt).rowcount != 1:
+                if holder is not None:
+                    raise RoundLost(round_id, holder)
                 raise UnknownRound(round_id)
 
     def abandon_stale_rounds(self, older_than: datetime, *, now: datetime | None = None) -> int:

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from canary.core.model import Contract, EndpointState, Event, Exclusion, Layer, Streak
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import tables as t
+from canary.store._claims import RoundLost, holds
 from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store.engine import StoreBase
 from canary.store.rows import NoActiveQuarantine, QuarantineRow
@@ -156,6 +157,7 @@ class StateMixin(StoreBase):
         policy_version: str,
         at: datetime,
         guard: int | None = None,
+        holder: str | None = None,
     ) -> bool:
         """Apply one decision in ONE transaction; False (and nothing written) on a conflict.
 
@@ -163,12 +165,19 @@ class StateMixin(StoreBase):
         :meth:`guard_version`); when an operator changed the model's layers since, nothing is
         written. Each state in ``after`` that differs from ``before`` is written by
         compare-and-set on the version it was read at (``before[tag].version``, else
-        ``after[tag].version``; version 0 means "not stored yet" and inserts). Releases close the
+        ``after[tag].version``; version 0 means "not stored yet" and inserts). ``holder``: the
+        round's claimer, which must still hold it (:class:`RoundLost`). Releases close the
         open quarantine row; starts insert one (closing any still-open row as ``superseded``);
         every event becomes one audit row.
         """
         try:
             with self._write() as conn:
+                if (
+                    holder is not None
+                    and round_id is not None
+                    and not holds(conn, round_id, holder)
+                ):
+                    raise RoundLost(round_id, holder)
                 if guard is not None and lock_guard(conn, model) != guard:
                     raise Conflict(f"{model}: its layers changed since the decision was made")
                 for tag in sorted(after):

@@ -82,15 +82,16 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def insert_ignoring_conflict(conn: Connection, table: Table) -> Any:
-    """``INSERT ... ON CONFLICT DO NOTHING`` on ``table`` for the connection's backend."""
+def insert_ignoring_conflict(conn: Connection, table: Table, **target: Any) -> Any:
+    """``INSERT ... ON CONFLICT [target] DO NOTHING`` on ``table`` for the connection's backend
+    (``target``: ``index_elements`` and ``index_where`` of a partial unique index)."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        return pg_insert(table).on_conflict_do_nothing()
+        return pg_insert(table).on_conflict_do_nothing(**target)
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-    return sqlite_insert(table).on_conflict_do_nothing()
+    return sqlite_insert(table).on_conflict_do_nothing(**target)
 
 
 class StoreBase:

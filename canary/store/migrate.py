@@ -9,10 +9,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 # Any fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
 UPGRADE_LOCK_KEY = 0x63616E617279  # "canary"
+
+
+class MigrationError(RuntimeError):
+    """An upgrade left the database inconsistent; it was rolled back."""
 
 
 class MigrationsNotFound(LookupError):
@@ -63,10 +67,30 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """
     config = alembic_config()
     with engine.connect() as conn:
-        conn.execution_options(canary_write=True)
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
-            config.attributes["connection"] = conn
-            command.upgrade(config, revision)
-            return MigrationContext.configure(conn).get_current_revision()
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite rebuilds a table to change a constraint (Alembic's batch mode): the tables
+            # that refer to it must not block the drop. Off outside the transaction (inside it
+            # the pragma does nothing), checked and back on after it.
+            _pragma(conn, "PRAGMA foreign_keys=OFF")
+        try:
+            conn.execution_options(canary_write=True)
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY}
+                    )
+                config.attributes["connection"] = conn
+                command.upgrade(config, revision)
+                if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
+                    raise MigrationError("the upgrade left rows that refer to missing rows")
+                return MigrationContext.configure(conn).get_current_revision()
+        finally:
+            if sqlite:
+                _pragma(conn, "PRAGMA foreign_keys=ON")
+
+
+def _pragma(conn: Connection, statement: str) -> None:
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    raw.execute(statement)

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from canary.store._audit import AuditMixin
+from canary.store._claims import ClaimsMixin
 from canary.store._layers import LayersMixin
 from canary.store._metrics_reads import MetricsReadsMixin
 from canary.store._reads import ReadsMixin
@@ -20,7 +21,14 @@ from canary.store._state import StateMixin
 
 
 class Store(
-    RoundsMixin, StateMixin, LayersMixin, RetentionMixin, AuditMixin, ReadsMixin, MetricsReadsMixin
+    ClaimsMixin,
+    RoundsMixin,
+    StateMixin,
+    LayersMixin,
+    RetentionMixin,
+    AuditMixin,
+    ReadsMixin,
+    MetricsReadsMixin,
 ):
     """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
 

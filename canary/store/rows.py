@@ -79,6 +79,7 @@ class RoundRow:
     cost_usd: float | None
     skipped: tuple[Any, ...]
     detail: dict[str, Any]
+    heartbeat_at: datetime | None = None  # its claimer's last sign of life
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 NAMING = {
@@ -119,7 +120,17 @@ rounds = Table(
     _float("cost_usd", null=True),
     _json("skipped"),
     _json("detail"),
-    UniqueConstraint("model", "scheduled_at"),
+    _when("heartbeat_at", null=True),  # the claimer's last sign of life (replicas share a slot)
+    # One live attempt per (model, slot); an attempt whose claimer died is marked abandoned and
+    # another replica claims the slot again with a row of its own.
+    Index(
+        "uq_rounds_model_scheduled_at_live",
+        "model",
+        "scheduled_at",
+        unique=True,
+        sqlite_where=sql_text("status != 'abandoned'"),
+        postgresql_where=sql_text("status != 'abandoned'"),
+    ),
 )
 
 probes = Table(
@@ -334,6 +345,16 @@ drift_events = Table(
     _bool("alert"),
     _str("reason", null=True),
     Index(None, "model", "at"),
+)
+
+# The day's probe budget as the replicas share it: what they reserved (estimates of the rounds
+# claimed, less what finished rounds did not use), and when the day's budget alert went out.
+budget_days = Table(
+    "budget_days",
+    metadata,
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
+    _float("reserved_usd"),
+    _when("alerted_at", null=True),
 )
 
 leases = Table(

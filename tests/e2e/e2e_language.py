@@ -123,7 +123,9 @@ async def _probe_language(
         )
         started = time.perf_counter()
         runs = [
-            prober.probe_endpoint(e, EndpointState(model, e.tag, next_language=language), i)
+            prober.probe_endpoint(
+                e, prober.plan(e, EndpointState(model, e.tag, next_language=language), i)
+            )
             for i in range(n)
             for e in [endpoints[i % len(endpoints)]]
         ]

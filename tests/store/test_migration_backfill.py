@@ -22,8 +22,15 @@ def test_the_latency_histograms_are_filled_from_the_probes_already_stored(
     try:
         assert upgrade(store.engine, "0001") == "0001"
         now = datetime.now(UTC)
-        rid = store.claim_round("acme/m", now, "r", "p-1", {})
-        assert rid is not None
+        with store.engine.begin() as conn:  # a round as revision 0001 knew it
+            rid = conn.execute(
+                insert(t.rounds)
+                .values(
+                    model="acme/m", scheduled_at=now, started_at=now, status="running",
+                    policy_version="p-1", runner_id="r", checksums={}, skipped=[], detail={},
+                )  # fmt: skip
+                .returning(t.rounds.c.id)
+            ).scalar_one()
         rows = [
             _probe_values(
                 rid, "acme/m", Observation(Contract.ttft, "alpha", Transport.ok, ttft_s=s), at

@@ -1,0 +1,61 @@
+"""The day's probe budget for one replica's round, reserved in the store (replicas share it).
+
+For each model it claims, a replica reads what all replicas reserved today, asks the core
+(:func:`canary.core.budget.plan_budget`) what fits in the rest, and reserves that estimate by
+compare-and-set, planning again when another replica reserved in between; a finished model gives
+back what its estimate did not use. So replicas together never plan more than the day's budget.
+The day's alert goes out once whichever replica sees the first skip (the store picks one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from canary.core.alerts import budget_alert
+from canary.core.budget import BudgetCandidate, BudgetPlan, plan_budget
+from canary.core.model import Event
+from canary.store.repository import Store
+
+_ATTEMPTS = 20
+
+
+class BudgetContention(RuntimeError):
+    """Other replicas kept changing the day's reservation while this one planned."""
+
+
+@dataclass
+class DayBudget:
+    store: Store
+    limit_usd: float
+    day: str  # YYYY-MM-DD, UTC
+    spent_before_usd: float  # what finished rounds spent today before the ledger row existed
+
+    @classmethod
+    def of(cls, store: Store, limit_usd: float, now: datetime) -> DayBudget:
+        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = sum(store.round_spend(day_start).values())  # as status and the API count it
+        return cls(store, limit_usd, day_start.date().isoformat(), spent)
+
+    def reserve(self, candidates: Sequence[BudgetCandidate], rng_seed: int) -> BudgetPlan:
+        """Plan one model's probes on what is left today and reserve their estimate."""
+        cost = {(c.model, c.tag): max(c.estimated_cost_usd, 0.0) for c in candidates}
+        for _ in range(_ATTEMPTS):
+            reserved = self.store.budget_reserved(self.day, self.spent_before_usd)
+            plan = plan_budget(candidates, max(0.0, self.limit_usd - reserved), rng_seed)
+            amount = sum(cost[key] for key in plan.probe)
+            if self.store.reserve_budget(self.day, reserved, amount):
+                return plan
+        raise BudgetContention(f"the budget of {self.day} kept changing while planning")
+
+    def settle(self, reserved_usd: float, spent_usd: float) -> None:
+        """Give back the part of a finished model's reservation it did not spend."""
+        self.store.release_budget(self.day, reserved_usd - spent_usd)
+
+    def alert(self, model: str, skipped: Sequence[tuple[str, str]], now: datetime) -> Event | None:
+        """The day's budget alert, from the one replica the store lets send it."""
+        event = budget_alert(model, skipped, self.limit_usd, None, now)
+        if event is None or not self.store.claim_budget_alert(self.day, now):
+            return None
+        return event
