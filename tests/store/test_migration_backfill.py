@@ -26,8 +26,15 @@ def test_the_latency_histograms_are_filled_from_the_probes_already_stored(
             rid = conn.execute(
                 insert(t.rounds)
                 .values(
-                    model="acme/m", scheduled_at=now, started_at=now, status="running",
-                    policy_version="p-1", runner_id="r", checksums={}, skipped=[], detail={},
+                    model="acme/m",
+                    scheduled_at=now,
+                    started_at=now,
+                    status="running",
+                    policy_version="p-1",
+                    runner_id="r",
+                    checksums={},
+                    skipped=[],
+                    detail={},
                 )  # fmt: skip
                 .returning(t.rounds.c.id)
             ).scalar_one()
