@@ -52,6 +52,7 @@ def test_every_fault_kind_loads_with_its_defaults() -> None:
         "language_drift": {"to": "es"},
         "language_mix": {"with": "de"},
         "served_by": {"tag": "a"},
+        "served_model": {"id": "other/model"},
     }
     for kind in FaultKind:
         scenario = load_scenario(with_fault({"kind": kind.value, **needed.get(kind.value, {})}))
