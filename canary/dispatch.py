@@ -10,7 +10,8 @@ whichever one binds, a freed slot goes to
    as soon as a request is planned, so the busiest provider's pipe never runs dry while others
    take the global slots), among the providers under their own limit;
 2. within that provider, a re-check before a first look (other requests wait on it), then the
-   oldest request.
+   longest request first (a long request started last would end the round late), then the
+   oldest.
 
 Pure asyncio bookkeeping: no I/O, no clock. One dispatcher serves every model of a replica's
 round, so the priorities hold across models.
@@ -19,8 +20,9 @@ round, so the priorities hold across models.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import itertools
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -33,22 +35,23 @@ def provider_of(tag: str) -> str:
     return tag.split("/", 1)[0]
 
 
+_Waiter = tuple[bool, float, int, asyncio.Future[None]]  # (not urgent, -seconds, seq, future)
+
+
 @dataclass
 class _Provider:
     ahead_s: float = 0.0  # estimated seconds of work registered and not finished
     in_flight: int = 0
-    urgent: deque[asyncio.Future[None]] = field(default_factory=deque)
-    waiting: deque[asyncio.Future[None]] = field(default_factory=deque)
+    waiting: list[_Waiter] = field(default_factory=list)  # a heap: the next to start first
 
     def queued(self) -> int:
-        return len(self.urgent) + len(self.waiting)
+        return len(self.waiting)
 
     def next(self) -> asyncio.Future[None] | None:
-        for queue in (self.urgent, self.waiting):
-            while queue:
-                future = queue.popleft()
-                if not future.done():  # a cancelled waiter gave up its place
-                    return future
+        while self.waiting:
+            future = heapq.heappop(self.waiting)[3]
+            if not future.done():  # a cancelled waiter gave up its place
+                return future
         return None
 
 
@@ -98,7 +101,7 @@ class Dispatcher:
             self._take(state)
         else:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            (state.urgent if urgent else state.waiting).append(future)
+            heapq.heappush(state.waiting, (not urgent, -seconds, next(self._seq), future))
             self._grant()
             try:
                 await future

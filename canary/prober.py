@@ -29,7 +29,8 @@ from canary.dispatch import Dispatcher, provider_of
 from canary.openrouter.client import OpenRouterClient
 from canary.probes import ProbeSet
 
-DEFAULT_REQUEST_S = 3.0  # one request's estimate when its endpoint has no round behind it
+DEFAULT_REQUEST_S = 3.0  # one request's estimate when nothing is known of its endpoint
+TYPICAL_ANSWER_TOKENS = 150  # for an estimate from the listing's throughput
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,15 @@ class Prober:
         return list(await asyncio.gather(*tasks))
 
     def estimate(self, endpoint: Endpoint) -> float:
-        return self.estimates.get((endpoint.model, endpoint.tag), DEFAULT_REQUEST_S)
+        """Seconds one request to ``endpoint`` is expected to take: its requests' mean in its
+        last round, else OpenRouter's latency and throughput figures, else a default."""
+        known = self.estimates.get((endpoint.model, endpoint.tag))
+        if known is not None:
+            return known
+        latency, throughput = endpoint.latency_last_30m, endpoint.throughput_last_30m
+        if latency and throughput and latency.get("p50") and throughput.get("p50"):
+            return latency["p50"] / 1000 + TYPICAL_ANSWER_TOKENS / throughput["p50"]
+        return DEFAULT_REQUEST_S
 
     async def probe_endpoint(
         self, endpoint: Endpoint, plan: Sequence[PlannedProbe]
@@ -106,7 +115,9 @@ class Prober:
         language = plan[0].language
         judging = self.judging(endpoint, language)
         first = list(await asyncio.gather(*(self._send(endpoint, p) for p in plan)))
-        looked = first_look(judging, first)
+        # judging (the language detector above all) runs off the event loop: the loop keeps
+        # reading and timing the other streams meanwhile
+        looked = await asyncio.to_thread(first_look, judging, first)
         rechecks = [
             PlannedProbe(endpoint.model, endpoint.tag, contract, language, attempt)
             for contract in looked.recheck_probes()
@@ -116,7 +127,7 @@ class Prober:
         second = list(
             await asyncio.gather(*(self._send(endpoint, p, urgent=True) for p in rechecks))
         )
-        results = judge_endpoint(judging, looked, second)
+        results = await asyncio.to_thread(judge_endpoint, judging, looked, second)
         observations = first + second
         results = self._mark_invalid(results, observations)
         return EndpointProbing(endpoint, language, tuple(observations), results)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from asyncio import FIRST_COMPLETED
 import socket
 import time
 from collections import deque
@@ -59,6 +60,8 @@ log = get_logger("canary.runner")
 # On a shared store a replica claims another model only while fewer requests than this many
 # times its concurrency wait: enough to keep every slot busy, and the rest left to the others.
 QUEUE_ROOM = 2
+WATCH_EVERY_S = 1.0
+CLAIM_LOOK_S = 0.1  # how often a replica with models left to claim looks at its queue  # how often a replica looks at the rounds other replicas run in its slot
 
 
 @dataclass
@@ -78,6 +81,18 @@ class ModelRound:
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
     error: str | None = None  # why the round failed, when it did
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """What a model's round knows once it is prepared to probe."""
+
+    published: Publication
+    states: dict[str, EndpointState]
+    index: int
+    chosen: list[Endpoint]
+    skipped: list[tuple[str, str]]
+    reserved: float  # of the day's budget
 
 
 def _last_beat(row: RoundRow) -> datetime:
@@ -170,7 +185,10 @@ class RoundRunner:
                 model = pending.popleft()
                 self._unlisted[model.id] = sizes.get(model.id, 10) * per_endpoint
                 running.add(asyncio.create_task(self.run_model(model, slot, now, budget)))
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            # wake up when a model ends, or soon after requests leave the queue for slots
+            done, running = await asyncio.wait(
+                running, timeout=CLAIM_LOOK_S if pending else None, return_when=FIRST_COMPLETED
+            )
             for task in done:
                 report = task.result()  # only the store failing before a claim raises
                 self._unlisted.pop(report.model, None)
@@ -191,7 +209,7 @@ class RoundRunner:
         """Watch the models other replicas claimed until their rounds end; one whose claimer
         stopped beating for the lease TTL is claimed again (its attempt marked abandoned) and
         run here, so a replica that dies mid-round costs the slot one TTL, not its models."""
-        every = min(self.settings.lease_renew_s, self.settings.lease_ttl_s / 3)
+        every = min(WATCH_EVERY_S, self.settings.lease_ttl_s / 3)  # one small read per look
         watching = [m for m in order if by_model[m.id].status == "claimed_elsewhere"]
         while watching:
             live = self.w.store.live_rounds([m.id for m in watching], slot)
@@ -331,45 +349,89 @@ class RoundRunner:
         report: ModelRound,
         budget: DayBudget | None,
     ) -> None:
-        store = self.w.store
-        holder = self.holder
+        """List, prepare, probe, conclude. The store's work and the judging of the round run in
+        a worker thread, so the event loop keeps dispatching and timing the other models'
+        streams meanwhile."""
         try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
-            alert = listing_alert(model.id, exc.transport, str(exc))
-            if alert is not None:
-                store.record_audit(alert, "canary", self.w.policy_version, now, round_id=round_id)
-                report.events.append(alert)
-            store.finish_round(
-                round_id,
-                "abandoned",
-                detail={"listing": exc.transport.value},
-                at=self.clock(),
-                holder=holder,
-            )
-            report.status = "abandoned"
-            log.warning("listing_failed", model=model.id, transport=exc.transport.value)
+            await asyncio.to_thread(self._listing_failed, model, round_id, now, report, exc)
             return
+        ready = await asyncio.to_thread(
+            self._prepare, model, round_id, slot, now, report, endpoints, budget
+        )
+        self._unlisted.pop(model.id, None)  # from here its requests are the dispatcher's
+        probings = await self.prober.probe_endpoints(ready.chosen, ready.states, ready.index)
+        await asyncio.to_thread(
+            self._conclude, model, round_id, now, report, endpoints, ready, probings, budget
+        )
 
+    def _listing_failed(
+        self,
+        model: ModelSettings,
+        round_id: int,
+        now: datetime,
+        report: ModelRound,
+        exc: ListingError,
+    ) -> None:
+        alert = listing_alert(model.id, exc.transport, str(exc))
+        if alert is not None:
+            self.w.store.record_audit(
+                alert, "canary", self.w.policy_version, now, round_id=round_id
+            )
+            report.events.append(alert)
+        self.w.store.finish_round(
+            round_id,
+            "abandoned",
+            detail={"listing": exc.transport.value},
+            at=self.clock(),
+            holder=self.holder,
+        )
+        report.status = "abandoned"
+        log.warning("listing_failed", model=model.id, transport=exc.transport.value)
+
+    def _prepare(
+        self,
+        model: ModelSettings,
+        round_id: int,
+        slot: datetime,
+        now: datetime,
+        report: ModelRound,
+        endpoints: Sequence[Endpoint],
+        budget: DayBudget | None,
+    ) -> _Ready:
+        """Before probing: drift, the list as published, the states, what the budget allows."""
         if self.decides:
             report.events += self._record_drift(model, round_id, endpoints, now)
-        decisions = self.w.decisions
-        published = decisions.publication(model.id, model.capacity_floor, now)
-        states = store.load_states(model.id)
+        published = self.w.decisions.publication(model.id, model.capacity_floor, now)
+        states = self.w.store.load_states(model.id)
         index = round_index(slot.timestamp(), self.settings.interval_minutes)
         chosen, skipped, reserved = self._apply_budget(
             model, endpoints, states, published, budget, index
         )
         report.skipped = skipped
-        self._unlisted.pop(model.id, None)  # from here its requests are the dispatcher's
-        probings = await self.prober.probe_endpoints(chosen, states, index)
+        return _Ready(published, states, index, chosen, skipped, reserved)
+
+    def _conclude(
+        self,
+        model: ModelSettings,
+        round_id: int,
+        now: datetime,
+        report: ModelRound,
+        endpoints: Sequence[Endpoint],
+        ready: _Ready,
+        probings: list[EndpointProbing],
+        budget: DayBudget | None,
+    ) -> None:
+        """After probing: record, judge the round, decide, publish, end the round."""
+        store, holder, skipped = self.w.store, self.holder, ready.skipped
         report.probings = probings
         observations = [o for p in probings for o in p.observations]
         report.cost_usd = sum(
             self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
         )
         if budget is not None:
-            budget.settle(reserved, report.cost_usd)
+            budget.settle(ready.reserved, report.cost_usd)
         store.record_observations(round_id, model.id, observations, now)
 
         outcome = judge_round(
@@ -379,7 +441,7 @@ class RoundRunner:
             rules=self.w.rules,
             round_id=round_id,
             listed=[e.tag for e in endpoints],
-            usable=published.usable,
+            usable=ready.published.usable,
         )
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
@@ -393,6 +455,7 @@ class RoundRunner:
             for result in p.results:
                 self.w.metrics.observe_probe(result.contract.value, result.result.value)
         report.verdicts = verdicts
+        ended = [{"provider": t, "reason": r} for t, r in skipped]
 
         if not self.decides:
             report.events += list(outcome.events)
@@ -400,7 +463,7 @@ class RoundRunner:
                 round_id,
                 "finished",
                 cost_usd=report.cost_usd,
-                skipped=[{"provider": t, "reason": r} for t, r in skipped],
+                skipped=ended,
                 detail={"extra": True},
                 at=self.clock(),
                 holder=holder,
@@ -412,6 +475,7 @@ class RoundRunner:
         if budget is not None:
             events += [e for e in (budget.alert(model.id, skipped, now),) if e is not None]
         report.events += events
+        decisions = self.w.decisions
         decision = decisions.decide_round(
             model.id,
             round_id=round_id,
@@ -427,13 +491,9 @@ class RoundRunner:
         report.events += list(decision.events)
         report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
         store.finish_round(
-            round_id,
-            "finished",
-            cost_usd=report.cost_usd,
-            skipped=[{"provider": t, "reason": r} for t, r in skipped],
-            at=self.clock(),
+            round_id, "finished", cost_usd=report.cost_usd, skipped=ended, at=self.clock(),
             holder=holder,
-        )
+        )  # fmt: skip
 
     def _gate_daily(self, event: Event, now: datetime) -> Event:
         """A missing control is audited every round and alerted at most once a day."""

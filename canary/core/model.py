@@ -105,6 +105,7 @@ class Endpoint:
     status: int | None = None
     uptime_last_30m: float | None = None
     latency_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, ms
+    throughput_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, tokens/s
     service_tier: str | None = None  # flex | priority | ...: a base slug does not match it
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -100,6 +100,7 @@ def parse_endpoint(model_id: str, raw: dict[str, Any]) -> Endpoint | None:
         status=_int(raw.get("status")),
         uptime_last_30m=_float(raw.get("uptime_last_30m")),
         latency_last_30m=_latency(raw.get("latency_last_30m")),
+        throughput_last_30m=_latency(raw.get("throughput_last_30m")),
         service_tier=tier if isinstance(tier := raw.get("service_tier"), str) and tier else None,
         raw=raw,
     )

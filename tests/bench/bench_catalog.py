@@ -161,7 +161,23 @@ def run(sim: SimProcess, settings_path: Path, replicas: int) -> tuple[list[Repli
     return running, started
 
 
-def judged_once(url: str, models: list[str]) -> tuple[int, list[str]]:
+def _utilisation(requests: list[dict[str, Any]]) -> None:
+    """Requests in flight per 2 s of the run (arrival to planned end), as the simulator saw it."""
+    spans = [
+        (e["arrived_s"], e["arrived_s"] + e["planned_ms"] / 1000)
+        for e in requests
+        if e.get("planned_ms")
+    ]
+    start = min(s for s, _ in spans)
+    end = max(e for _, e in spans)
+    t, line = start, []
+    while t < end:
+        line.append(str(sum(1 for s, e in spans if s <= t < e)))
+        t += 2.0
+    print("  in flight every 2 s:", " ".join(line))
+
+
+def judged_once(url: str, models: list[str]) -> tuple[int, list[str], dict[str, int]]:
     from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
@@ -169,10 +185,23 @@ def judged_once(url: str, models: list[str]) -> tuple[int, list[str]]:
         rows = conn.execute(
             text("SELECT model, count(*) FROM rounds WHERE status = 'finished' GROUP BY model")
         ).all()
+        holders = conn.execute(
+            text("SELECT runner_id, count(*) FROM rounds WHERE status = 'finished' GROUP BY 1")
+        ).all()
+        if os.environ.get("BENCH_TIMELINE"):
+            for row in conn.execute(
+                text(
+                    "SELECT runner_id, model, extract(epoch from started_at) s, "
+                    "extract(epoch from finished_at) f FROM rounds ORDER BY started_at"
+                )
+            ):
+                print(
+                    "   ", row.runner_id, row.model, round(row.s % 1000, 1), round(row.f % 1000, 1)
+                )
     engine.dispose()
     counted = dict(rows)
     wrong = [m for m in models if counted.get(m, 0) != 1]
-    return len(counted), wrong
+    return len(counted), wrong, {str(h): int(n) for h, n in holders}
 
 
 def one_run(
@@ -198,10 +227,14 @@ def one_run(
             capture_output=True,
         )
         sim.clear_requests()
+        sim_cpu = _cpu_of(sim.pid)
         running, _ = run(sim, settings_path, replicas)
+        sim_cpu = _cpu_of(sim.pid) - sim_cpu
         log = sim.requests()
-        ones, wrong = judged_once(url, models)
+        ones, wrong, by_replica = judged_once(url, models)
     requests = [e for e in log if "attempts" in e]
+    if os.environ.get("BENCH_TIMELINE"):
+        _utilisation(requests)
     parts = ideal_of(requests, args.concurrency * replicas, args.per_provider * replicas)
     ideal = max(parts.values())
     starts = [r.round_started for r in running if r.round_started is not None]
@@ -223,11 +256,15 @@ def one_run(
     )
     print(
         f"  exits {[r.proc.returncode for r in running]}; models judged in the slot: {ones}, "
-        f"not exactly once: {len(wrong)}{' ' + str(wrong[:5]) if wrong else ''}"
+        f"not exactly once: {len(wrong)}{' ' + str(wrong[:5]) if wrong else ''}; models per "
+        f"replica {sorted(by_replica.values())}"
     )
     for r in running:
-        if r.proc.returncode != 0:
-            print("  stderr tail:", "".join(r.lines[-3:]).strip()[-600:])
+        if r.proc.returncode != 0 or os.environ.get("BENCH_TIMELINE"):
+            print("  stderr tail:", "".join(r.lines[-4:]).strip()[-900:])
+    print(
+        f"  simulator CPU {sim_cpu:.1f} s over the run ({sim_cpu / max(wall, 1e-9):.0%} of a core)"
+    )
     print(f"  load average: {load_average()}")
     return {"wall": wall, "ideal": ideal, "cpu_ms": per_request_ms, "rss_mib": rss_mib}
 

@@ -253,6 +253,11 @@ class SimProcess:
         self._tmp.cleanup()
         self._http.close()
 
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
     def requests(self) -> list[dict[str, Any]]:
         return list(self._http.get(f"{self.root}/_sim/requests").json()["requests"])
 

@@ -120,3 +120,18 @@ def test_a_cancelled_waiter_gives_its_place_and_its_work_back() -> None:
         assert work.dispatcher.in_flight == 0 and work.dispatcher.ahead_s("p") == 0
 
     asyncio.run(scenario())
+
+
+def test_within_a_provider_the_longest_request_starts_first() -> None:
+    async def scenario() -> None:
+        work = Work(Dispatcher(concurrency=1, per_provider=1))
+        work.submit("running", "p", seconds=1)
+        await asyncio.sleep(0)
+        work.submit("short", "p", seconds=1)
+        work.submit("long", "p", seconds=9)
+        work.submit("middle", "p", seconds=4)
+        for name in ("running", "long", "middle"):
+            await work.finish(name)
+        assert work.started == ["running", "long", "middle", "short"]
+
+    asyncio.run(scenario())
