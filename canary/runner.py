@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from asyncio import FIRST_COMPLETED
 import socket
 import time
+from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
