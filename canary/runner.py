@@ -60,8 +60,8 @@ log = get_logger("canary.runner")
 # On a shared store a replica claims another model only while fewer requests than this many
 # times its concurrency wait: enough to keep every slot busy, and the rest left to the others.
 QUEUE_ROOM = 2
-WATCH_EVERY_S = 1.0
-CLAIM_LOOK_S = 0.1  # how often a replica with models left to claim looks at its queue  # how often a replica looks at the rounds other replicas run in its slot
+WATCH_EVERY_S = 1.0  # how often a replica looks at the rounds other replicas run in its slot
+CLAIM_LOOK_S = 0.1  # how often a replica with models left to claim looks at its queue
 
 
 @dataclass
@@ -206,21 +206,25 @@ class RoundRunner:
         now: datetime,
         budget: DayBudget | None,
     ) -> None:
-        """Watch the models other replicas claimed until their rounds end; one whose claimer
+        """Watch the models other replicas claimed until their rounds end. One whose claimer
         stopped beating for the lease TTL is claimed again (its attempt marked abandoned) and
-        run here, so a replica that dies mid-round costs the slot one TTL, not its models."""
+        run here, so a replica that dies mid-round costs the slot one TTL, not its models; one
+        whose claimer gave it up (shut down, or failed) is run here at once. A replica runs a
+        model at most once per slot, so a round that fails everywhere is tried once by each."""
         every = min(WATCH_EVERY_S, self.settings.lease_ttl_s / 3)  # one small read per look
         watching = [m for m in order if by_model[m.id].status == "claimed_elsewhere"]
         while watching:
             live = self.w.store.live_rounds([m.id for m in watching], slot)
             lost_before = self.clock() - timedelta(seconds=self.settings.lease_ttl_s)
+            given_up = [m for m in watching if m.id not in live]
             running = [m for m in watching if (r := live.get(m.id)) and r.status == "running"]
             lost = [m for m in running if _last_beat(live[m.id]) < lost_before]
-            retried = await asyncio.gather(*(self.run_model(m, slot, now, budget) for m in lost))
+            retry = given_up + lost
+            retried = await asyncio.gather(*(self.run_model(m, slot, now, budget) for m in retry))
             for report in retried:
                 by_model[report.model] = report
             again = {r.model for r in retried if r.status == "claimed_elsewhere"}
-            watching = [m for m in running if m not in lost or m.id in again]
+            watching = [m for m in running if m not in lost] + [m for m in retry if m.id in again]
             if watching:
                 await asyncio.sleep(every)
 

@@ -2,7 +2,12 @@
 
     .venv/bin/python tests/bench/bench_catalog.py [--models 200] [--endpoints 10] [--slugs 40]
         [--replicas 1,2] [--concurrency 128] [--per-provider 8] [--ttft-ms 200,800]
-        [--tps 30,120] [--seed 5]
+        [--tps 30,120] [--seed 5] [--store postgres|sqlite]
+
+Issue 16's 300-endpoint scenario with default settings on the embedded store:
+
+    bench_catalog.py --models 20 --endpoints 15 --slugs 15 --ttft-ms 200,400 --tps 60,60 \
+        --concurrency 0 --per-provider 0 --store sqlite --replicas 1
 
 A generated scenario of `--models` models x `--endpoints` endpoints drawn from `--slugs`
 provider slugs (first token uniform in --ttft-ms, tokens per second uniform in --tps; the
@@ -36,6 +41,8 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average  # noqa: E402
 from bench_store import postgres_url  # noqa: E402
+
+from canary.settings import Settings  # noqa: E402
 
 KEY = "bench-catalog-key"
 PARAMETERS = [
@@ -55,6 +64,8 @@ PARAMETERS = [
     "tool_choice",
 ]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DEFAULT_CONCURRENCY = Settings.model_fields["concurrency"].default
+DEFAULT_PER_PROVIDER = Settings.model_fields["per_provider_concurrency"].default
 
 
 def scenario(
@@ -177,6 +188,18 @@ def _utilisation(requests: list[dict[str, Any]]) -> None:
     print("  in flight every 2 s:", " ".join(line))
 
 
+@contextmanager
+def store_url(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="canary-catalog-db-") as folder:
+            yield f"sqlite:///{folder}/canary.db"
+        return
+    with postgres_url() as url:
+        if url is None:
+            raise SystemExit("PostgreSQL is unreachable: set CANARY_TEST_POSTGRES_URL")
+        yield url
+
+
 def judged_once(url: str, models: list[str]) -> tuple[int, list[str], dict[str, int]]:
     from sqlalchemy import create_engine, text
 
@@ -208,14 +231,19 @@ def one_run(
     sim: SimProcess, spec: dict[str, Any], args: argparse.Namespace, replicas: int
 ) -> dict[str, float]:
     models = [m["id"] for m in spec["models"]]
-    with postgres_url() as url, tempfile.TemporaryDirectory(prefix="canary-catalog-") as folder:
-        if url is None:
-            raise SystemExit("PostgreSQL is unreachable: set CANARY_TEST_POSTGRES_URL")
+    with (
+        store_url(args.store) as url,
+        tempfile.TemporaryDirectory(prefix="canary-catalog-") as folder,
+    ):
         settings_path = Path(folder) / "canary.toml"
         body = [
             f'database_url = "{url}"',
-            f"concurrency = {args.concurrency}",
-            f"per_provider_concurrency = {args.per_provider}",
+            *([] if args.concurrency is None else [f"concurrency = {args.concurrency}"]),
+            *(
+                []
+                if args.per_provider is None
+                else [f"per_provider_concurrency = {args.per_provider}"]
+            ),
             f'[openrouter]\nbase_url = "{sim.base_url}"',
             *(f'[[models]]\nid = "{m}"' for m in models),
         ]
@@ -235,7 +263,9 @@ def one_run(
     requests = [e for e in log if "attempts" in e]
     if os.environ.get("BENCH_TIMELINE"):
         _utilisation(requests)
-    parts = ideal_of(requests, args.concurrency * replicas, args.per_provider * replicas)
+    concurrency = args.concurrency or DEFAULT_CONCURRENCY
+    per_provider = args.per_provider or DEFAULT_PER_PROVIDER
+    parts = ideal_of(requests, concurrency * replicas, per_provider * replicas)
     ideal = max(parts.values())
     starts = [r.round_started for r in running if r.round_started is not None]
     first_round = min(starts) if starts else min(r.started for r in running)
@@ -275,19 +305,30 @@ def main() -> None:
     parser.add_argument("--endpoints", type=int, default=10)
     parser.add_argument("--slugs", type=int, default=40)
     parser.add_argument("--replicas", default="1,2")
-    parser.add_argument("--concurrency", type=int, default=128)
-    parser.add_argument("--per-provider", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=128, help="0: the default setting")
+    parser.add_argument("--per-provider", type=int, default=8, help="0: the default setting")
+    parser.add_argument(
+        "--store",
+        choices=("postgres", "sqlite"),
+        default="postgres",
+        help="sqlite: the embedded default, one replica",
+    )
     parser.add_argument("--ttft-ms", default="200,800")
     parser.add_argument("--tps", default="30,120")
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
+    args.concurrency = args.concurrency or None
+    args.per_provider = args.per_provider or None
+    if args.store == "sqlite" and args.replicas != "1":
+        parser.error("--store sqlite runs one replica: pass --replicas 1")
     low, high = (int(x) for x in args.ttft_ms.split(","))
     slow, fast = (int(x) for x in args.tps.split(","))
     spec = scenario(args.models, args.endpoints, args.slugs, (low, high), (slow, fast), args.seed)
     print(
         f"catalog: {args.models} models x {args.endpoints} endpoints over {args.slugs} slugs, "
         f"ttft {low}-{high} ms, {slow}-{fast} tokens/s (one chunk per token); concurrency "
-        f"{args.concurrency}, per-provider {args.per_provider} (per replica)"
+        f"{args.concurrency or DEFAULT_CONCURRENCY}, per-provider "
+        f"{args.per_provider or DEFAULT_PER_PROVIDER} (per replica); store {args.store}"
     )
     results = {}
     with SimProcess(spec) as sim:

@@ -1,13 +1,19 @@
 """Soak: a healthy fleet with realistic noise must never be quarantined.
 
-Four healthy endpoints of one model; three of them answer 20 % of requests with a transport
-error (503 or 429, via `http_error` faults at rate 0.2), and every endpoint gives a rare single
-slow answer (`slow_first_token` at rate 0.02, above a 0.5 s threshold). Real drill rounds (the
-in-process simulator, the real client, a fresh SQLite store, lingua over every supported
-language) run in enforce mode; the script prints how many quarantines and would-quarantines
-that produced (target: zero), what the noise looked like, and the time taken.
+Two fleets, each of real drill rounds (the in-process simulator, the real client, a fresh
+SQLite store, lingua over every supported language) in enforce mode; the script prints how many
+quarantines and would-quarantines that produced (target: zero), what the noise looked like, and
+the time taken.
 
-    .venv/bin/python tests/bench/soak_drill.py [--rounds 1000] [--mode enforce|observe]
+- `noisy`: four endpoints of one model; three of them answer 20 % of requests with a transport
+  error (503, 429 or 502), and every endpoint gives a rare single slow answer
+  (`slow_first_token` at rate 0.02, above a 0.5 s threshold).
+- `sporadic` (issue 13): six endpoints, each with every defect in small doses: 503 10 %, a slow
+  first token 3 %, broken JSON 1 %, a stray prefix 2 %, light mixing (a third of the sentences
+  in another language) 1 %, a disconnect 2 %.
+
+    .venv/bin/python tests/bench/soak_drill.py [--fleet noisy|sporadic] [--rounds 1000]
+        [--mode enforce|observe]
 """
 
 from __future__ import annotations
@@ -34,7 +40,25 @@ TRANSPORT = [  # 20 % transport errors, spread over three providers
 RARE_SLOW = {"kind": "slow_first_token", "ttft_ms": SLOW_MS, "rate": 0.02}
 
 
-def fleet(seed: int) -> dict[str, Any]:
+SPORADIC = [
+    {"kind": "http_error", "status": 503, "rate": 0.10},
+    {"kind": "slow_first_token", "ttft_ms": SLOW_MS, "rate": 0.03},
+    {"kind": "schema_break", "how": "invalid_json", "rate": 0.01},
+    {"kind": "garbage_prefix", "rate": 0.02},
+    {"kind": "language_mix", "with": "es", "share": 0.34, "rate": 0.01},
+    {"kind": "disconnect", "rate": 0.02},
+]
+
+
+def sporadic_fleet(seed: int) -> dict[str, Any]:
+    providers = [
+        {"tag": tag, "ttft_ms": 20, "jitter_ms": 30, "tokens_per_second": 50000, "faults": SPORADIC}
+        for tag in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+    ]
+    return {"seed": seed, "models": [{"id": MODEL, "providers": providers}]}
+
+
+def noisy_fleet(seed: int) -> dict[str, Any]:
     providers = []
     for i, tag in enumerate(("alpha", "bravo", "charlie", "delta")):
         faults = [RARE_SLOW] + ([TRANSPORT[i]] if i < len(TRANSPORT) else [])
@@ -50,8 +74,12 @@ def fleet(seed: int) -> dict[str, Any]:
     return {"seed": seed, "models": [{"id": MODEL, "providers": providers}]}
 
 
+FLEETS = {"noisy": noisy_fleet, "sporadic": sporadic_fleet}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fleet", choices=("noisy", "sporadic"), default="noisy")
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--mode", choices=("enforce", "observe"), default="enforce")
     parser.add_argument("--seed", type=int, default=2026)
@@ -66,7 +94,9 @@ def main() -> None:
     )
     configure_logging(settings, level=logging.WARNING)  # the noise is expected: keep it quiet
     started = time.perf_counter()
-    result = asyncio.run(run_drill(fleet(args.seed), args.rounds, settings, mode=args.mode))
+    result = asyncio.run(
+        run_drill(FLEETS[args.fleet](args.seed), args.rounds, settings, mode=args.mode)
+    )
     took = time.perf_counter() - started
     verdicts = Counter(e["verdict"] for e in result.of_kind("verdict"))
     contracts = Counter(
@@ -83,7 +113,8 @@ def main() -> None:
     )
     events = Counter(e["event"] for e in result.events if e["event"] not in ("verdict", "summary"))
     print(
-        f"rounds:            {args.rounds} ({args.mode} mode, {len(settings.languages)} languages)"
+        f"rounds:            {args.rounds} of the {args.fleet} fleet ({args.mode} mode, "
+        f"{len(settings.languages)} languages)"
     )
     print(f"quarantines:       {len(result.of_kind('quarantine'))}")
     print(f"would_quarantine:  {len(result.of_kind('would_quarantine'))}")

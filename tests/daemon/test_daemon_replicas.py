@@ -1,5 +1,6 @@
 """Two `canary serve` replicas on one PostgreSQL database share each slot: every model's round is
-claimed by exactly one of them, and a replica killed mid-round loses its models to the other.
+claimed by exactly one of them, a replica killed mid-round loses its models to the other, and a
+replica stopped mid-round hands its model to the other in the same slot.
 
 Real processes, a real simulator, a real database; a slot every 3 s and a 2 s claim TTL. The test
 polls the store with short waits (bounded by deadlines): it is not a timed test.
@@ -66,8 +67,9 @@ def simulator() -> Iterator[RunningSimulator]:
         yield sim
 
 
-def _start(url: str, sim: RunningSimulator, tmp_path: Path, name: str) -> Replica:
+def _start(url: str, sim: RunningSimulator, tmp_path: Path, name: str, **extra: str) -> Replica:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANARY_")}
+    env.update(extra)
     env.update(
         CANARY_DATABASE_URL=url,
         CANARY_MODELS=",".join(MODELS),
@@ -161,6 +163,53 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
             r for r in _rounds() if r.status == "running" and r.runner_id == victim.runner_id
         ]
         assert hanging == []  # the dead replica left nothing running
+    finally:
+        for replica in replicas:
+            _stop(replica)
+        store.dispose()
+
+
+def test_a_replica_stopped_mid_round_hands_its_model_to_the_other_in_the_same_slot(
+    postgres_url: str, simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    store = Store(postgres_url)
+    store.upgrade()
+    # no grace: a SIGTERM cancels the running round at once, which is then recorded abandoned
+    replicas = [
+        _start(postgres_url, simulator, tmp_path, name, CANARY_SHUTDOWN_GRACE_S="0")
+        for name in ("one", "two")
+    ]
+    try:
+        wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), 60)
+
+        mine = tuple(p.holder_suffix for p in replicas)  # the module's database is shared
+
+        def running() -> RoundRow | None:
+            rounds = _rounds_of(store)
+            return next(
+                (r for r in rounds if r.status == "running" and r.runner_id.endswith(mine)), None
+            )
+
+        victim = wait_for("a round in progress", running, 60)
+        (stopped,) = [p for p in replicas if victim.runner_id.endswith(p.holder_suffix)]
+        (survivor,) = [p for p in replicas if p is not stopped]
+        stopped.process.send_signal(signal.SIGTERM)
+        assert stopped.process.wait(timeout=30) == 0
+        given_up = store.get_round(victim.id)
+        if given_up.status == "abandoned":  # stopped before the round could finish
+            assert given_up.detail.get("why") == "shutdown"
+
+            def finished_here() -> RoundRow | None:
+                live = store.live_rounds([victim.model], victim.scheduled_at).get(victim.model)
+                return live if live is not None and live.status == "finished" else None
+
+            again = wait_for("the survivor to run the model in the same slot", finished_here, 30)
+            assert again.runner_id.endswith(survivor.holder_suffix)
+            assert again.scheduled_at == victim.scheduled_at and again.id != victim.id
+        else:
+            assert given_up.status == "finished"
+        assert survivor.alive()
+        _judged_once_per_slot(_rounds_of(store))
     finally:
         for replica in replicas:
             _stop(replica)
