@@ -7,9 +7,10 @@ loaded, the API starts serving, and only then the scheduler. Every start-up fail
 :class:`StartupError` line.
 
 Shutdown, on SIGTERM or SIGINT: scheduling stops, a running round gets ``shutdown_grace_s`` to
-finish, else it is cancelled and recorded abandoned (a cancelled round has decided nothing: its
-decision is written in one step after the last probe), the round lease is released at once (so
-any replica runs the next slot as usual), the API stops, and the process exits 0.
+finish, else it is cancelled and recorded abandoned (a model's round that already decided is
+``finished`` by its decision's own transaction and stays so; one that had not decided leaves
+nothing that counts, and another replica runs it in the same slot), the round lease is released
+at once (so any replica runs the next slot as usual), the API stops, and the process exits 0.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ class Daemon:
         if not ours:
             log.info("round_skipped", holder=self.holder, why="this slot already ran elsewhere")
         for report in ours:
-            log.info("round_done", **round_summary(report), duration_s=round(duration_s, 3))
+            log.info("round_done", **round_summary(report), run_s=round(duration_s, 3))
 
     def stop_round(self, grace_s: float) -> int:
         """Give a running round ``grace_s`` to finish, else cancel it; record what it left
@@ -181,13 +182,19 @@ class Daemon:
     def keep_decisions(self, now: datetime) -> None:
         """Between rounds: release quarantines whose end has come (their notifications go out
         now, not at the next round) and record what the floor does on the published lists."""
+        from canary.deciding import DecisionConflict
         from canary.store.engine import STORE_ERRORS
 
         decisions = self.wiring.decisions
         models = list(self.settings.model_ids)
-        try:
-            for model in models:
+        for model in models:  # one model's trouble must not hold back the others' releases
+            try:
                 decisions.expire_due(model, now)
+            except DecisionConflict as exc:  # kept changing under it: the next tick tries again
+                log.warning("housekeeping_conflict", model=model, error=str(exc))
+            except STORE_ERRORS as exc:
+                log.warning("housekeeping_store_unavailable", model=model, error=type(exc).__name__)
+        try:
             decisions.sync_floor(
                 models, {m: self.settings.model(m).capacity_floor for m in models}, now
             )
@@ -237,6 +244,7 @@ def round_summary(report: ModelRound) -> dict[str, Any]:
         "verdicts": dict(sorted(counts.items())),
         "decisions": [e.kind.value for e in report.events if e.kind.value != "verdict"],
         "cost_usd": round(report.cost_usd, 6),
+        "duration_s": None if report.duration_s is None else round(report.duration_s, 3),
     }
     if report.error is not None:
         summary["error"] = report.error
@@ -299,8 +307,8 @@ def _serve(
         )
         api.start()
         _wait_until_serving(server, api, stop)
-        log.info("listening", url=f"http://{_url_host(host)}:{port}/")
         if not stop.is_set():
+            log.info("listening", url=f"http://{_url_host(host)}:{port}/")
             _schedule_until_stopped(daemon, settings, stop)
         server.should_exit = True
         api.join(timeout=10)

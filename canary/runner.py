@@ -1,19 +1,23 @@
 """One round: list → plan → probe → judge → decide → persist → publish.
 
 Every rule lives in canary.core; this module only moves data between the wire, the rules and
-the store. A round is claimed per (model, slot) in the store, so replicas never run it twice,
-and a model's decisions and audit rows are written in one transaction.
+the store. A round is claimed per (model, slot) in the store, so replicas never run it twice;
+every write of a round checks that this runner still holds it, and a model's decisions, audit
+rows and the round's end (``finished``) are written in one transaction, so a decided round is
+never abandoned and a lost one leaves nothing that counts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import time
 from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -50,7 +54,7 @@ from canary.round_budget import DayBudget
 from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
 from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
-from canary.store.rows import RoundRow
+from canary.store.rows import RoundRow, SkippedEndpoint
 from canary.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -62,6 +66,9 @@ log = get_logger("canary.runner")
 QUEUE_ROOM = 2
 WATCH_EVERY_S = 1.0  # how often a replica looks at the rounds other replicas run in its slot
 CLAIM_LOOK_S = 0.1  # how often a replica with models left to claim looks at its queue
+# Heartbeats have threads of their own: a default executor saturated by judging and store work
+# must never delay a beat past the lease TTL (a beat is one short UPDATE).
+HEARTBEAT_THREADS = 2
 
 
 @dataclass
@@ -81,6 +88,7 @@ class ModelRound:
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
     error: str | None = None  # why the round failed, when it did
+    duration_s: float | None = None  # this model's round, from its claim to its end
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,13 @@ def _last_beat(row: RoundRow) -> datetime:
 
 def runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@functools.cache
+def heartbeat_threads() -> ThreadPoolExecutor:
+    """The process's heartbeat threads, apart from the default executor (started on the first
+    beat; idle between rounds)."""
+    return ThreadPoolExecutor(HEARTBEAT_THREADS, thread_name_prefix="canary-heartbeat")
 
 
 class RoundRunner:
@@ -135,6 +150,7 @@ class RoundRunner:
             max_tokens=self.settings.openrouter.max_tokens,
             concurrency=self.settings.concurrency,
             per_provider_concurrency=self.settings.per_provider_concurrency,
+            positive_controls={m.id: m.positive_controls for m in self.settings.models},
         )
 
     async def run(self, scheduled_at: datetime | None = None) -> list[ModelRound]:
@@ -275,6 +291,7 @@ class RoundRunner:
             dict(self.w.probes.checksums),
             started_at=self.clock(),
             lost_before=self.clock() - timedelta(seconds=self.settings.lease_ttl_s),
+            extra=not self.decides,
         )
         report = ModelRound(model.id, round_id, now, extra=not self.decides)
         if round_id is None:
@@ -299,19 +316,27 @@ class RoundRunner:
             return report
         finally:
             beat.cancel()
-        self.w.metrics.observe_round(time.perf_counter() - started, report.cost_usd)
+            report.duration_s = time.perf_counter() - started
+        self.w.metrics.observe_round(report.duration_s, report.cost_usd)
         if self.tracer is not None:
             self.tracer.round_done(report, policy_version=self.w.policy_version)
         return report
 
     async def _heartbeat(self, round_id: int, work: asyncio.Task[None]) -> bool:
-        """Beat while the round runs; cancel it (and answer False) when it was reclaimed."""
+        """Beat while the round runs, on the heartbeat threads; cancel it (and answer False)
+        when it was reclaimed. The work's thread, if one is busy, stops at its next write: every
+        write of a round checks that its claimer still holds it."""
         every = min(self.settings.lease_renew_s, self.settings.lease_ttl_s / 3)
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(every)
             try:
-                kept = await asyncio.to_thread(
-                    self.w.store.heartbeat_round, round_id, self.holder, self.clock()
+                kept = await loop.run_in_executor(
+                    heartbeat_threads(),
+                    self.w.store.heartbeat_round,
+                    round_id,
+                    self.holder,
+                    self.clock(),
                 )
             except STORE_ERRORS as exc:  # the store blinked: beat again next time
                 log.warning("round_heartbeat_failed", round_id=round_id, error=repr(exc))
@@ -365,7 +390,9 @@ class RoundRunner:
             self._prepare, model, round_id, slot, now, report, endpoints, budget
         )
         self._unlisted.pop(model.id, None)  # from here its requests are the dispatcher's
-        probings = await self.prober.probe_endpoints(ready.chosen, ready.states, ready.index)
+        probings = await self.prober.probe_endpoints(
+            ready.chosen, ready.states, ready.index, now=now, max_age=self.w.rules.streak_max_age
+        )
         await asyncio.to_thread(
             self._conclude, model, round_id, now, report, endpoints, ready, probings, budget
         )
@@ -436,7 +463,7 @@ class RoundRunner:
         )
         if budget is not None:
             budget.settle(ready.reserved, report.cost_usd)
-        store.record_observations(round_id, model.id, observations, now)
+        store.record_observations(round_id, model.id, observations, now, holder=holder)
 
         outcome = judge_round(
             model.id,
@@ -454,12 +481,12 @@ class RoundRunner:
             p.endpoint.tag: m for p in probings if (m := served_model(p.observations)) is not None
         }
         report.served = served
-        store.record_verdicts(round_id, model.id, verdicts, served)
+        store.record_verdicts(round_id, model.id, verdicts, served, holder=holder)
         for p in probings:
             for result in p.results:
                 self.w.metrics.observe_probe(result.contract.value, result.result.value)
         report.verdicts = verdicts
-        ended = [{"provider": t, "reason": r} for t, r in skipped]
+        ended: list[SkippedEndpoint] = [{"provider": t, "reason": r} for t, r in skipped]
 
         if not self.decides:
             report.events += list(outcome.events)
@@ -517,7 +544,7 @@ class RoundRunner:
         changes = served_model_changes(model, store.served_models_before(model, round_id), served)
         if not changes:
             return []
-        store.record_drift(round_id, model, changes, now)
+        store.record_drift(round_id, model, changes, now, holder=self.holder)
         return drift_events(model, changes, round_id)
 
     def _record_drift(
@@ -536,8 +563,8 @@ class RoundRunner:
             capacity_floor=model.capacity_floor,
             quantization_order=QUANTIZATION_ORDER,
         )
-        store.record_snapshots(round_id, model.id, endpoints, now)
-        store.record_drift(round_id, model.id, changes, now)
+        store.record_snapshots(round_id, model.id, endpoints, now, holder=self.holder)
+        store.record_drift(round_id, model.id, changes, now, holder=self.holder)
         events = drift_events(model.id, changes, round_id)
         for event in events:
             if event.detail["alert"]:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from canary.runner import ModelRound
     from canary.store.repository import Store
     from canary.store.rows import RoundRow
+    from canary.wiring import Wiring
 
 
 def register(app: typer.Typer) -> None:
@@ -153,7 +154,7 @@ def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> N
     )
 
 
-def _refresh_and_notify(wiring: Any) -> None:
+def _refresh_and_notify(wiring: Wiring) -> None:
     from canary.notify import Notifier
 
     Notifier(wiring.store, wiring.settings.webhooks).send_pending()
@@ -187,7 +188,7 @@ def drill(
     import os
 
     from canary.drill import DrillError, run_drill
-    from canary.settings import SettingsError
+    from canary.settings import SettingsError, env_value
     from canary.sim.scenario import ScenarioError
 
     if mode not in (None, "observe", "enforce"):
@@ -208,7 +209,7 @@ def drill(
                 settings,
                 mode=mode,
                 interval_minutes=interval_minutes,
-                database_url=os.environ.get("CANARY_DATABASE_URL") or None,
+                database_url=env_value(os.environ, "CANARY_DATABASE_URL") or None,
                 emit=emit,
             )
         )

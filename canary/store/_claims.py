@@ -4,8 +4,10 @@ Each model's round of a slot is claimed by exactly one replica: one live row per
 kept by a partial unique index. The claimer beats ``heartbeat_at`` while its round runs; a round
 whose beats stopped for the lease TTL is marked abandoned (``{"why": "claimer lost"}``) by the
 next replica that claims it, and that replica's attempt is a row of its own, so nothing the dead
-attempt wrote is taken for the new one's. A round's decision and its end are written only while
-its claimer still holds it (:class:`RoundLost` otherwise).
+attempt wrote is taken for the new one's. Everything a round writes (listing snapshots, drift,
+probes, verdicts, its decision and its end) is written only while its claimer still holds it
+(:class:`RoundLost` otherwise). A round is finished in its decision's transaction, so a decided
+round is never abandoned nor claimed again: only a running one is.
 
 The budget: a row per UTC day holds what the replicas reserved (the estimate of each round they
 claimed, less what a finished round did not use), changed by compare-and-set, so replicas
@@ -21,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 
 from canary.store import tables as t
+from canary.store._extra import abandoned_detail
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.rows import RoundRow
 
@@ -45,6 +48,13 @@ def holds(conn: Connection, round_id: int, holder: str) -> bool:
     return row is not None and row.status == "running" and row.runner_id == holder
 
 
+def require_held(conn: Connection, round_id: int | None, holder: str | None) -> None:
+    """Raise :class:`RoundLost` unless ``holder`` still runs ``round_id`` (no check without a
+    holder or a round: writes of a caller that claims nothing)."""
+    if holder is not None and round_id is not None and not holds(conn, round_id, holder):
+        raise RoundLost(round_id, holder)
+
+
 class ClaimsMixin(StoreBase):
     def claim_round(
         self,
@@ -56,10 +66,12 @@ class ClaimsMixin(StoreBase):
         *,
         started_at: datetime | None = None,
         lost_before: datetime | None = None,
+        extra: bool = False,
     ) -> int | None:
         """Claim the round of ``model`` at ``scheduled_at``; None when another claimer holds it
         (or it already ended). With ``lost_before``, a running attempt whose last heartbeat (or
-        start) is older than that is marked abandoned first, and the slot claimed anew."""
+        start) is older than that is marked abandoned first, and the slot claimed anew.
+        ``extra``: an extra round (it decides nothing), marked so from its start."""
         now = started_at or datetime.now(UTC)
         r = t.rounds.c
         values = {
@@ -72,10 +84,10 @@ class ClaimsMixin(StoreBase):
             "runner_id": runner_id,
             "checksums": dict(checksums),
             "skipped": [],
-            "detail": {},
+            "detail": {"extra": True} if extra else {},
         }
         with self._write() as conn:
-            if lost_before is not None:
+            if lost_before is not None:  # only a running attempt: a decided one is finished
                 conn.execute(
                     update(t.rounds)
                     .where(
@@ -87,7 +99,9 @@ class ClaimsMixin(StoreBase):
                             and_(r.heartbeat_at.is_(None), r.started_at < lost_before),
                         ),
                     )
-                    .values(status="abandoned", finished_at=now, detail={"why": "claimer lost"})
+                    .values(
+                        status="abandoned", finished_at=now, detail=abandoned_detail("claimer lost")
+                    )
                 )
             stmt = (
                 insert_ignoring_conflict(
@@ -111,15 +125,22 @@ class ClaimsMixin(StoreBase):
             return {row.model: round_row(row) for row in conn.execute(stmt)}
 
     def heartbeat_round(self, round_id: int, runner_id: str, at: datetime) -> bool:
-        """A sign of life of a running round; False when its claimer lost it."""
+        """A sign of life of a running round; False only when its claimer lost it (another
+        replica reclaimed it, or it was abandoned). A round its claimer already finished is
+        not lost: True, and nothing to beat."""
         r = t.rounds.c
         with self._write() as conn:
-            done = conn.execute(
+            beaten = conn.execute(
                 update(t.rounds)
                 .where(r.id == round_id, r.runner_id == runner_id, r.status == "running")
                 .values(heartbeat_at=at)
             ).rowcount
-        return bool(done)
+            if beaten:
+                return True
+            status = conn.execute(
+                select(r.status).where(r.id == round_id, r.runner_id == runner_id)
+            ).scalar_one_or_none()
+        return status == "finished"
 
     def request_seconds(self, models: Sequence[str]) -> dict[tuple[str, str], float]:
         """Per (model, endpoint): the mean time of its answered requests in the model's latest

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
 from canary.core.model import Endpoint
 from canary.core.stats import Histogram
 from canary.store import tables as t
+from canary.store._claims import require_held
 from canary.store._rounds import contract_result_row, round_row
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
@@ -74,14 +75,16 @@ _LISTED_TAGS = text(
     " FROM d WHERE d.tag IS NOT NULL"
     ") SELECT tag FROM d WHERE tag IS NOT NULL"
 )
+# each tag's latest verdict of a round not abandoned: down the (model, tag, round_id) index
 _LATEST_JUDGED_ROUNDS = text(
     "WITH RECURSIVE d(tag) AS ("
     " SELECT min(tag) FROM round_verdicts WHERE model = :model"
     " UNION ALL"
     " SELECT (SELECT min(v.tag) FROM round_verdicts v WHERE v.model = :model AND v.tag > d.tag)"
     " FROM d WHERE d.tag IS NOT NULL"
-    ") SELECT tag, (SELECT max(v.round_id) FROM round_verdicts v"
-    " WHERE v.model = :model AND v.tag = d.tag) FROM d WHERE tag IS NOT NULL"
+    ") SELECT tag, (SELECT v.round_id FROM round_verdicts v JOIN rounds r ON r.id = v.round_id"
+    " WHERE v.model = :model AND v.tag = d.tag AND r.status != 'abandoned'"
+    " ORDER BY v.round_id DESC LIMIT 1) FROM d WHERE tag IS NOT NULL"
 )
 
 
@@ -141,15 +144,21 @@ class ReadsMixin(StoreBase):
         return out
 
     def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
-        """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first."""
-        c = t.probes.c
+        """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first:
+        those of finished rounds, what the histograms count (never an abandoned attempt's)."""
+        c, r = t.probes.c, t.rounds.c
         newest_first = func.row_number().over(
             partition_by=c.tag, order_by=(c.at.desc(), c.id.desc())
         )
         recent = (
             select(c.tag, c.ttft_s, c.at, c.id, newest_first.label("rank"))
+            .join(t.rounds, r.id == c.round_id)
             .where(
-                c.model == model, c.at >= since, c.ttft_s.is_not(None), c.attribution_ok.is_(True)
+                c.model == model,
+                c.at >= since,
+                c.ttft_s.is_not(None),
+                c.attribution_ok.is_(True),
+                r.status == "finished",
             )
             .subquery()
         )
@@ -213,7 +222,8 @@ class ReadsMixin(StoreBase):
     def latest_results_of(
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
-        """:meth:`latest_results` of several models: two queries in all."""
+        """:meth:`latest_results` of several models: two queries in all. An abandoned attempt's
+        verdicts are left out (its decision never came)."""
         r, c = t.rounds.c, t.contract_results.c
         out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
         with self._read() as conn:
@@ -284,11 +294,19 @@ class ReadsMixin(StoreBase):
     # --- snapshots and drift ------------------------------------------------------------------
 
     def record_snapshots(
-        self, round_id: int | None, model: str, endpoints: Sequence[Endpoint], at: datetime
+        self,
+        round_id: int | None,
+        model: str,
+        endpoints: Sequence[Endpoint],
+        at: datetime,
+        *,
+        holder: str | None = None,
     ) -> None:
-        """One row per endpoint; with a round id, a retried write replaces the earlier one."""
+        """One row per endpoint; with a round id, a retried write replaces the earlier one. With
+        ``holder``, only while that claimer still runs the round (:class:`RoundLost`)."""
         s = t.endpoint_snapshots.c
         with self._write() as conn:
+            require_held(conn, round_id, holder)
             if round_id is not None:
                 conn.execute(
                     delete(t.endpoint_snapshots).where(s.round_id == round_id, s.model == model)
@@ -324,11 +342,20 @@ class ReadsMixin(StoreBase):
             return {model: snapshot_on(conn, model) for model in dict.fromkeys(models)}
 
     def record_drift(
-        self, round_id: int | None, model: str, changes: Sequence[DriftChangeLike], at: datetime
+        self,
+        round_id: int | None,
+        model: str,
+        changes: Sequence[DriftChangeLike],
+        at: datetime,
+        *,
+        holder: str | None = None,
     ) -> list[int]:
+        """One row per change. With ``holder``, only while that claimer still runs the round
+        (:class:`RoundLost`, nothing written, otherwise)."""
         if not changes:
             return []
         with self._write() as conn:
+            require_held(conn, round_id, holder)
             return [
                 conn.execute(
                     insert(t.drift_events)

@@ -1,4 +1,11 @@
-"""Rounds (claimed once, finished or abandoned) and their evidence: probes, results, verdicts."""
+"""Rounds (claimed once, finished or abandoned) and their evidence: probes, results, verdicts.
+
+A round ends once: ``running`` becomes ``finished`` (in its decision's transaction, or at the end
+of a round that decides nothing) or ``abandoned``, and never changes again. Its probes join the
+latency histograms (``ttft_buckets``) in the transaction that finishes it, so an abandoned
+attempt's probes are never counted there; the reads that feed decisions and operators leave
+abandoned attempts out.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,31 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, case, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Table,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
 from canary.store import tables as t
-from canary.store._claims import RoundLost
+from canary.store._claims import RoundLost, require_held
+from canary.store._extra import DECIDING, abandoned_detail
 from canary.store.engine import StoreBase
-from canary.store.rows import ContractResultRow, ProbeRow, RoundRow, UnknownRound
+from canary.store.rows import (
+    ContractResultRow,
+    ProbeRow,
+    RoundRow,
+    SkippedEndpoint,
+    UnknownRound,
+)
 from canary.store.ttft import bucket_rows
 
 SAMPLE_CHARS = 200
@@ -24,8 +49,15 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _jsonable_skipped(skipped: Sequence[Any]) -> list[Any]:
-    return [list(item) if isinstance(item, tuple) else item for item in skipped]
+def _skipped_of(item: Any) -> SkippedEndpoint:
+    """A stored skipped entry: ``{provider, reason}``, or a ``[provider, reason]`` pair."""
+    if isinstance(item, Mapping):
+        return SkippedEndpoint(
+            provider=str(item.get("provider")), reason=str(item.get("reason") or "")
+        )
+    if isinstance(item, list) and len(item) == 2:
+        return SkippedEndpoint(provider=str(item[0]), reason=str(item[1]))
+    return SkippedEndpoint(provider=str(item), reason="")
 
 
 def round_row(row: Row[Any]) -> RoundRow:
@@ -40,7 +72,7 @@ def round_row(row: Row[Any]) -> RoundRow:
         runner_id=row.runner_id,
         checksums=dict(row.checksums or {}),
         cost_usd=row.cost_usd,
-        skipped=tuple(tuple(s) if isinstance(s, list) else s for s in row.skipped or ()),
+        skipped=tuple(_skipped_of(s) for s in row.skipped or ()),
         detail=dict(row.detail or {}),
         heartbeat_at=row.heartbeat_at,
     )
@@ -83,51 +115,66 @@ class RoundsMixin(StoreBase):
         status: str,
         *,
         cost_usd: float | None = None,
-        skipped: Sequence[Any] = (),
+        skipped: Sequence[SkippedEndpoint] = (),
         detail: Mapping[str, Any] | None = None,
         at: datetime | None = None,
         holder: str | None = None,
     ) -> None:
-        """End a round. With ``holder``, only while that claimer still runs it: a round another
-        replica reclaimed stays as that replica recorded it (:class:`RoundLost`)."""
+        """End a round, with its cost, skipped endpoints and detail. Only a running round
+        changes status: one its decision already finished stays finished (whatever ``status``
+        says), an abandoned one stays abandoned. With ``holder``, only while that claimer holds
+        it (running, or finished by its decision): :class:`RoundLost` otherwise."""
         if status not in ("finished", "abandoned"):
             raise ValueError(f"a round ends finished or abandoned, not {status!r}")
         r = t.rounds.c
-        stmt = (
-            update(t.rounds)
-            .where(r.id == round_id)
-            .values(
-                status=status,
-                finished_at=at or _utcnow(),
-                cost_usd=cost_usd,
-                skipped=_jsonable_skipped(skipped),
-                detail=dict(detail or {}),
-            )
-        )
-        if holder is not None:
-            stmt = stmt.where(r.runner_id == holder, r.status == "running")
         with self._write() as conn:
-            if conn.execute(stmt).rowcount != 1:
-                if holder is not None:
-                    raise RoundLost(round_id, holder)
+            row = conn.execute(
+                select(r.status, r.runner_id, r.detail).where(r.id == round_id).with_for_update()
+            ).one_or_none()
+            if row is None:
                 raise UnknownRound(round_id)
+            if holder is not None and (row.runner_id != holder or row.status == "abandoned"):
+                raise RoundLost(round_id, holder)
+            ended = status if row.status == "running" else row.status
+            conn.execute(
+                update(t.rounds)
+                .where(r.id == round_id)
+                .values(
+                    status=ended,
+                    finished_at=at or _utcnow(),
+                    cost_usd=cost_usd,
+                    skipped=[dict(s) for s in skipped],
+                    detail={**(row.detail or {}), **(detail or {})},
+                )
+            )
+            if row.status == "running" and ended == "finished":
+                count_latency(conn, round_id)
 
     def abandon_stale_rounds(self, older_than: datetime, *, now: datetime | None = None) -> int:
-        """Mark running rounds started before ``older_than`` abandoned (their runner died)."""
+        """Mark running rounds started, and last beating, before ``older_than`` abandoned
+        (their runner died). A decided round is finished already: never touched."""
+        r = t.rounds.c
         stmt = (
             update(t.rounds)
-            .where(t.rounds.c.status == "running", t.rounds.c.started_at < older_than)
-            .values(status="abandoned", finished_at=now or _utcnow(), detail={"why": "stale"})
+            .where(
+                r.status == "running",
+                r.started_at < older_than,
+                or_(r.heartbeat_at.is_(None), r.heartbeat_at < older_than),
+            )
+            .values(
+                status="abandoned", finished_at=now or _utcnow(), detail=abandoned_detail("stale")
+            )
         )
         with self._write() as conn:
             return conn.execute(stmt).rowcount
 
     def abandon_rounds_of(self, runner_id: str, at: datetime, *, why: str) -> int:
-        """Mark the rounds that ``runner_id`` still has running abandoned (it is stopping)."""
+        """Mark the rounds that ``runner_id`` still has running abandoned (it is stopping); a
+        round it decided is finished already and stays so."""
         stmt = (
             update(t.rounds)
             .where(t.rounds.c.status == "running", t.rounds.c.runner_id == runner_id)
-            .values(status="abandoned", finished_at=at, detail={"why": why})
+            .values(status="abandoned", finished_at=at, detail=abandoned_detail(why))
         )
         with self._write() as conn:
             return conn.execute(stmt).rowcount
@@ -185,15 +232,24 @@ class RoundsMixin(StoreBase):
         }
 
     def record_observations(
-        self, round_id: int, model: str, observations: Sequence[Observation], at: datetime
+        self,
+        round_id: int,
+        model: str,
+        observations: Sequence[Observation],
+        at: datetime,
+        *,
+        holder: str | None = None,
     ) -> int:
-        """Store probes; returns how many rows were written.
+        """Store probes; returns how many rows were written. With ``holder``, only while that
+        claimer still runs the round (:class:`RoundLost`, nothing written, otherwise). They join
+        the latency histograms when the round finishes (:func:`count_latency`).
 
         An observation whose nonce is already stored for this round and endpoint (a retried write)
         is skipped; observations without a nonce are always appended.
         """
         rows = [_probe_values(round_id, model, o, at) for o in observations]
         with self._write() as conn:
+            require_held(conn, round_id, holder)
             keyed = {
                 (r["tag"], r["contract"], r["attempt"], r["nonce"]) for r in rows if r["nonce"]
             }
@@ -221,31 +277,7 @@ class RoundsMixin(StoreBase):
                 ]
             if rows:
                 conn.execute(insert(t.probes), rows)
-                self._add_to_histograms(conn, rows)
         return len(rows)
-
-    def _add_to_histograms(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-        """Count the new probes' times to first token into ``ttft_buckets``, in the transaction
-        that stores them (a retried write skips stored probes, so nothing is counted twice)."""
-        buckets = bucket_rows(
-            (r["model"], r["tag"], r["at"], r["ttft_s"])
-            for r in rows
-            if r["ttft_s"] is not None and r["attribution_ok"]
-        )
-        if not buckets:
-            return
-        table = t.ttft_buckets
-        stmt = self.dialect_insert()(table)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["model", "tag", "hour", "bucket"],
-            set_={
-                "n": table.c.n + stmt.excluded.n,
-                "top": case(
-                    (stmt.excluded.top > table.c.top, stmt.excluded.top), else_=table.c.top
-                ),
-            },
-        )
-        conn.execute(stmt, buckets)
 
     def record_verdicts(
         self,
@@ -253,14 +285,18 @@ class RoundsMixin(StoreBase):
         model: str,
         verdicts: Mapping[str, RoundVerdict],
         served: Mapping[str, str] | None = None,
+        *,
+        holder: str | None = None,
     ) -> None:
         """Write contract results and round verdicts (with the model each endpoint's answers
         reported, ``served``). Idempotent per (round, endpoint): a retried write replaces what an
-        earlier attempt wrote for the same endpoints, never duplicates it."""
+        earlier attempt wrote for the same endpoints, never duplicates it. With ``holder``, only
+        while that claimer still runs the round (:class:`RoundLost` otherwise)."""
         if not verdicts:
             return
         tags = sorted(verdicts)
         with self._write() as conn:
+            require_held(conn, round_id, holder)
             for table in (t.contract_results, t.round_verdicts):
                 conn.execute(
                     delete(table).where(
@@ -290,11 +326,21 @@ class RoundsMixin(StoreBase):
                 conn.execute(insert(t.contract_results), results)
 
     def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
-        """Each endpoint's served model in its latest round before ``round_id`` that recorded one."""
-        v = t.round_verdicts.c
+        """Each endpoint's served model in its latest round before ``round_id`` that recorded
+        one, among the rounds that decide: an extra round (``canary round --now``) or an
+        abandoned attempt never becomes the baseline, so the next deciding round still sees a
+        change first answered in one."""
+        v, r = t.round_verdicts.c, t.rounds.c
         stmt = (
             select(v.tag, v.served_model)
-            .where(v.model == model, v.round_id < round_id, v.served_model.is_not(None))
+            .join(t.rounds, r.id == v.round_id)
+            .where(
+                v.model == model,
+                v.round_id < round_id,
+                v.served_model.is_not(None),
+                r.status == "finished",
+                DECIDING,
+            )
             .order_by(v.round_id.desc())
             .limit(SERVED_LOOKBACK)
         )
@@ -330,6 +376,66 @@ class RoundsMixin(StoreBase):
         )
         with self._read() as conn:
             return [contract_result_row(r, r.scheduled_at) for r in conn.execute(stmt)]
+
+
+def finish_decided(
+    conn: Connection, round_id: int, holder: str | None, at: datetime
+) -> datetime | None:
+    """In a decision's transaction: the round must still be held by ``holder`` (when given,
+    :class:`RoundLost` otherwise); a running round ends ``finished`` here, so that no reclaim or
+    shutdown can abandon it once decided, and its probes join the latency histograms. Returns
+    the round's slot (None when there is no such round)."""
+    r = t.rounds.c
+    row = conn.execute(
+        select(r.status, r.runner_id, r.scheduled_at).where(r.id == round_id).with_for_update()
+    ).one_or_none()
+    if holder is not None and (row is None or row.status != "running" or row.runner_id != holder):
+        raise RoundLost(round_id, holder)
+    if row is None:
+        return None
+    if row.status == "running":
+        conn.execute(
+            update(t.rounds).where(r.id == round_id).values(status="finished", finished_at=at)
+        )
+        count_latency(conn, round_id)
+    slot: datetime = row.scheduled_at
+    return slot
+
+
+def count_latency(conn: Connection, round_id: int) -> None:
+    """Count a finishing round's times to first token (attributed probes only) into
+    ``ttft_buckets``, in the transaction that finishes it: once per round, and never for an
+    abandoned attempt."""
+    p = t.probes.c
+    samples = conn.execute(
+        select(p.model, p.tag, p.at, p.ttft_s).where(
+            p.round_id == round_id, p.ttft_s.is_not(None), p.attribution_ok.is_(True)
+        )
+    )
+    buckets = bucket_rows((m, tag, at, float(s)) for m, tag, at, s in samples)
+    if not buckets:
+        return
+    table = t.ttft_buckets
+    stmt = _upsert(conn, table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["model", "tag", "hour", "bucket"],
+        set_={
+            "n": table.c.n + stmt.excluded.n,
+            "top": case((stmt.excluded.top > table.c.top, stmt.excluded.top), else_=table.c.top),
+        },
+    )
+    conn.execute(stmt, buckets)
+
+
+def _upsert(conn: Connection, table: Table) -> Any:
+    """``INSERT ... ON CONFLICT`` for the connection's backend."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
 
 
 def _as_utc(value: datetime | str | None) -> datetime | None:

@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from canary.core.model import Contract, EndpointState, Event, Exclusion, Layer, Streak
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import tables as t
-from canary.store._claims import RoundLost, holds
 from canary.store._guard import Conflict, bump_guard, lock_guard
+from canary.store._rounds import finish_decided
 from canary.store.engine import StoreBase
-from canary.store.rows import NoActiveQuarantine, QuarantineRow
+from canary.store.rows import NoActiveQuarantine, QuarantineRow, SlotAlreadyCounted
 
 
 def _as_utc(value: str | None) -> datetime | None:
@@ -166,18 +166,16 @@ class StateMixin(StoreBase):
         written. Each state in ``after`` that differs from ``before`` is written by
         compare-and-set on the version it was read at (``before[tag].version``, else
         ``after[tag].version``; version 0 means "not stored yet" and inserts). ``holder``: the
-        round's claimer, which must still hold it (:class:`RoundLost`). Releases close the
-        open quarantine row; starts insert one (closing any still-open row as ``superseded``);
-        every event becomes one audit row.
+        round's claimer, which must still hold it (:class:`RoundLost`). The round ends
+        ``finished`` in this transaction (a decided round is never abandoned), and each state
+        written remembers the round's slot: a decision of another round of a slot that already
+        counted for the endpoint raises :class:`SlotAlreadyCounted`. Releases close the open
+        quarantine row; starts insert one (closing any still-open row as ``superseded``); every
+        event becomes one audit row.
         """
         try:
             with self._write() as conn:
-                if (
-                    holder is not None
-                    and round_id is not None
-                    and not holds(conn, round_id, holder)
-                ):
-                    raise RoundLost(round_id, holder)
+                slot = None if round_id is None else finish_decided(conn, round_id, holder, at)
                 if guard is not None and lock_guard(conn, model) != guard:
                     raise Conflict(f"{model}: its layers changed since the decision was made")
                 for tag in sorted(after):
@@ -186,7 +184,7 @@ class StateMixin(StoreBase):
                     if old is not None and old == new:
                         continue
                     expected = old.version if old is not None else new.version
-                    _cas_state(conn, model, tag, new, expected, at)
+                    _cas_state(conn, model, tag, new, expected, at, slot)
                 for end in releases:
                     _close_open_quarantine(conn, end.model, end.tag, end.at, end.why)
                 for start in quarantines_started:
@@ -279,9 +277,20 @@ class StateMixin(StoreBase):
 
 
 def _cas_state(
-    conn: Connection, model: str, tag: str, new: EndpointState, expected: int, at: datetime
+    conn: Connection,
+    model: str,
+    tag: str,
+    new: EndpointState,
+    expected: int,
+    at: datetime,
+    slot: datetime | None = None,
 ) -> None:
+    """Write ``new`` if the stored version is still ``expected`` (:class:`Conflict` otherwise).
+    With ``slot`` (a round's decision), only if the state was not last written by a decision of
+    that same slot (:class:`SlotAlreadyCounted`)."""
     values = _state_values(new)
+    if slot is not None:
+        values["counted_slot"] = slot
     if expected == 0:
         conn.execute(
             insert(t.endpoint_state).values(
@@ -290,13 +299,17 @@ def _cas_state(
         )
         return
     c = t.endpoint_state.c
-    result = conn.execute(
-        update(t.endpoint_state)
-        .where(c.model == model, c.tag == tag, c.version == expected)
-        .values(version=expected + 1, updated_at=at, **values)
-    )
-    if result.rowcount != 1:
-        raise Conflict(f"{model} {tag}: version {expected} is stale")
+    stmt = update(t.endpoint_state).where(c.model == model, c.tag == tag, c.version == expected)
+    if slot is not None:
+        stmt = stmt.where(or_(c.counted_slot.is_(None), c.counted_slot != slot))
+    if conn.execute(stmt.values(version=expected + 1, updated_at=at, **values)).rowcount == 1:
+        return
+    stored = conn.execute(
+        select(c.version).where(c.model == model, c.tag == tag)
+    ).scalar_one_or_none()
+    if slot is not None and stored == expected:  # the version held: the slot was counted
+        raise SlotAlreadyCounted(model, tag, slot)
+    raise Conflict(f"{model} {tag}: version {expected} is stale")
 
 
 def _open_quarantine(conn: Connection, model: str, tag: str, now: datetime) -> Row[Any] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 
 class UnknownExclusion(LookupError):
@@ -36,6 +36,17 @@ class UnknownRound(LookupError):
         self.round_id = round_id
 
 
+class SlotAlreadyCounted(RuntimeError):
+    """A decision would count a second round of one slot for an endpoint: the state was last
+    written by the decision of another round of that same slot."""
+
+    def __init__(self, model: str, tag: str, slot: datetime) -> None:
+        super().__init__(f"{model} {tag}: the slot {slot.isoformat()} was already counted")
+        self.model = model
+        self.tag = tag
+        self.slot = slot
+
+
 # Inputs. The core defines its own equivalent; anything with these attributes fits.
 
 
@@ -62,6 +73,13 @@ class DriftChange:
     reason: str | None = None
 
 
+class SkippedEndpoint(TypedDict):
+    """An endpoint a round did not probe (the budget), as ``rounds.skipped`` keeps it."""
+
+    provider: str
+    reason: str
+
+
 # Reads.
 
 
@@ -77,7 +95,7 @@ class RoundRow:
     runner_id: str
     checksums: dict[str, Any]
     cost_usd: float | None
-    skipped: tuple[Any, ...]
+    skipped: tuple[SkippedEndpoint, ...]
     detail: dict[str, Any]
     heartbeat_at: datetime | None = None  # its claimer's last sign of life
 

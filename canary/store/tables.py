@@ -167,7 +167,8 @@ probes = Table(
 )
 
 # Time to first token per endpoint and hour as a histogram (canary.core.stats): the latency
-# figures read a few rows per endpoint instead of every probe. Written with the probes.
+# figures read a few rows per endpoint instead of every probe. A round's probes are counted in
+# the transaction that finishes it, so an abandoned attempt's never are.
 ttft_buckets = Table(
     "ttft_buckets",
     metadata,
@@ -232,6 +233,8 @@ endpoint_state = Table(
     _when("next_language_since", null=True),
     _int("version"),
     _when("updated_at"),
+    # the slot of the round whose decision last wrote this state: one slot never counts twice
+    _when("counted_slot", null=True),
 )
 
 quarantines = Table(

@@ -269,4 +269,6 @@ def test_an_unreachable_postgres_is_retried_then_one_line_without_the_password(
 def test_bad_settings_are_one_line(tmp_path: Path) -> None:
     code, lines = _startup(tmp_path, CANARY_MODE="sometimes")
     assert code == 2
-    assert lines == ["canary: environment: setting 'mode': Input should be 'observe' or 'enforce'"]
+    assert lines == [
+        "canary: environment CANARY_MODE: setting 'mode': Input should be 'observe' or 'enforce'"
+    ]

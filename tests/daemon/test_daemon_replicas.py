@@ -1,9 +1,13 @@
 """Two `canary serve` replicas on one PostgreSQL database share each slot: every model's round is
 claimed by exactly one of them, a replica killed mid-round loses its models to the other, and a
-replica stopped mid-round hands its model to the other in the same slot.
+replica stopped mid-round hands its model to the other in the same slot; either way every model
+has exactly one finished round in that slot, and the dead attempt leaves nothing that counts.
 
-Real processes, a real simulator, a real database; a slot every 3 s and a 2 s claim TTL. The test
-polls the store with short waits (bounded by deadlines): it is not a timed test.
+Real processes, a real simulator, a real database; a slot every 3 s and a 2 s claim TTL. To stop
+a replica in the middle of a round for certain, one model is slowed down (each of its answers
+takes :data:`SLOW_MS` to start) and the victim is a round of it that started after that, less
+than a second ago: it cannot end before its first answer. The test polls the store with short
+waits (bounded by deadlines): it is not a timed test.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +32,16 @@ from canary.store.repository import Store
 from canary.store.rows import RoundRow
 
 MODELS = [f"acme/replicas-{i}" for i in range(6)]
+TAGS = "abc"
 KEY = "sim-replicas-key"
 CANARY = Path(sys.executable).parent / "canary"
+TTFT_MS = 100  # a round is shorter than a slot, so both replicas run every slot
+SLOW_MS = 5000  # the slowed model's answers: under the 10 s first-token limit, still passing
+FRESH = timedelta(seconds=1)  # a victim started less than this ago: far from its first answer
 
 
 def _provider(tag: str) -> dict[str, Any]:
-    # half a second to the first token: a round lasts long enough to be killed in its middle
-    return {"tag": tag, "ttft_ms": 500, "tokens_per_second": 3000}
+    return {"tag": tag, "ttft_ms": TTFT_MS, "tokens_per_second": 3000}
 
 
 SCENARIO = {
@@ -111,6 +119,65 @@ def _rounds_of(store: Store) -> list[RoundRow]:
     return [r for m in MODELS for r in store.recent_rounds(m, limit=200)]
 
 
+def _set_ttft(sim: RunningSimulator, model: str, ttft_ms: int) -> None:
+    for tag in TAGS:
+        sim.state.update(model, tag, {"ttft_ms": ttft_ms})
+
+
+def _mid_round_victim(
+    store: Store, model: str, slowed_at: datetime, holders: tuple[str, ...]
+) -> RoundRow | None:
+    """A round of the slowed ``model`` run by one of ``holders``, started after the slow-down
+    and less than :data:`FRESH` ago (so it is certainly mid-round: it cannot end before its
+    first answer, :data:`SLOW_MS` after its start), in a slot the other replica runs too (so
+    that one watches it and takes it over in the same slot)."""
+    now = datetime.now(UTC)
+    rounds = _rounds_of(store)
+    for r in rounds:
+        if (
+            r.model == model
+            and r.status == "running"
+            and r.runner_id.endswith(holders)
+            and slowed_at <= r.started_at
+            and now - r.started_at < FRESH
+        ):
+            others = {o.runner_id for o in rounds if o.scheduled_at == r.scheduled_at}
+            if any(h.endswith(holders) for h in others - {r.runner_id}):
+                return r
+    return None
+
+
+def _every_model_finished_once(store: Store, slot: datetime) -> list[RoundRow] | None:
+    """Each model's rounds in ``slot`` once every one of them has a finished round there."""
+    rounds = [r for r in _rounds_of(store) if r.scheduled_at == slot]
+    done = {r.model for r in rounds if r.status == "finished"}
+    return rounds if done == set(MODELS) else None
+
+
+def _exactly_one_finished_round_each(rounds: list[RoundRow]) -> None:
+    for model in MODELS:
+        ended = [r.status for r in rounds if r.model == model and r.status != "abandoned"]
+        assert ended == ["finished"], f"{model}: {ended} in the slot"
+
+
+def _histograms_count_finished_rounds_only(store: Store) -> None:
+    """The latency histograms hold each finished round's attributed probes, and nothing of
+    the abandoned attempts (nor of rounds that never finished)."""
+    week_ago = datetime.now(UTC) - timedelta(days=7)
+    histograms = store.ttft_histograms_of(MODELS, week_ago, week_ago)
+    for model in MODELS:
+        _, week = histograms[model]
+        counted = sum(n for buckets in week.values() for n, _ in buckets.values())
+        finished = [r for r in store.recent_rounds(model, limit=500) if r.status == "finished"]
+        probes = [
+            p
+            for r in finished
+            for p in store.probes(r.id)
+            if p.ttft_s is not None and p.attribution_ok
+        ]
+        assert counted == len(probes), f"{model}: {counted} counted, {len(probes)} finished"
+
+
 def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again(
     postgres_url: str, simulator: RunningSimulator, tmp_path: Path
 ) -> None:
@@ -139,30 +206,44 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
         )
 
         # Kill a replica in the middle of a model's round, without any chance to clean up.
-        def running() -> RoundRow | None:
-            return next((r for r in _rounds() if r.status == "running"), None)
-
-        victim = wait_for("a round in progress", running, 30)
+        slow, slowed_at = MODELS[0], datetime.now(UTC)
+        _set_ttft(simulator, slow, SLOW_MS)
+        mine = tuple(p.holder_suffix for p in replicas)
+        victim = wait_for(
+            "a fresh round of the slowed model",
+            lambda: _mid_round_victim(store, slow, slowed_at, mine),
+            60,
+        )
         (killed,) = [p for p in replicas if victim.runner_id.endswith(p.holder_suffix)]
         killed.process.send_signal(signal.SIGKILL)
         killed.process.wait(timeout=10)
         (survivor,) = [p for p in replicas if p is not killed]
-        died_mid_round = store.get_round(victim.id).status == "running"
+        assert store.get_round(victim.id).status == "running"  # it died mid-round
+        _set_ttft(simulator, slow, TTFT_MS)
 
         def claimed_again() -> RoundRow | None:
             live = store.live_rounds([victim.model], victim.scheduled_at).get(victim.model)
             return live if live is not None and live.status == "finished" else None
 
         again = wait_for("the survivor to finish the killed replica's model", claimed_again, 60)
-        if died_mid_round:
-            assert store.get_round(victim.id).status == "abandoned"
-            assert again.runner_id.endswith(survivor.holder_suffix) and again.id != victim.id
+        dead = store.get_round(victim.id)
+        assert dead.status == "abandoned" and dead.detail == {"why": "claimer lost"}
+        assert again.runner_id.endswith(survivor.holder_suffix) and again.id != victim.id
+        assert store.probes(victim.id) == []  # killed while its first answers were due
+        in_slot = wait_for(
+            "every model of the slot finished",
+            lambda: _every_model_finished_once(store, victim.scheduled_at),
+            60,
+        )
+        _exactly_one_finished_round_each(in_slot)
         assert survivor.alive()
         _judged_once_per_slot(_rounds())
         hanging = [
             r for r in _rounds() if r.status == "running" and r.runner_id == victim.runner_id
         ]
         assert hanging == []  # the dead replica left nothing running
+        _stop(survivor)  # the store stands still: nothing finishes while it is read
+        _histograms_count_finished_rounds_only(store)
     finally:
         for replica in replicas:
             _stop(replica)
@@ -183,33 +264,39 @@ def test_a_replica_stopped_mid_round_hands_its_model_to_the_other_in_the_same_sl
         wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), 60)
 
         mine = tuple(p.holder_suffix for p in replicas)  # the module's database is shared
-
-        def running() -> RoundRow | None:
-            rounds = _rounds_of(store)
-            return next(
-                (r for r in rounds if r.status == "running" and r.runner_id.endswith(mine)), None
-            )
-
-        victim = wait_for("a round in progress", running, 60)
+        slow, slowed_at = MODELS[1], datetime.now(UTC)
+        _set_ttft(simulator, slow, SLOW_MS)
+        victim = wait_for(
+            "a fresh round of the slowed model",
+            lambda: _mid_round_victim(store, slow, slowed_at, mine),
+            60,
+        )
         (stopped,) = [p for p in replicas if victim.runner_id.endswith(p.holder_suffix)]
         (survivor,) = [p for p in replicas if p is not stopped]
         stopped.process.send_signal(signal.SIGTERM)
         assert stopped.process.wait(timeout=30) == 0
+        _set_ttft(simulator, slow, TTFT_MS)
         given_up = store.get_round(victim.id)
-        if given_up.status == "abandoned":  # stopped before the round could finish
-            assert given_up.detail.get("why") == "shutdown"
+        assert given_up.status == "abandoned" and given_up.detail.get("why") == "shutdown"
 
-            def finished_here() -> RoundRow | None:
-                live = store.live_rounds([victim.model], victim.scheduled_at).get(victim.model)
-                return live if live is not None and live.status == "finished" else None
+        def finished_here() -> RoundRow | None:
+            live = store.live_rounds([victim.model], victim.scheduled_at).get(victim.model)
+            return live if live is not None and live.status == "finished" else None
 
-            again = wait_for("the survivor to run the model in the same slot", finished_here, 30)
-            assert again.runner_id.endswith(survivor.holder_suffix)
-            assert again.scheduled_at == victim.scheduled_at and again.id != victim.id
-        else:
-            assert given_up.status == "finished"
+        again = wait_for("the survivor to run the model in the same slot", finished_here, 30)
+        assert again.runner_id.endswith(survivor.holder_suffix)
+        assert again.scheduled_at == victim.scheduled_at and again.id != victim.id
+        assert store.probes(victim.id) == []
+        in_slot = wait_for(
+            "every model of the slot finished",
+            lambda: _every_model_finished_once(store, victim.scheduled_at),
+            60,
+        )
+        _exactly_one_finished_round_each(in_slot)
         assert survivor.alive()
         _judged_once_per_slot(_rounds_of(store))
+        _stop(survivor)
+        _histograms_count_finished_rounds_only(store)
     finally:
         for replica in replicas:
             _stop(replica)

@@ -1,16 +1,25 @@
-"""Start-up of the daemon in-process: the store's retry schedule (a fake clock, no sleeping), the
-SQLite path checks, and the retention job."""
+"""Start-up of the daemon: the store's retry schedule in-process (a fake clock, no sleeping), a
+stop while it waits (in-process and as a process), the SQLite path checks, and the retention
+job."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 from canary.net import free_port
 from canary.settings import Settings
-from canary.startup import StartupError, open_store, sqlite_path_problem
+from canary.startup import StartupError, StoppedDuringStartup, open_store, sqlite_path_problem
+
+CANARY = Path(sys.executable).parent / "canary"
 
 
 class FakeTime:
@@ -49,9 +58,45 @@ def test_a_stop_signal_while_waiting_ends_start_up_at_once() -> None:
         asked.append(seconds)
         return True
 
-    with pytest.raises(StartupError, match="stopped while waiting for the store"):
+    with pytest.raises(StoppedDuringStartup) as caught:
         open_store(Settings(database_url=url, startup_wait_s=60), wait=stopped)
     assert asked == [0.5]
+    assert caught.value.code == 0  # a stop asked for is not a failure
+    assert not isinstance(caught.value, StartupError)
+
+
+def test_sigterm_while_serve_waits_for_the_store_exits_0(tmp_path: Path) -> None:
+    url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANARY_")}
+    env.update(
+        CANARY_DATABASE_URL=url,
+        CANARY_STARTUP_WAIT_S="60",
+        CANARY_LOG_FORMAT="json",
+        CANARY_MODELS="acme/wait-1",
+        OPENROUTER_API_KEY="sim-key",
+    )
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(CANARY), "serve", "--host", "127.0.0.1", "--port", str(free_port())],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for("a store_unreachable retry", lambda: "store_unreachable" in log.read_text(), 30)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = log.read_text().splitlines()
+    assert code == 0, lines
+    stopped = [json.loads(line) for line in lines if '"stopped"' in line]
+    assert len(stopped) == 1 and "waiting for the store" in stopped[0]["during"]
+    assert not [line for line in lines if line.startswith("canary:") or "Traceback" in line]
 
 
 def test_a_reachable_store_opens_migrated_without_waiting(tmp_path: Path) -> None:

@@ -263,10 +263,14 @@ def test_a_forced_exclusion_below_the_floor_opens_one_episode_by_its_author(
     store: Store, model: str
 ) -> None:
     _list(store, model, "alpha", "beta")
-    _exclude(store, model, "alpha", floor=2, force=True)
+    first = _exclude(store, model, "alpha", floor=2, force=True)
     _exclude(store, model, "beta", floor=2, force=True)
     [episode] = store.floor_episodes(model)
-    assert episode["opened_by"] == "bob" and episode["closed_at"] is None
+    assert episode.opened_by == "bob" and episode.open
+    assert episode.detail["action"] == {
+        "event": "exclusion_added", "exclusion_id": first, "tag": "alpha", "force": True,
+        "actor": "bob",
+    }  # fmt: skip
     events = [a.event for a in store.audit(model)]
     assert events.count("floor_breached") == 1 and events.count("exclusion_added") == 2
     [added] = [a for a in store.audit(model) if a.event == "exclusion_added" and a.tag == "alpha"]
@@ -308,7 +312,7 @@ def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, mode
     assert len(store.apply_floor_changes(model, changes, now, "canary", "p-1")) == 2
     assert store.apply_floor_changes(model, changes, now, "replica-2", "p-1") == []
     assert store.quarantines(model)[0].withheld_at == now
-    assert [e["model"] for e in store.floor_episodes(model)] == [model]
+    assert [e.model for e in store.floor_episodes(model)] == [model]
     assert stored.quarantined(now)
     restore = Event(EventKind.floor_restored, model, None, {})
     republish = Event(EventKind.republished, model, "alpha", {})
@@ -316,7 +320,7 @@ def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, mode
     assert len(store.apply_floor_changes(model, closing, now, "canary", "p-1")) == 2
     assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == []
     [episode] = store.floor_episodes(model)
-    assert episode["closed_at"] == now and store.quarantines(model)[0].withheld_at is None
+    assert episode.closed_at == now and store.quarantines(model)[0].withheld_at is None
     kinds = [a.event for a in store.audit(model)]
     assert kinds.count("floor_breached") == 1 and kinds.count("floor_restored") == 1
 

@@ -67,12 +67,12 @@ def test_finish_round_records_cost_and_skipped(store: Store, model: str) -> None
         round_id,
         "finished",
         cost_usd=0.012,
-        skipped=[("m", "beta", "budget")],
+        skipped=[{"provider": "beta", "reason": "budget"}],
         at=T0 + timedelta(minutes=2),
     )
     row = store.get_round(round_id)
     assert row.status == "finished" and row.cost_usd == pytest.approx(0.012)
-    assert row.skipped == (("m", "beta", "budget"),)
+    assert row.skipped == ({"provider": "beta", "reason": "budget"},)
     finished = store.last_finished_round_at(model)
     assert finished == T0 + timedelta(minutes=2) and finished.tzinfo is not None
     with pytest.raises(ValueError, match="finished or abandoned"):
@@ -123,6 +123,7 @@ def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicat
     ]
     assert store.record_observations(round_id, model, obs, T0) == 2
     assert store.record_observations(round_id, model, obs, T0) == 0  # a retried write
+    store.finish_round(round_id, "finished", at=T0)
     probes = store.probes(round_id)
     assert [p.tag for p in probes] == ["alpha", "beta"]
     assert len(probes[0].sample) == 200 and probes[0].cost_usd == pytest.approx(0.001)
@@ -148,6 +149,7 @@ def test_a_stall_is_stored_censored_and_counted_at_the_timeout(store: Store, mod
     )
     fast = Observation(Contract.ttft, "alpha", Transport.ok, ttft_s=0.8, nonce="n2")
     store.record_observations(round_id, model, [stall, fast], T0)
+    store.finish_round(round_id, "finished", at=T0)
     assert [(p.ttft_s, p.ttft_censored) for p in store.probes(round_id)] == [
         (30.0, True),
         (0.8, False),
@@ -180,6 +182,7 @@ def test_latency_histograms_add_up_per_hour_and_split_the_windows(store: Store, 
         obs = [_timed("alpha", s, f"{rid}-{i}") for i, s in enumerate(samples)]
         obs.append(_timed("beta", 9.0, f"{rid}-x", attributed=False))  # another host answered
         store.record_observations(rid, model, obs, at)
+        store.finish_round(rid, "finished", at=at)
     one = latency_bucket(1.0)
     day, week = store.ttft_histograms_of([model], T0 + timedelta(minutes=45), old)[model]
     # the day window starts at the hour of its bound: both rounds of 12:xx are in it

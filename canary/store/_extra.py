@@ -1,0 +1,25 @@
+"""Extra rounds (`canary round --now`): recorded and shown, but they decide nothing.
+
+A round is extra when its ``detail`` says ``"extra": true``; these expressions keep every read
+and every status change of the store agreeing on that mark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, case, false, func, literal
+
+from canary.store import tables as t
+
+# A round that decides: not an extra round.
+DECIDING = func.coalesce(t.rounds.c.detail["extra"].as_boolean(), false()).is_(false())
+
+
+def abandoned_detail(why: str) -> ColumnElement[Any]:
+    """The detail of a round marked abandoned: why, keeping an extra round's mark."""
+    json_type = t.rounds.c.detail.type
+    return case(
+        (DECIDING, literal({"why": why}, type_=json_type)),
+        else_=literal({"why": why, "extra": True}, type_=json_type),
+    )
