@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from canary.core.floor import Publication, reconcile
+from canary.core.floor import Publication
 from canary.core.identity import Listed
 from canary.core.model import Event, Exclusion, RoundVerdict
 from canary.core.policy import PolicyRules
@@ -101,24 +101,26 @@ class ModelDecisions:
         self, models: Sequence[str], floors: Mapping[str, int], now: datetime
     ) -> list[Event]:
         """Record what the floor does on each model's published list (withheld quarantines, floor
-        episodes). Idempotent; any replica may run it. Returns the events it recorded."""
+        episodes), each model read, reconciled and written in one transaction under its guard
+        (:meth:`canary.store.Store.sync_floor`). Idempotent; any replica may run it. Returns the
+        events it recorded."""
         written: list[Event] = []
-        for model, layers in self.store.model_layers(models, now).items():
-            publication = layers.publish(model, self.builtin_for(model), floors[model], now)
-            changes = reconcile(publication, layers.record)
-            if not changes.empty:
-                written += self.store.apply_floor_changes(
-                    model, changes, now, ACTOR, self.policy_version
-                )
+        for model in dict.fromkeys(models):
+            written += self.store.sync_floor(
+                model, self.builtin_for(model), floors[model], now, ACTOR, self.policy_version
+            )
         return written
 
     def expire_due(self, model: str, now: datetime) -> tuple[Event, ...]:
-        """Release the quarantines whose end has come, between rounds (their `release` rows go
-        out when ``until`` passes, not at the next round)."""
+        """Between rounds: release the quarantines whose end has come (their `release` rows go
+        out when ``until`` passes, not at the next round) and drop pending languages older than
+        the max age (a round after a long outage does not repeat a stale one). Made on the
+        model's guard version, like a round's decision."""
         for _ in range(_ATTEMPTS):
+            guard = self.store.guard_version(model)
             before = self.store.load_states(model)
-            after, ends, events = expire_due(before, now)
-            if not ends:
+            after, ends, events = expire_due(before, now, self.rules.streak_max_age)
+            if not after:
                 return ()
             if self.store.apply_decision(
                 round_id=None,
@@ -130,6 +132,7 @@ class ModelDecisions:
                 actor=ACTOR,
                 policy_version=self.policy_version,
                 at=now,
+                guard=guard,
             ):
                 return events
         raise DecisionConflict(model, None)

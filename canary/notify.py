@@ -14,6 +14,11 @@ marking, or another replica's retry can repeat a delivery. Each delivery carries
 A webhook with a ``secret`` is signed: ``X-Canary-Timestamp: <unix seconds>`` and
 ``X-Canary-Signature: sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` under the secret,
 over the body's bytes exactly as sent. Without a secret, deliveries are unsigned.
+
+Which rows alert is decided by the core and recorded with the row: a row whose detail says
+``"alert": false`` (a drift change that cannot break routing, a ``floor_held`` after the first of
+its streak, a ``control_missing`` within a day of the last alert) is marked without being sent;
+every other row of the kinds below is sent.
 """
 
 from __future__ import annotations
@@ -24,13 +29,16 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from pydantic import SecretStr
 
 from canary import metrics
 from canary.logs import get_logger, scrub
+
+if TYPE_CHECKING:
+    from canary.store.rows import AuditRow
 
 log = get_logger("canary.notify")
 
@@ -43,7 +51,10 @@ NOTIFY_KINDS = (
     "model_wide",
     "operator_alert",
     "budget",
-    "drift",  # only changes marked alert are sent; the others are marked without sending
+    "drift",
+    "floor_breached",  # one per episode
+    "floor_restored",
+    "control_missing",  # alerted at most once a day
 )
 TITLES = {
     "quarantine": ":no_entry: quarantined",
@@ -55,13 +66,17 @@ TITLES = {
     "operator_alert": ":rotating_light: operator alert",
     "budget": ":moneybag: probe budget",
     "drift": ":triangular_ruler: endpoint drift",
+    "floor_breached": ":rotating_light: capacity floor breached",
+    "floor_restored": ":white_check_mark: capacity floor met again",
+    "control_missing": ":warning: positive control missing from the listing",
 }
+_WHY_KINDS = frozenset({"floor_breached", "floor_restored", "floor_held", "control_missing"})
 
 
 class Outbox(Protocol):
     def pending_notifications(
         self, now: datetime, limit: int, kinds: Sequence[str]
-    ) -> Sequence[Any]: ...
+    ) -> Sequence[AuditRow]: ...
 
     def mark_notified(self, audit_id: int, at: datetime) -> None: ...
 
@@ -105,7 +120,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def summary(row: Any) -> str:
+def summary(row: AuditRow) -> str:
     """One line a person can act on."""
     detail: dict[str, Any] = dict(row.detail or {})
     who = f"`{row.tag}` of `{row.model}`" if row.tag else f"`{row.model or 'canary'}`"
@@ -122,6 +137,8 @@ def summary(row: Any) -> str:
     if row.event == "drift" and detail.get("field"):
         parts.append(f"{detail['field']}: {detail.get('old')} → {detail.get('new')}")
     reason = detail.get("reason") or detail.get("detail") or detail.get("error")
+    if row.event in _WHY_KINDS:
+        reason = detail.get("why") or reason
     if reason:
         parts.append(f"— {reason}")
     if row.evidence:
@@ -129,7 +146,7 @@ def summary(row: Any) -> str:
     return scrub(" ".join(str(p) for p in parts))
 
 
-def json_body(row: Any) -> dict[str, Any]:
+def json_body(row: AuditRow) -> dict[str, Any]:
     return {
         "id": row.id,
         "event": row.event,
@@ -144,7 +161,7 @@ def json_body(row: Any) -> dict[str, Any]:
     }
 
 
-def slack_body(row: Any) -> dict[str, Any]:
+def slack_body(row: AuditRow) -> dict[str, Any]:
     text = summary(row)
     fields = [f"*event* `{row.event}`", f"*at* {_iso(row.at)}", f"*actor* {row.actor}"]
     if row.policy_version:
@@ -158,10 +175,13 @@ def slack_body(row: Any) -> dict[str, Any]:
     }
 
 
-def _should_send(row: Any) -> bool:
-    if row.event == "drift":
-        return bool((row.detail or {}).get("alert"))
-    return True
+def should_send(row: AuditRow) -> bool:
+    """The core marked the row an alert, or did not say (every row of a kind that always alerts).
+    A drift change alerts only when marked so."""
+    detail = row.detail or {}
+    if "alert" in detail:
+        return bool(detail["alert"])
+    return row.event != "drift"
 
 
 class Notifier:
@@ -210,7 +230,7 @@ class Notifier:
         rows = self.store.pending_notifications(now, self.batch, NOTIFY_KINDS)
         delivered = 0
         for row in rows:
-            if not _should_send(row):
+            if not should_send(row):
                 self.store.mark_notified(row.id, now)
                 continue
             done = self._delivered.setdefault(row.id, set())
@@ -250,7 +270,7 @@ class Notifier:
             self.store.mark_notify_failed(row.id, retry_at)
         return delivered
 
-    def _deliver(self, hook: WebhookLike, row: Any) -> str | None:
+    def _deliver(self, hook: WebhookLike, row: AuditRow) -> str | None:
         document = slack_body(row) if hook.format == "slack" else json_body(row)
         body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         try:

@@ -93,6 +93,7 @@ class AdminHandlers(Handlers):
                 builtin=builtin,
                 floor=self.settings.model(model).capacity_floor,
                 force=force,
+                policy_version=self.ignore.policy_version,
             )
         except FloorRefused as exc:
             return error(409, str(exc), hint='send "force": true to exclude it anyway')
@@ -127,7 +128,12 @@ class AdminHandlers(Handlers):
             return error(422, f"'reason' is longer than {MAX_REASON} characters")
         try:
             await self._store(
-                self.store.remove_exclusion, exclusion_id, "api", reason, self.clock()
+                self.store.remove_exclusion,
+                exclusion_id,
+                "api",
+                reason,
+                self.clock(),
+                policy_version=self.ignore.policy_version,
             )
         except UnknownExclusion:
             return error(404, f"no active runtime exclusion with id {exclusion_id}")

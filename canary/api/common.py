@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from canary.store.repository import Store
 
 log = get_logger("canary.api")
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_LIMIT = 1000
 MAX_REASON = 500
 MAX_BODY = 64 * 1024
@@ -87,7 +89,8 @@ class Handlers:
         self.clock = clock
         self.started_at = clock()
 
-    async def _store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _store(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``fn(*args, **kwargs)`` off the event loop; a store error becomes :class:`StoreDown`."""
         try:
             return await run_in_threadpool(fn, *args, **kwargs)
         except STORE_ERRORS as exc:  # anything else is a bug: a 500, not "store unreachable"

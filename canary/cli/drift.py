@@ -16,11 +16,18 @@ Everything heavy is imported inside the command, so it starts fast.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from canary.cli.common import fail, print_json, to_second
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from canary.store.repository import Store
+    from canary.store.rows import DriftRow
 
 PER_MILLION = 1_000_000
 JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
@@ -73,7 +80,7 @@ def drift(
         _print_served(model, now_served)
 
 
-def served_now(store: Any, model: str) -> list[dict[str, Any]]:
+def served_now(store: Store, model: str) -> list[dict[str, Any]]:
     """Each endpoint's latest served model: ``[{provider, served_model, expected}]``."""
     from canary.core.served import is_expected
 
@@ -101,7 +108,7 @@ def _print_served(model: str, rows: Sequence[dict[str, Any]]) -> None:
         console.print(f"{escape(r['provider'])}: serves {escape(r['served_model'])}{mark}")
 
 
-def drift_json(row: Any) -> dict[str, Any]:
+def drift_json(row: DriftRow) -> dict[str, Any]:
     """One stored drift row (``canary.store.rows.DriftRow``) in the CLI's JSON shape."""
     from canary.views.records import iso
 
@@ -163,7 +170,7 @@ def _print_table(
     console.print(f"{len(records)} change(s), {alerts} alert(s){more}")
 
 
-def _console() -> Any:
+def _console() -> Console:
     import sys
 
     from rich.console import Console
@@ -171,7 +178,7 @@ def _console() -> Any:
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
-def _when(text: str) -> Any:
+def _when(text: str) -> datetime:
     from canary.views.records import parse_when
 
     try:

@@ -213,6 +213,7 @@ def exclude_add(
                 builtin=builtin,
                 floor=ops.settings.model(model).capacity_floor,
                 force=force,
+                policy_version=ops.wiring().policy_version,
             )
         except FloorRefused as exc:
             fail(f"refused: {exc} (--force to exclude it anyway)", code=4)

@@ -9,15 +9,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from canary.cli.common import fail, first_line, settings_from, to_second
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from canary.core.model import Exclusion
+    from canary.ignorelist import IgnoreListService
     from canary.settings import Settings
+    from canary.store.repository import Store
+    from canary.wiring import Wiring
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model id, author/slug.")]
 OptModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only this model.")]
@@ -47,10 +53,11 @@ RESULT_MARKS = {
 class Ops:
     """The settings and the store of one command, and the checks every command shares."""
 
-    def __init__(self, settings: Settings, store: Any) -> None:
+    def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
         self.now = datetime.now(UTC)
+        self._wiring: Wiring | None = None
 
     def models(self) -> list[str]:
         from canary.views.known import known_models
@@ -83,8 +90,8 @@ class Ops:
         latest = self.store.recent_rounds(None, 1)
         return str(latest[0].policy_version) if latest else self.wiring().policy_version
 
-    def wiring(self) -> Any:
-        if not hasattr(self, "_wiring"):
+    def wiring(self) -> Wiring:
+        if self._wiring is None:
             from canary.probes import ProbeDefinitionError
             from canary.wiring import build_wiring
 
@@ -165,7 +172,7 @@ def when(text: str, option: str) -> datetime:
         fail(f"{option} {text!r} is not an ISO-8601 time (e.g. 2026-05-01T12:00:00Z)")
 
 
-def console() -> Any:
+def console() -> Console:
     import sys
 
     from rich.console import Console
@@ -174,7 +181,7 @@ def console() -> Any:
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
-def table_of(title: str | None, *columns: str) -> Any:
+def table_of(title: str | None, *columns: str) -> Table:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
@@ -183,7 +190,7 @@ def table_of(title: str | None, *columns: str) -> Any:
     return table
 
 
-def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], empty: str) -> None:
+def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], empty: str) -> None:
     if not rows:
         console().print(empty)
         return
@@ -193,7 +200,7 @@ def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], empt
     console().print(table)
 
 
-def s(value: Any) -> str:
+def s(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
@@ -203,7 +210,7 @@ def ignore_service(
     *,
     builtin: Sequence[Exclusion] | None = None,
     policy_version: str | None = None,
-) -> Any:
+) -> IgnoreListService:
     from canary.ignorelist import IgnoreListService
 
     service = IgnoreListService(

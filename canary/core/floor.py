@@ -12,8 +12,13 @@
    remembers: a ``floor_held`` row per quarantine newly withheld, a ``republished`` row per one
    published again, and one ``floor_breached`` row opening an episode (closed by one
    ``floor_restored`` row when usable >= floor again).
-3. :func:`check_exclusion` — an operator's exclusion that would lower usable below the floor is
-   refused unless forced; before the model's first listing every add must be forced.
+3. :func:`check_exclusion` — an operator's exclusion, weighed on the list as :func:`publish` would
+   publish it with the entry (withholding included), is refused unless forced when it lowers
+   usable below the floor, or when it keeps the floor only by withholding a published quarantine
+   (a human decision must not silently undo a quarantine); before the model's first listing every
+   add must be forced. :func:`admit_exclusion` gives the rows an admitted one writes (its
+   ``exclusion_added`` row, and what the floor does: a forced breach opens the episode with a row
+   that describes the action); :func:`exclusion_removed` the row of a removal (always allowed).
 
 Before a model's first listing nothing is known of its capacity: usable is None and the floor
 is neither held nor breached.
@@ -22,7 +27,7 @@ is neither held nor breached.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -250,13 +255,36 @@ def _withheld_event(publication: Publication, entry: Exclusion) -> Event:
 
 @dataclass(frozen=True)
 class ExclusionCheck:
-    """An operator's exclusion weighed against the floor."""
+    """An operator's exclusion weighed against the floor, on the list as it would be published."""
 
     allowed: bool
     message: str  # why it is refused, or what it does to the floor
     usable_before: int | None
-    usable_after: int | None
-    breaches: bool  # allowed only because forced, and usable falls below the floor
+    usable_after: int | None  # usable on the list published with it (withholding included)
+    breaches: bool  # usable would fall below the floor (allowed only because forced)
+    withholds: tuple[str, ...] = ()  # tags of published quarantines the floor would withhold
+
+
+def with_exclusion(before: Publication, entry: Exclusion, now: datetime) -> Publication:
+    """``before``'s model published again at ``now`` with ``entry`` in its runtime layer."""
+    entries = (*before.entries, *before.withheld)
+    return publish(
+        before.model,
+        before.listing,
+        [e for e in entries if e.layer is Layer.builtin],
+        [*(e for e in entries if e.layer is Layer.runtime), entry],
+        [e for e in entries if e.layer is Layer.quarantine],
+        floor=before.floor,
+        now=now,
+    )
+
+
+def _newly_withheld(before: Publication, after: Publication) -> tuple[str, ...]:
+    def key(e: Exclusion) -> tuple[str, int | None, datetime | None]:
+        return (e.tag, e.id, e.since)
+
+    was = {key(e) for e in before.withheld}
+    return tuple(sorted({e.tag for e in after.withheld if key(e) not in was}))
 
 
 def check_exclusion(
@@ -264,9 +292,11 @@ def check_exclusion(
 ) -> ExclusionCheck:
     """May ``entry`` join the runtime layer of ``before``'s model?
 
-    Refused (unless ``force``) when it lowers usable below the floor, counted on the list as
-    published now plus the entry, or when the model was never listed (nothing is known of its
-    capacity) and has a floor.
+    Weighed on :func:`publish` of the layers with the entry, so the withholding it would cause is
+    counted. Refused unless ``force``: when usable falls (below the floor) even with every
+    quarantine that would help withheld; when the floor is kept only by withholding a quarantine
+    published now; and when the model was never listed (nothing is known of its capacity) and
+    has a floor.
     """
     floor = before.floor
     if before.usable is None or before.listing is None:
@@ -280,19 +310,110 @@ def check_exclusion(
             None,
             False,
         )
-    usable_now = [e for e in before.listing if e.tag in set(before.usable)]
-    after = usable(usable_now, [entry], now)
-    lowers = len(after) < len(before.usable) and len(after) < floor
-    message = (
-        f"excluding {entry.tag} leaves {len(after)} usable endpoint(s) of {before.model} "
-        f"(now {len(before.usable)}), below its capacity floor of {floor}"
-    )
-    if not lowers:
-        message = f"{len(after)} usable endpoint(s) of {before.model} remain (floor {floor})"
+    after = with_exclusion(before, entry, now)
+    now_usable, left = len(before.usable), len(after.usable or ())
+    withholds = _newly_withheld(before, after)
+    lowers = left < now_usable and left < floor
+    held = f"the quarantine of {', '.join(withholds)}"
+    if lowers:
+        message = (
+            f"excluding {entry.tag} leaves {left} usable endpoint(s) of {before.model} "
+            f"(now {now_usable}), below its capacity floor of {floor}"
+        )
+        if withholds:
+            message += f", even if it withholds {held}"
+    elif withholds:
+        message = (
+            f"excluding {entry.tag} would withhold {held} from the published list: "
+            f"{before.model} would keep its capacity floor of {floor} only that way "
+            f"({left} usable endpoint(s), now {now_usable})"
+        )
+    else:
+        message = f"{left} usable endpoint(s) of {before.model} remain (floor {floor})"
     return ExclusionCheck(
-        allowed=force or not lowers,
+        allowed=force or not (lowers or withholds),
         message=message,
-        usable_before=len(before.usable),
-        usable_after=len(after),
+        usable_before=now_usable,
+        usable_after=left,
         breaches=lowers,
+        withholds=withholds,
+    )
+
+
+@dataclass(frozen=True)
+class ExclusionAdmission:
+    """What an admitted exclusion writes, in the transaction that inserts it."""
+
+    event: Event  # exclusion_added
+    floor: FloorChanges  # withheld quarantines, the episode a forced breach opens
+
+
+def admit_exclusion(
+    before: Publication,
+    record: FloorRecord,
+    entry: Exclusion,
+    check: ExclusionCheck,
+    *,
+    force: bool,
+    actor: str,
+    policy_version: str | None,
+    now: datetime,
+) -> ExclusionAdmission:
+    """The rows of ``entry`` (inserted, so it has its id) admitted on ``check``.
+
+    The floor rows it causes describe the action (``action``: the exclusion's id, tag, force,
+    actor) and carry the policy version; the episode it opens is the forced action's row.
+    """
+    action = {
+        "event": str(EventKind.exclusion_added),
+        "exclusion_id": entry.id,
+        "tag": entry.tag,
+        "force": force,
+        "actor": actor,
+    }
+    after = with_exclusion(before, entry, now)
+    changes = reconcile(after, record)
+    if changes.open_episode is not None:
+        usable_now = len(after.usable or ())
+        opening = breach_event(
+            after,
+            action=action,
+            policy_version=policy_version,
+            why=(
+                f"{actor} {'forced' if force else 'added'} the exclusion of {entry.tag} "
+                f"(id {entry.id}): {usable_now} usable endpoint(s) on the published list, below "
+                f"the capacity floor of {after.floor}"
+            ),
+        )
+        changes = replace(changes, open_episode=opening)
+    changes = replace(
+        changes,
+        withhold=tuple(
+            (i, replace(e, detail={**e.detail, "action": action})) for i, e in changes.withhold
+        ),
+    )
+    event = Event(
+        EventKind.exclusion_added,
+        entry.model,
+        entry.tag,
+        {
+            "id": entry.id,
+            "reason": entry.reason,
+            "until": iso_utc(entry.until),
+            "force": force,
+            "usable_before": check.usable_before,
+            "usable_after": check.usable_after,
+            "withholds": list(check.withholds),
+        },
+    )
+    return ExclusionAdmission(event, changes)
+
+
+def exclusion_removed(entry: Exclusion, *, reason: str) -> Event:
+    """The row of a runtime exclusion's removal: always allowed, it only gives capacity back."""
+    return Event(
+        EventKind.exclusion_removed,
+        entry.model,
+        entry.tag,
+        {"id": entry.id, "reason": reason, "was": entry.reason},
     )

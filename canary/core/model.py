@@ -221,7 +221,7 @@ class Streak:
     count: int = 0
     last_fail_at: datetime | None = None
     evidence: tuple[int, ...] = ()  # round ids of the failures counted
-    warned: bool = False  # would_quarantine was emitted for this streak
+    warned: bool = False  # would_quarantine or floor_held was alerted for this streak
 
 
 @dataclass(frozen=True)

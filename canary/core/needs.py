@@ -5,15 +5,19 @@ Mapping: ``schema`` -> ``structured_outputs``, ``tools`` -> ``tools``. ``ttft``,
 ``language`` and ``hygiene`` concern every request, so a quarantine they caused applies to every
 app; so do built-in and runtime entries, and quarantines recorded before causes were kept
 (``all``). Without needs the list is the full one (the safe default).
+
+A variant is published on its own (:func:`publish_for_needs`): the capacity floor is held on the
+variant's list, not inherited from the full list's, so a quarantine the full list withheld for
+capacity the app cannot use anyway is not withheld from that app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from dataclasses import replace
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 
-from canary.core.floor import Publication
-from canary.core.identity import usable
+from canary.core.floor import Publication, publish
+from canary.core.identity import Listed
 from canary.core.model import Contract, Exclusion, Layer
 
 CAPABILITY_OF = {Contract.schema.value: "structured_outputs", Contract.tools.value: "tools"}
@@ -42,22 +46,35 @@ def parse_needs(text: str | None) -> frozenset[str]:
 def applies(entry: Exclusion, needs: Collection[str] | None) -> bool:
     """Does ``entry`` keep an app with these needs off the endpoint? Always, but for a
     quarantine every cause of which is a capability the app does not need."""
-    if needs is None or entry.layer is not Layer.quarantine or not entry.causes:
+    if needs is None or entry.layer is not Layer.quarantine:
+        return True
+    return causes_apply(entry.causes, needs)
+
+
+def causes_apply(causes: Collection[str], needs: Collection[str]) -> bool:
+    """Do a quarantine's ``causes`` concern an app with ``needs``? No causes recorded: yes."""
+    if not causes:
         return True
     return any(
-        CAPABILITY_OF.get(cause, "") in needs or cause not in CAPABILITY_OF
-        for cause in entry.causes
+        CAPABILITY_OF.get(cause, "") in needs or cause not in CAPABILITY_OF for cause in causes
     )
 
 
-def for_needs(publication: Publication, needs: Collection[str]) -> Publication:
-    """The published list of an app with ``needs``: the quarantines it does not care about left
-    out, usable counted again on what remains."""
-    entries = tuple(e for e in publication.entries if applies(e, needs))
-    withheld = tuple(e for e in publication.withheld if applies(e, needs))
-    left = (
-        None
-        if publication.listing is None
-        else usable(publication.listing, entries, publication.at)
-    )
-    return replace(publication, entries=entries, withheld=withheld, usable=left)
+def publish_for_needs(
+    model: str,
+    listing: Sequence[Listed] | None,
+    builtin: Sequence[Exclusion],
+    runtime: Sequence[Exclusion],
+    quarantines: Sequence[Exclusion],
+    *,
+    needs: Collection[str],
+    floor: int,
+    now: datetime,
+) -> Publication:
+    """The published list of an app with ``needs``: the core's :func:`publish` over the layers
+    cut to the entries that apply to those needs, so the capacity floor is held on this list
+    itself. A quarantine the full list had to withhold may be published here (the capacity
+    the app cannot use anyway is out of the count), and ``usable``, ``withheld`` and
+    ``breached`` are this list's own. Built-in and runtime entries always apply."""
+    kept = [q for q in quarantines if causes_apply(q.causes, needs)]
+    return publish(model, listing, builtin, runtime, kept, floor=floor, now=now)

@@ -1,11 +1,16 @@
-"""Which probes a round sends to one endpoint, and in which language. Pure."""
+"""Which probes a round sends to one endpoint, and in which language. Pure.
+
+The language rotates per endpoint (:func:`pick_language`); after an anomaly the next round
+repeats its language (:func:`repeat_language`), for at most ``streak_max_age_hours`` since it
+became pending: after a longer outage (no round decided in between) the rotation resumes.
+"""
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from canary.core.model import Contract, Endpoint, EndpointState
 
@@ -38,6 +43,20 @@ def pick_language(tag: str, index: int, languages: Sequence[str], next_language:
     return languages[(index + offset) % len(languages)]
 
 
+def repeat_language(
+    state: EndpointState | None, now: datetime | None, max_age: timedelta | None
+) -> str | None:
+    """The pending language this round must repeat: None when there is none, or when (given
+    ``now`` and ``max_age``) it has been pending longer than the max age."""
+    if state is None or state.next_language is None:
+        return None
+    if now is not None and max_age is not None:
+        since = state.next_language_since
+        if since is None or now - since > max_age:
+            return None
+    return state.next_language
+
+
 def plan_endpoint(
     endpoint: Endpoint,
     state: EndpointState | None,
@@ -46,10 +65,12 @@ def plan_endpoint(
     languages: Sequence[str],
     ttft_samples: int,
     applicable: Callable[[Contract, Endpoint], bool],
+    now: datetime | None = None,
+    max_age: timedelta | None = None,
 ) -> tuple[PlannedProbe, ...]:
-    language = pick_language(
-        endpoint.tag, index, languages, state.next_language if state is not None else None
-    )
+    """The probes of one endpoint this round. ``now`` and ``max_age`` (the policy's
+    ``streak_max_age``): a pending language older than that is not repeated."""
+    language = pick_language(endpoint.tag, index, languages, repeat_language(state, now, max_age))
     probes = [
         PlannedProbe(endpoint.model, endpoint.tag, Contract.ttft, language, attempt)
         for attempt in range(1, ttft_samples + 1)

@@ -20,8 +20,11 @@ from typing import Any, Protocol
 from canary.core.model import Mode
 
 # Bumped whenever the code of a rule changes what it decides: the policy version changes with it,
-# so a decision always says which rules produced it.
-RULES_REVISION = 3
+# so a decision always says which rules produced it. tests/core/test_core_rules_revision.py pins a
+# hash of the rule modules' sources to this number: a rule change without a bump fails there.
+# 4: confirmation of failures, a stall counted as slowness, language/hygiene evidence from every
+# answer, the exclusion check counting withheld quarantines, evidence capped per streak.
+RULES_REVISION = 4
 
 
 class PolicyNumbers(Protocol):
@@ -102,6 +105,18 @@ class PolicyRules:
         }
 
 
+def _numbers_alike(value: Any) -> Any:
+    """``10`` and ``10.0`` are one setting: a value read from a file or validated again must
+    not change the version."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _numbers_alike(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_alike(v) for v in value]
+    return value
+
+
 def policy_version(rules: PolicyRules, extra: Mapping[str, Any] | None = None) -> str:
     """A short stable hash of the rules and ``extra`` (thresholds, probe checksums, floors...).
 
@@ -109,11 +124,9 @@ def policy_version(rules: PolicyRules, extra: Mapping[str, Any] | None = None) -
     Values that JSON cannot hold are rendered with ``str``. The order of ``extra``'s keys does not
     matter; any change of a value does.
     """
-    document = {
-        "rules": rules.as_dict(),
-        "revision": RULES_REVISION,
-        "extra": dict(extra or {}),
-    }
+    document = _numbers_alike(
+        {"rules": rules.as_dict(), "revision": RULES_REVISION, "extra": dict(extra or {})}
+    )
     canonical = json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str
     )

@@ -13,8 +13,13 @@ Per endpoint, in this order (each rule is one function):
 Then per model, :func:`decide_model` takes the candidates (not quarantined; a contract failed this
 round with its count at or over ``failing_rounds``: those contracts are the causes) in
 :func:`candidate_order` and, in enforce mode, quarantines each unless that would leave fewer
-usable endpoints than the capacity floor on the published list (``floor_held``); in observe mode
-it emits ``would_quarantine`` once per contract streak and changes no quarantine.
+usable endpoints than the capacity floor on the published list (``floor_held``: audited every
+round the candidate is held, alerted once per contract streak); in observe mode it emits
+``would_quarantine`` once per contract streak and changes no quarantine. A streak's ``warned``
+flag records that operators were told of it, by either event.
+
+Between rounds, :func:`expire_due` releases the quarantines whose end has come and drops pending
+languages older than the max age (what the passage of time alone decides).
 
 The escalation ladder (:func:`ladder_step`) counts from the START of the latest quarantine: when
 ``ladder_reset_days`` or more have passed since then, the next quarantine is step 1 again.
@@ -41,7 +46,13 @@ from canary.core.model import (
     Streak,
 )
 from canary.core.policy import PolicyRules
-from canary.core.streaks import causes_now, count_round, pending_language, recover_count
+from canary.core.streaks import (
+    causes_now,
+    count_round,
+    evidence_kept,
+    pending_language,
+    recover_count,
+)
 
 EXPIRED = "expired"
 RECOVERED = "recovered"
@@ -160,7 +171,8 @@ def step_endpoint(
     max_age = rules.streak_max_age
     state, expired = expire(state, now)
     results = verdict.results if verdict is not None else ()
-    state = replace(state, streaks=count_round(state, results, round_id, now, max_age))
+    keep = evidence_kept(rules.failing_rounds)
+    state = replace(state, streaks=count_round(state, results, round_id, now, max_age, keep))
     if state.quarantined(now):
         state = recover_count(state, verdict, round_id)
     state, recovered = recover(state, now, rules)
@@ -295,7 +307,12 @@ def decide_model(
                 events.append(_would_event(candidate, fresh, reason, holds, usable, capacity_floor))
             continue
         if holds:
-            events.append(_floor_event(candidate, reason, usable, capacity_floor, ordered))
+            fresh = tuple(s for s in candidate.causes if not s.warned)
+            if fresh:  # alerted once per streak, audited every round it is held
+                nexts[candidate.tag] = _warned(nexts[candidate.tag], fresh)
+            events.append(
+                _floor_event(candidate, reason, usable, capacity_floor, ordered, bool(fresh))
+            )
             continue
         start = _start(candidate, now, rules, reason)
         starts.append(start)
@@ -410,7 +427,9 @@ def _floor_event(
     usable: Sequence[str],
     floor: int,
     ordered: Sequence[Candidate],
+    alert: bool,
 ) -> Event:
+    """``alert``: the first round a streak is held (operators are told once per streak)."""
     left = len(usable) - 1
     return Event(
         kind=EventKind.floor_held,
@@ -428,7 +447,7 @@ def _floor_event(
             "reason": reason,
             "causes": list(candidate.cause_names),
             "failing_rounds": candidate.worst,
-            "alert": True,
+            "alert": alert,
         },
         evidence=candidate.evidence,
     )
@@ -467,14 +486,20 @@ def release_manually(
 
 
 def expire_due(
-    states: Mapping[str, EndpointState], now: datetime
+    states: Mapping[str, EndpointState], now: datetime, max_age: timedelta | None = None
 ) -> tuple[dict[str, EndpointState], tuple[QuarantineEnd, ...], tuple[Event, ...]]:
-    """Between rounds: release every quarantine whose end has come (housekeeping)."""
+    """Between rounds (housekeeping): release every quarantine whose end has come and, given
+    ``max_age``, drop every pending language older than it (a round after a long outage must not
+    repeat a stale language). Returns only the states that changed."""
     nexts: dict[str, EndpointState] = {}
     ends: list[QuarantineEnd] = []
     for tag, state in sorted(states.items()):
         after, end = expire(state, now)
+        if max_age is not None:
+            language, since = pending_language(after, None, now, max_age)
+            after = replace(after, next_language=language, next_language_since=since)
         if end is not None:
-            nexts[tag] = after
             ends.append(end)
+        if after != state:
+            nexts[tag] = after
     return nexts, tuple(ends), tuple(release_event(e) for e in ends)

@@ -10,6 +10,10 @@ another contract's passes. Per contract, in each round:
 - ``inconclusive``, ``transport_error``, ``not_applicable`` and a skipped endpoint change nothing;
 - every round, a count whose last fail is older than the max age is reset (:func:`age_out`).
 
+A streak keeps the round ids of its latest failures only (:func:`evidence_kept`: at least
+``failing_rounds``, so a quarantine's evidence always covers its threshold, and at least 10): a
+contract that fails for weeks on an endpoint held by the floor must not grow its state forever.
+
 While quarantined, the recovery count (:func:`recover_count`) adds 1 in a round where every cause
 passed and no contract failed, resets on any fail, and is unchanged otherwise; deliberately looser
 than "fully passing", so that an always-inconclusive contract cannot block an early release.
@@ -35,6 +39,13 @@ from canary.core.model import (
     Verdict,
 )
 
+EVIDENCE_KEPT = 10  # round ids a streak keeps at least (more when failing_rounds is larger)
+
+
+def evidence_kept(failing_rounds: int) -> int:
+    """How many round ids a streak keeps: its latest failures, never fewer than the threshold."""
+    return max(failing_rounds, EVIDENCE_KEPT)
+
 
 def _stale(last_fail_at: datetime | None, now: datetime, max_age: timedelta) -> bool:
     return last_fail_at is None or now - last_fail_at > max_age
@@ -46,14 +57,18 @@ def age_out(streaks: Sequence[Streak], now: datetime, max_age: timedelta) -> tup
 
 
 def count_one(
-    streak: Streak, result: Result, round_id: int, now: datetime, max_age: timedelta
+    streak: Streak,
+    result: Result,
+    round_id: int,
+    now: datetime,
+    max_age: timedelta,
+    keep: int = EVIDENCE_KEPT,
 ) -> Streak:
     if result is Result.fail:
         if _stale(streak.last_fail_at, now, max_age) or streak.count == 0:
             return Streak(streak.contract, 1, now, (round_id,))
-        return replace(
-            streak, count=streak.count + 1, last_fail_at=now, evidence=(*streak.evidence, round_id)
-        )
+        evidence = (*streak.evidence, round_id)[-max(keep, 1) :]
+        return replace(streak, count=streak.count + 1, last_fail_at=now, evidence=evidence)
     if result is Result.passed:
         return Streak(streak.contract)
     return streak
@@ -65,12 +80,14 @@ def count_round(
     round_id: int,
     now: datetime,
     max_age: timedelta,
+    keep: int = EVIDENCE_KEPT,
 ) -> tuple[Streak, ...]:
-    """The streaks after this round's (already adjusted) contract results."""
+    """The streaks after this round's (already adjusted) contract results; each keeps the round
+    ids of its latest ``keep`` failures."""
     by_contract = {s.contract: s for s in age_out(state.streaks, now, max_age)}
     for r in results:
         current = by_contract.get(r.contract) or Streak(r.contract)
-        by_contract[r.contract] = count_one(current, r.result, round_id, now, max_age)
+        by_contract[r.contract] = count_one(current, r.result, round_id, now, max_age, keep)
     return tuple(s for c, s in sorted(by_contract.items()) if s.count > 0)
 
 

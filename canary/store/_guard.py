@@ -1,9 +1,13 @@
 """The per-model guard row: what changes a model's published list takes it first.
 
-A round's decision, an operator's exclusion and a manual release each lock the model's row
-(``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's writing transactions are already exclusive)
-and bump its version, so an operator's floor check and a round's decision never interleave: a
-decision made on an older version is refused and made again on the current layers.
+A round's decision, the release of a quarantine whose end has come, an operator's exclusion and
+a manual release each lock the model's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's
+writing transactions are already exclusive) before anything else, and bump its version when they
+change the layers, so an operator's floor check and a round's decision never interleave: a
+decision made on an older version is refused and made again on the current layers. Recording
+what the floor does on the published list (``sync_floor``) reads and writes under the lock too;
+it records what the layers imply and changes none of them, so it leaves the version as it is.
+Taking the guard first, always, keeps the lock order the same in every transaction.
 """
 
 from __future__ import annotations

@@ -2,29 +2,32 @@
 store remembers of each model's floor (withheld quarantines, floor episodes).
 
 The floor rules are canary.core.floor's; an operator's exclusion is checked and inserted under
-the model's guard row (see :mod:`canary.store._guard`), so no round's decision interleaves.
+the model's guard row (see :mod:`canary.store._guard`), so no round's decision interleaves, and
+:meth:`LayersMixin.sync_floor` reads, reconciles and records a model's floor under it too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, or_, select, update
 
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
     FloorRecord,
     Publication,
+    admit_exclusion,
     check_exclusion,
+    exclusion_removed,
     publish,
     reconcile,
 )
 from canary.core.identity import Listed
-from canary.core.model import Event, EventKind, Exclusion, Layer
+from canary.core.model import Event, Exclusion, Layer
 from canary.store import tables as t
 from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store._reads import snapshot_on
@@ -74,6 +77,40 @@ class ExclusionAdded:
     check: ExclusionCheck
 
 
+@dataclass(frozen=True)
+class FloorEpisodeRow:
+    """One floor episode: opened when usable fell below the floor, closed when it was met again.
+    ``detail`` is its ``floor_breached`` row's (a forced exclusion's ``action`` and
+    ``policy_version`` among it)."""
+
+    id: int
+    model: str
+    opened_at: datetime
+    opened_by: str
+    closed_at: datetime | None
+    detail: dict[str, Any]
+
+    @property
+    def open(self) -> bool:
+        return self.closed_at is None
+
+    @property
+    def policy_version(self) -> str | None:
+        value = self.detail.get("policy_version")
+        return None if value is None else str(value)
+
+
+def floor_episode_row(row: Row[Any]) -> FloorEpisodeRow:
+    return FloorEpisodeRow(
+        id=row.id,
+        model=row.model,
+        opened_at=row.opened_at,
+        opened_by=row.opened_by,
+        closed_at=row.closed_at,
+        detail=dict(row.detail or {}),
+    )
+
+
 class LayersMixin(StoreBase):
     # --- reads ----------------------------------------------------------------------------------
 
@@ -89,6 +126,11 @@ class LayersMixin(StoreBase):
     def latest_listing(self, model: str) -> tuple[Listed, ...] | None:
         with self._read() as conn:
             return listing_of(snapshot_on(conn, model))
+
+    def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
+        """:meth:`latest_listing` of several models, on one connection."""
+        with self._read() as conn:
+            return {m: listing_of(snapshot_on(conn, m)) for m in dict.fromkeys(models)}
 
     def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]:
         with self._read() as conn:
@@ -109,13 +151,14 @@ class LayersMixin(StoreBase):
         with self._read() as conn:
             return [ExclusionRow(**dict(r._mapping)) for r in conn.execute(stmt)]
 
-    def floor_episodes(self, model: str | None = None) -> list[dict[str, Any]]:
+    def floor_episodes(self, model: str | None = None) -> list[FloorEpisodeRow]:
+        """Floor episodes, oldest first."""
         c = t.floor_episodes.c
         stmt = select(t.floor_episodes).order_by(c.opened_at, c.id)
         if model is not None:
             stmt = stmt.where(c.model == model)
         with self._read() as conn:
-            return [dict(r._mapping) for r in conn.execute(stmt)]
+            return [floor_episode_row(r) for r in conn.execute(stmt)]
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -135,17 +178,20 @@ class LayersMixin(StoreBase):
     ) -> ExclusionAdded:
         """Add a runtime exclusion, checked against the floor under the model's guard.
 
-        Raises :class:`FloorRefused` when it would lower usable below ``floor`` and ``force`` is
-        not set (nothing is written). A forced one that breaches the floor opens the episode with
-        ``actor`` as its author, in the same transaction.
+        Decided by :func:`canary.core.floor.check_exclusion` on the list as it would be published
+        with it. Raises :class:`FloorRefused` when it would lower usable below ``floor``, or keep
+        the floor only by withholding a published quarantine, and ``force`` is not set (nothing
+        is written). Otherwise the exclusion, its ``exclusion_added`` row and what the floor does
+        (:func:`canary.core.floor.admit_exclusion`: withheld quarantines, the episode a forced
+        breach opens, with ``actor`` as its author and ``policy_version``) are written in one
+        transaction.
         """
         entry = Exclusion(model, tag, Layer.runtime, reason, since=now, until=until)
         with self._write() as conn:
             lock_guard(conn, model)
             layers = _layers_on(conn, model, now)
-            check = check_exclusion(
-                layers.publish(model, builtin, floor, now), entry, force=force, now=now
-            )
+            before = layers.publish(model, builtin, floor, now)
+            check = check_exclusion(before, entry, force=force, now=now)
             if not check.allowed:
                 raise FloorRefused(model, tag, check.message)
             new_id: int = conn.execute(
@@ -155,35 +201,38 @@ class LayersMixin(StoreBase):
                 )
                 .returning(t.exclusions.c.id)
             ).scalar_one()
-            detail = {
-                "id": new_id,
-                "reason": reason,
-                "until": until.isoformat() if until else None,
-                "force": force,
-                "usable_before": check.usable_before,
-                "usable_after": check.usable_after,
-            }
-            event = Event(kind=EventKind.exclusion_added, model=model, tag=tag, detail=detail)
-            write_audit(conn, [event], actor, policy_version, now)
-            after = ModelLayers(
-                layers.listing,
-                (
-                    *layers.runtime,
-                    Exclusion(model, tag, Layer.runtime, reason, now, until, id=new_id),
-                ),
-                layers.quarantines,
+            admitted = admit_exclusion(
+                before,
                 layers.record,
-            ).publish(model, builtin, floor, now)
-            _apply_floor(conn, model, reconcile(after, layers.record), now, actor, policy_version)
+                replace(entry, id=new_id),
+                check,
+                force=force,
+                actor=actor,
+                policy_version=policy_version,
+                now=now,
+            )
+            write_audit(conn, [admitted.event], actor, policy_version, now)
+            _apply_floor(conn, model, admitted.floor, now, actor, policy_version)
             bump_guard(conn, model)
         return ExclusionAdded(new_id, check)
 
     def remove_exclusion(
-        self, exclusion_id: int, actor: str, reason: str, now: datetime
+        self,
+        exclusion_id: int,
+        actor: str,
+        reason: str,
+        now: datetime,
+        *,
+        policy_version: str | None = None,
     ) -> Exclusion:
-        """Removals are always allowed: they only give capacity back."""
+        """Removals are always allowed: they only give capacity back (the row is
+        :func:`canary.core.floor.exclusion_removed`'s)."""
         c = t.exclusions.c
         with self._write() as conn:
+            model = conn.execute(select(c.model).where(c.id == exclusion_id)).scalar_one_or_none()
+            if model is None:
+                raise UnknownExclusion(exclusion_id)
+            lock_guard(conn, model)  # the guard first, as every writer of the layers takes it
             row = conn.execute(
                 select(t.exclusions)
                 .where(c.id == exclusion_id, c.removed_at.is_(None))
@@ -191,19 +240,45 @@ class LayersMixin(StoreBase):
             ).one_or_none()
             if row is None:
                 raise UnknownExclusion(exclusion_id)
-            lock_guard(conn, row.model)
             conn.execute(
                 update(t.exclusions)
                 .where(c.id == exclusion_id)
                 .values(removed_at=now, removed_by=actor, remove_reason=reason)
             )
-            detail = {"id": exclusion_id, "reason": reason, "was": row.reason}
-            event = Event(
-                kind=EventKind.exclusion_removed, model=row.model, tag=row.tag, detail=detail
+            removed = runtime_exclusion(row)
+            write_audit(
+                conn, [exclusion_removed(removed, reason=reason)], actor, policy_version, now
             )
-            write_audit(conn, [event], actor, None, now)
             bump_guard(conn, row.model)
-        return runtime_exclusion(row)
+        return removed
+
+    def sync_floor(
+        self,
+        model: str,
+        builtin: Sequence[Exclusion],
+        floor: int,
+        now: datetime,
+        actor: str,
+        policy_version: str | None,
+    ) -> list[Event]:
+        """Record what the floor does on the model's published list (withheld quarantines, floor
+        episodes): read, reconciled by :func:`canary.core.floor.reconcile` and written in ONE
+        transaction that holds the model's guard row, so no round, operator or other replica
+        changes the layers between the read and the write. Idempotent; returns the events whose
+        rows were written.
+
+        A plain read comes first and ends it when there is nothing to record (the usual case, no
+        write lock taken); a stale "nothing" only delays a change to the next sync, and whatever
+        is recorded is decided again on the locked read.
+        """
+        layers = self.model_layers([model], now)[model]
+        if reconcile(layers.publish(model, builtin, floor, now), layers.record).empty:
+            return []
+        with self._write() as conn:
+            lock_guard(conn, model)
+            layers = _layers_on(conn, model, now)
+            changes = reconcile(layers.publish(model, builtin, floor, now), layers.record)
+            return _apply_floor(conn, model, changes, now, actor, policy_version)
 
     def apply_floor_changes(
         self,
@@ -222,27 +297,41 @@ class LayersMixin(StoreBase):
             return _apply_floor(conn, model, changes, now, actor, policy_version)
 
 
-def _active_runtime(conn: Connection, model: str | None, now: datetime) -> list[Exclusion]:
-    c = t.exclusions.c
-    stmt = (
-        select(t.exclusions)
-        .where(c.removed_at.is_(None), or_(c.until.is_(None), c.until > now))
-        .order_by(c.model, c.tag, c.id)
+_RUNTIME_ACTIVE = (
+    select(t.exclusions)
+    .where(
+        t.exclusions.c.removed_at.is_(None),
+        or_(t.exclusions.c.until.is_(None), t.exclusions.c.until > bindparam("now")),
     )
-    if model is not None:
-        stmt = stmt.where(c.model == model)
-    return [runtime_exclusion(r) for r in conn.execute(stmt)]
+    .order_by(t.exclusions.c.model, t.exclusions.c.tag, t.exclusions.c.id)
+)
+# Built once: a model's layers are read before every decision and publication.
+_MODEL_RUNTIME = _RUNTIME_ACTIVE.where(t.exclusions.c.model == bindparam("model"))
+_MODEL_QUARANTINES = (
+    select(t.quarantines)
+    .where(
+        t.quarantines.c.model == bindparam("model"),
+        t.quarantines.c.released_at.is_(None),
+        t.quarantines.c.until > bindparam("now"),
+    )
+    .order_by(t.quarantines.c.tag, t.quarantines.c.id)
+)
+_OPEN_EPISODE = select(t.floor_episodes.c.id).where(
+    t.floor_episodes.c.open_model == bindparam("model")
+)
+
+
+def _active_runtime(conn: Connection, model: str | None, now: datetime) -> list[Exclusion]:
+    if model is None:
+        rows = conn.execute(_RUNTIME_ACTIVE, {"now": now})
+    else:
+        rows = conn.execute(_MODEL_RUNTIME, {"model": model, "now": now})
+    return [runtime_exclusion(r) for r in rows]
 
 
 def _layers_on(conn: Connection, model: str, now: datetime) -> ModelLayers:
-    q = t.quarantines.c
     rows = [
-        quarantine_row(r)
-        for r in conn.execute(
-            select(t.quarantines)
-            .where(q.model == model, q.released_at.is_(None), q.until > now)
-            .order_by(q.tag, q.id)
-        )
+        quarantine_row(r) for r in conn.execute(_MODEL_QUARANTINES, {"model": model, "now": now})
     ]
     quarantines = tuple(
         Exclusion(
@@ -258,10 +347,7 @@ def _layers_on(conn: Connection, model: str, now: datetime) -> ModelLayers:
         )
         for r in rows
     )
-    e = t.floor_episodes.c
-    episode_open = (
-        conn.execute(select(e.id).where(e.open_model == model)).scalar_one_or_none() is not None
-    )
+    episode_open = conn.execute(_OPEN_EPISODE, {"model": model}).first() is not None
     record = FloorRecord({r.id: r.tag for r in rows if r.withheld_at is not None}, episode_open)
     return ModelLayers(
         listing_of(snapshot_on(conn, model)),

@@ -8,13 +8,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 from canary.views.latency import Latency, fleet_latencies
 from canary.views.records import iso, jsonable
 
 if TYPE_CHECKING:
     from canary.store.repository import Store
-    from canary.store.rows import ContractResultRow
+    from canary.store.rows import ContractResultRow, QuarantineRow
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -128,8 +129,8 @@ def provider_views_of(
     active = store.quarantines(model=None, active_only=True, now=now)
     runtime = store.active_exclusions(None, now)
     known_of = store.known_tags_of(models)
-    listing_of = store.latest_snapshots(models)
-    quarantined_of: dict[str, dict[str, Any]] = {m: {} for m in models}
+    listing_of = store.latest_listings(models)
+    quarantined_of: dict[str, dict[str, QuarantineRow]] = {m: {} for m in models}
     for q in active:  # at most one open quarantine per endpoint
         if q.model in quarantined_of:
             quarantined_of[q.model][q.tag] = q
@@ -147,7 +148,7 @@ def provider_views_of(
         for m in models
     }
     layered_of = {
-        m: _named_by(m, tags_of[m], listing_of[m] or {}, [e for e in human if e.model == m], now)
+        m: _named_by(tags_of[m], listing_of[m] or (), [e for e in human if e.model == m], now)
         for m in models
     }
     latency_of = fleet_latencies(store, models, now, degraded_p95_s, tags_of, spark=spark)
@@ -166,19 +167,19 @@ def provider_views_of(
 
 
 def _named_by(
-    model: str,
     tags: Sequence[str],
-    listing: Mapping[str, Mapping[str, Any]],
+    listing: Sequence[Listed],
     entries: Sequence[Exclusion],
     now: datetime,
 ) -> dict[str, list[Exclusion]]:
-    """Which built-in and runtime entries name each endpoint (a base slug names them all)."""
-    from canary.core.identity import Listed, excluded_by
+    """Which built-in and runtime entries name each endpoint (a base slug names them all, but an
+    endpoint with a service tier only by its full tag, as its latest listing says)."""
+    from canary.core.identity import excluded_by
 
+    listed = {e.tag: e for e in listing}
     named = {}
     for tag in tags:
-        tier = (listing.get(tag) or {}).get("service_tier")
-        hits = excluded_by(entries, Listed(tag, tier), now)
+        hits = excluded_by(entries, listed.get(tag) or Listed(tag), now)
         if hits:
             named[tag] = hits
     return named
@@ -188,8 +189,8 @@ def _views(
     model: str,
     tags: Sequence[str],
     states: Mapping[str, EndpointState],
-    latest: Mapping[str, Mapping[str, Any]],
-    quarantines: Mapping[str, Any],
+    latest: Mapping[str, Mapping[str, ContractResultRow]],
+    quarantines: Mapping[str, QuarantineRow],
     layered: Mapping[str, list[Exclusion]],
     latency: Mapping[str, Latency],
 ) -> list[ProviderView]:

@@ -197,7 +197,8 @@ def test_an_exclusion_below_the_capacity_floor_is_409_unless_forced(api: Api) ->
     refused = add("foxtrot")
     assert refused.status_code == 409  # type: ignore[attr-defined]
     message = refused.json()["error"]  # type: ignore[attr-defined]
-    assert "leaves 1 usable endpoint(s)" in message and "floor of 2" in message
+    # the floor would hold only by withholding bravo's quarantine: refused all the same
+    assert "would withhold the quarantine of bravo" in message and "floor of 2" in message
     assert "foxtrot" not in api.ignore()
     forced = add("foxtrot", force=True)
     assert forced.status_code == 201  # type: ignore[attr-defined]
@@ -212,6 +213,10 @@ def test_an_exclusion_below_the_capacity_floor_is_409_unless_forced(api: Api) ->
     assert document["floor_breached"] is True and document["usable_endpoints"] == 1
     breaches = api.store.audit(api.model, events=["floor_breached"])
     assert len(breaches) == 1 and breaches[0].actor == "api"
+    assert breaches[0].policy_version == api.service.policy_version
+    [episode] = api.store.floor_episodes(api.model)
+    assert episode.policy_version == api.service.policy_version
+    assert episode.detail["action"]["tag"] == "charlie/fp8" and episode.detail["action"]["force"]
 
 
 def test_an_exclusion_of_a_provider_slug_names_every_endpoint_of_it(api: Api) -> None:

@@ -11,7 +11,9 @@ from core_builders import MODEL, T0
 from canary.core.floor import (
     FloorRecord,
     Publication,
+    admit_exclusion,
     check_exclusion,
+    exclusion_removed,
     publish,
     reconcile,
 )
@@ -99,8 +101,10 @@ def test_before_the_first_listing_nothing_is_known_of_the_floor() -> None:
 
 
 def _published(usable_tags: tuple[str, ...], floor: int = 2) -> Publication:
-    listing = tuple(Listed(t) for t in ("a", "b", "c"))
-    return Publication(MODEL, T0, (), (), listing, usable_tags, floor)
+    """a, b and c listed; those not in ``usable_tags`` excluded by an operator."""
+    listing = [Listed(t) for t in ("a", "b", "c")]
+    others = [ex(t) for t in ("a", "b", "c") if t not in usable_tags]
+    return publish(MODEL, listing, [], others, [], floor=floor, now=T0)
 
 
 @pytest.mark.parametrize(
@@ -116,17 +120,101 @@ def _published(usable_tags: tuple[str, ...], floor: int = 2) -> Publication:
 def test_an_exclusion_that_lowers_usable_below_the_floor_is_refused_unless_forced(
     usable_tags: tuple[str, ...], tag: str, force: bool, allowed: bool, breaches: bool
 ) -> None:
-    check = check_exclusion(_published(usable_tags), ex(tag), force=force, now=T0)
+    check = check_exclusion(_published(usable_tags), ex(tag, since=T0), force=force, now=T0)
     assert (check.allowed, check.breaches) == (allowed, breaches)
     if not allowed:
-        assert "floor of 2" in check.message and "leaves 1 usable" in check.message
+        assert check.message == (
+            f"excluding {tag} leaves 1 usable endpoint(s) of {MODEL} (now 2), below its "
+            "capacity floor of 2"
+        )
 
 
 def test_a_base_slug_exclusion_counts_every_endpoint_it_names() -> None:
     listing = (Listed("x/one"), Listed("x/two"), Listed("y"))
-    before = Publication(MODEL, T0, (), (), listing, ("x/one", "x/two", "y"), 2)
+    before = publish(MODEL, listing, [], [], [], floor=2, now=T0)
     check = check_exclusion(before, ex("x"), force=False, now=T0)
     assert not check.allowed and check.usable_after == 1
+
+
+def test_an_exclusion_that_keeps_the_floor_only_by_withholding_a_quarantine_is_refused() -> None:
+    # a, b, c listed, c quarantined, floor 2: excluding a would publish c again to keep 2 usable
+    listing = [Listed(t) for t in ("a", "b", "c")]
+    before = publish(MODEL, listing, [], [], [q("c", 1, 9)], floor=2, now=T0)
+    assert before.usable == ("a", "b") and before.withheld == ()
+    check = check_exclusion(before, ex("a"), force=False, now=T0)
+    assert not check.allowed and not check.breaches
+    assert (check.usable_before, check.usable_after, check.withholds) == (2, 2, ("c",))
+    assert check.message == (
+        f"excluding a would withhold the quarantine of c from the published list: {MODEL} would "
+        "keep its capacity floor of 2 only that way (2 usable endpoint(s), now 2)"
+    )
+    forced = check_exclusion(before, ex("a"), force=True, now=T0)
+    assert forced.allowed and not forced.breaches and forced.withholds == ("c",)
+
+
+def test_an_exclusion_below_the_floor_even_with_withholding_says_both() -> None:
+    listing = [Listed(t) for t in ("a", "b", "c")]
+    before = publish(MODEL, listing, [], [ex("b")], [q("c", 1, 9)], floor=3, now=T0)
+    assert before.usable == ("a", "c") and [e.tag for e in before.withheld] == ["c"]
+    check = check_exclusion(before, ex("a"), force=False, now=T0)
+    assert not check.allowed and check.breaches and check.usable_after == 1
+    # c is withheld already: there is nothing more to withhold
+    assert check.message == (
+        f"excluding a leaves 1 usable endpoint(s) of {MODEL} (now 2), below its capacity floor of 3"
+    )
+
+
+def test_an_exclusion_of_a_withheld_quarantine_counts_the_capacity_it_takes() -> None:
+    # c's quarantine is withheld for the floor; an operator excluding c takes it for good
+    listing = [Listed(t) for t in ("a", "b", "c")]
+    before = publish(MODEL, listing, [], [ex("b")], [q("c", 1, 9)], floor=2, now=T0)
+    check = check_exclusion(before, ex("c"), force=False, now=T0)
+    assert not check.allowed and check.usable_after == 1 and check.withholds == ()
+
+
+def test_an_admitted_forced_breach_opens_the_episode_with_a_row_that_describes_it() -> None:
+    listing = [Listed("a"), Listed("b")]
+    before = publish(MODEL, listing, [], [], [], floor=2, now=T0)
+    entry = ex("a", since=T0, id=41)
+    check = check_exclusion(before, entry, force=True, now=T0)
+    admitted = admit_exclusion(
+        before, FloorRecord(), entry, check, force=True, actor="cli:ops", policy_version="p-9",
+        now=T0,
+    )  # fmt: skip
+    assert admitted.event.kind is EventKind.exclusion_added
+    assert admitted.event.detail["id"] == 41 and admitted.event.detail["usable_after"] == 1
+    opening = admitted.floor.open_episode
+    assert opening is not None and opening.kind is EventKind.floor_breached
+    assert opening.detail["action"] == {
+        "event": "exclusion_added", "exclusion_id": 41, "tag": "a", "force": True,
+        "actor": "cli:ops",
+    }  # fmt: skip
+    assert opening.detail["policy_version"] == "p-9" and opening.detail["alert"] is True
+    assert "cli:ops forced the exclusion of a (id 41)" in opening.detail["why"]
+    already = admit_exclusion(
+        before, FloorRecord(episode_open=True), entry, check, force=True, actor="cli:ops",
+        policy_version="p-9", now=T0,
+    )  # fmt: skip
+    assert already.floor.open_episode is None  # one row per episode
+
+
+def test_a_forced_withholding_exclusion_withholds_with_rows_naming_the_action() -> None:
+    listing = [Listed(t) for t in ("a", "b", "c")]
+    before = publish(MODEL, listing, [], [], [q("c", 1, 9)], floor=2, now=T0)
+    entry = ex("a", since=T0, id=5)
+    check = check_exclusion(before, entry, force=True, now=T0)
+    admitted = admit_exclusion(
+        before, FloorRecord(), entry, check, force=True, actor="api", policy_version=None, now=T0
+    )
+    [(ident, held)] = admitted.floor.withhold
+    assert ident == 9 and held.kind is EventKind.floor_held and held.tag == "c"
+    assert held.detail["action"]["exclusion_id"] == 5 and admitted.floor.open_episode is None
+
+
+def test_a_removal_is_one_row_naming_what_was_removed() -> None:
+    event = exclusion_removed(ex("a", id=3), reason="resolved")
+    assert event.kind is EventKind.exclusion_removed and event.tag == "a"
+    assert event.detail == {"id": 3, "reason": "resolved", "was": "runtime a"}
 
 
 def test_before_the_first_listing_an_exclusion_needs_force() -> None:

@@ -24,6 +24,12 @@ def test_version_ignores_number_spelling_and_key_order() -> None:
         PolicyRules(ladder_days=(1.0, 3.0, 7.0)), {"probes": {"b": "2", "a": "1"}, "x": 1}
     )
     assert a == b
+    assert policy_version(PolicyRules(), {"ttft_threshold_s": 10, "floors": {"m": [2]}}) == (
+        policy_version(PolicyRules(), {"ttft_threshold_s": 10.0, "floors": {"m": [2.0]}})
+    )
+    assert policy_version(PolicyRules(), {"ttft_threshold_s": 10}) != (
+        policy_version(PolicyRules(), {"ttft_threshold_s": 10.5})
+    )
 
 
 @pytest.mark.parametrize(

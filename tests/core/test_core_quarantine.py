@@ -333,6 +333,34 @@ def test_a_held_candidate_is_quarantined_once_capacity_returns() -> None:
     assert decision.quarantines[0].evidence == (1, 2, 3)
 
 
+def test_a_held_candidate_alerts_once_per_streak_and_is_audited_every_round() -> None:
+    fleet = Fleet(("a", "b", "c"), floor=2, other_excluded={"c"})
+    decisions = fleet.run("a", "FFFF")
+    held = [e for d in decisions for e in kinds(d, EventKind.floor_held)]
+    assert [e.detail["alert"] for e in held] == [True, False, False]
+    fleet.run("a", "P")  # the streak ends
+    again = [e for d in fleet.run("a", "FF") for e in kinds(d, EventKind.floor_held)]
+    assert [e.detail["alert"] for e in again] == [True]  # a new streak is said again
+
+
+def test_a_held_candidate_alerts_again_for_another_contract_streak() -> None:
+    fleet = Fleet(("a", "b", "c"), floor=2, other_excluded={"c"})
+    fleet.run("a", "FF")  # schema
+    from core_builders import cr
+
+    from canary.core.model import Result, RoundVerdict
+
+    both = RoundVerdict(
+        MODEL, "a", Verdict.fail,
+        (cr(Contract.schema, Result.fail), cr(Contract.ttft, Result.fail)),
+    )  # fmt: skip
+    fleet.round({"a": both})
+    [held] = kinds(fleet.round({"a": both}), EventKind.floor_held)
+    assert held.detail["alert"] is True and held.detail["causes"] == ["schema", "ttft"]
+    [quiet] = kinds(fleet.round({"a": both}), EventKind.floor_held)
+    assert quiet.detail["alert"] is False
+
+
 # --- observe mode -------------------------------------------------------------------------
 
 

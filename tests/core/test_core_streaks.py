@@ -17,7 +17,8 @@ from canary.core.model import (
     Verdict,
 )
 from canary.core.policy import PolicyRules
-from canary.core.streaks import causes_passed, pending_language
+from canary.core.quarantine import expire_due
+from canary.core.streaks import EVIDENCE_KEPT, causes_passed, evidence_kept, pending_language
 from canary.core.verdict import aggregate
 
 P, F, INC, T, NA = (
@@ -170,3 +171,32 @@ def test_a_pending_language_survives_inconclusive_repeats_for_the_max_age() -> N
         None, None)  # fmt: skip
     assert pending_language(state, _anomaly(None, P), T0 + INTERVAL, max_age) == (None, None)
     assert pending_language(state, None, T0 + INTERVAL, max_age) == ("pt", T0)
+
+
+def test_a_long_streak_keeps_only_its_latest_round_ids() -> None:
+    fleet = Fleet(("a", "b"), floor=2)  # the floor holds a: it keeps failing, never quarantined
+    for _ in range(30):
+        fleet.round({"a": results("a", {Contract.schema: F})})
+    streak = fleet.state("a").streak(Contract.schema)
+    assert streak.count == 30 and streak.evidence == tuple(range(21, 31))
+
+
+def test_a_threshold_above_ten_keeps_as_many_round_ids_as_it_needs() -> None:
+    rules = PolicyRules(mode=ENFORCE.mode, failing_rounds=12)
+    assert evidence_kept(rules.failing_rounds) == 12 and evidence_kept(2) == EVIDENCE_KEPT == 10
+    fleet = Fleet(("a", "b", "c"), rules=rules)
+    decisions = [fleet.round({"a": results("a", {Contract.schema: F})}) for _ in range(12)]
+    [q] = decisions[-1].quarantines
+    assert q.evidence == tuple(range(1, 13))
+
+
+def test_housekeeping_drops_a_pending_language_older_than_the_max_age() -> None:
+    max_age = ENFORCE.streak_max_age
+    pending = EndpointState(MODEL, "a", next_language="pt", next_language_since=T0)
+    fresh = EndpointState(MODEL, "b", next_language="pt", next_language_since=T0 + INTERVAL)
+    states = {"a": pending, "b": fresh}
+    changed, ends, events = expire_due(states, T0 + max_age + INTERVAL / 2, max_age)
+    assert ends == () and events == ()
+    assert set(changed) == {"a"} and changed["a"].next_language is None
+    assert changed["a"].next_language_since is None
+    assert expire_due(states, T0 + max_age + INTERVAL / 2) == ({}, (), ())  # no max age given

@@ -9,6 +9,7 @@ from pathlib import Path
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settings
 
 from canary.daemon import Daemon
+from canary.drill import DRILL_START
 from canary.settings import ModelSettings
 from canary.store.repository import Store
 
@@ -38,5 +39,28 @@ def test_housekeeping_releases_an_ended_quarantine_before_any_round(tmp_path: Pa
         assert state.quarantined_until is None and state.ladder_step == 1
         daemon.keep_decisions(quarantine.until + timedelta(minutes=2))
         assert len(store.audit(MODEL, events=["release"])) == 1  # once
+    finally:
+        daemon.wiring.store.dispose()
+
+
+def test_housekeeping_drops_a_pending_language_older_than_the_max_age(tmp_path: Path) -> None:
+    # After an outage longer than streak_max_age_hours, the next round must not repeat it.
+    url = f"sqlite:///{tmp_path / 'lang.db'}"
+    fleet = scenario(
+        *(provider(t) for t in ("alpha", "charlie", "delta")),
+        provider("bravo", fault("language_drift", to="pt")),
+    )
+    drill(fleet, 1, database_url=url)
+    daemon = Daemon(settings(database_url=url, models=(ModelSettings(id=MODEL),)))
+    try:
+        store = daemon.wiring.store
+        pending = store.load_states(MODEL)["bravo"]
+        assert pending.next_language is not None and pending.next_language_since == DRILL_START
+        daemon.keep_decisions(DRILL_START + timedelta(hours=6))  # the max age: still pending
+        assert store.load_states(MODEL)["bravo"].next_language == pending.next_language
+        daemon.keep_decisions(DRILL_START + timedelta(hours=6, minutes=1))
+        state = store.load_states(MODEL)["bravo"]
+        assert state.next_language is None and state.next_language_since is None
+        assert store.audit(MODEL, events=["release"]) == []
     finally:
         daemon.wiring.store.dispose()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from drill_kit import (
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.core.plan import pick_language, round_index
+from canary.core.plan import pick_language, round_index, slot_of
 from canary.drill import DRILL_START, run_drill
 from canary.settings import ModelSettings, Settings
 from canary.store.repository import Store
@@ -146,30 +146,73 @@ def test_an_operator_exclusion_that_breaches_the_floor_is_refused_unless_forced(
     url = f"sqlite:///{tmp_path / 'ops.db'}"
     fleet = scenario(provider("alpha"), provider("bravo"), provider("charlie"))
     drill(fleet, 1, database_url=url, base=with_floor(2))
-    config = tmp_path / "canary.toml"
-    config.write_text(
-        f'database_url = "{url}"\nlanguages = ["en", "es"]\n'
-        f'[[models]]\nid = "{MODEL}"\ncapacity_floor = 2\n'
-    )
+    config = ops_config(tmp_path, url)
     cli = CliRunner()
 
-    def exclude(tag: str, *extra: str) -> Any:
-        args = ["--config", str(config), "exclude", "add", "-m", MODEL, "-p", tag, "-r", "ops"]
-        return cli.invoke(app, [*args, *extra])
-
-    assert exclude("alpha").exit_code == 0
-    refused = exclude("bravo")
+    assert exclude(cli, config, "alpha").exit_code == 0
+    refused = exclude(cli, config, "bravo")
     assert refused.exit_code == 4
     assert "leaves 1 usable endpoint(s)" in refused.stderr and "floor of 2" in refused.stderr
-    forced = exclude("bravo", "--force")
+    forced = exclude(cli, config, "bravo", "--force")
     assert forced.exit_code == 0, forced.output
     listed = cli.invoke(app, ["--config", str(config), "ignore-list", "-m", MODEL, "--json"])
     document = json.loads(listed.stdout)
     assert document["floor_breached"] is True and document["usable_endpoints"] == 1
     with Store(url) as store:
-        breaches = store.audit(MODEL, events=["floor_breached"])
-        assert len(breaches) == 1 and breaches[0].actor.startswith("cli:")
+        [breach] = store.audit(MODEL, events=["floor_breached"])
+        assert breach.actor.startswith("cli:")
+        assert breach.policy_version == document["policy_version"]  # the CLI's own version
+        [episode] = store.floor_episodes(MODEL)
+        bravo = max(e.id or 0 for e in store.active_exclusions(MODEL, DRILL_START))
+        assert episode.detail["action"] == {
+            "event": "exclusion_added", "exclusion_id": bravo, "tag": "bravo", "force": True,
+            "actor": breach.actor,
+        }  # fmt: skip
+        assert episode.policy_version == breach.policy_version
         assert [e.tag for e in store.active_exclusions(MODEL, DRILL_START)] == ["alpha", "bravo"]
+
+
+def test_an_exclusion_that_would_withhold_a_quarantine_is_refused_saying_so(
+    tmp_path: Path,
+) -> None:
+    # a, b, c listed, c quarantined, floor 2: excluding a keeps 2 usable only by publishing c
+    url = f"sqlite:///{tmp_path / 'ops.db'}"
+    fleet = scenario(provider("a"), provider("b"), provider("c", PREFIX))
+    # rounds of the last hour: the CLI weighs the exclusion at the wall clock's now
+    start = slot_of(datetime.now(UTC) - timedelta(hours=1), 30)
+    result = drill(fleet, 2, database_url=url, base=with_floor(2), start=start)
+    assert rounds_of(result, "quarantine", "c") == [2]
+    config = ops_config(tmp_path, url)
+    cli = CliRunner()
+    refused = exclude(cli, config, "a")
+    assert refused.exit_code == 4
+    message = " ".join(refused.stderr.split())
+    assert "would withhold the quarantine of c" in message and "floor of 2" in message
+    assert "(2 usable endpoint(s), now 2)" in message and "leaves 1" not in message
+    forced = exclude(cli, config, "a", "--force")
+    assert forced.exit_code == 0, forced.output
+    listed = cli.invoke(app, ["--config", str(config), "ignore-list", "-m", MODEL, "--json"])
+    document = json.loads(listed.stdout)
+    assert document["withheld"] == ["c"] and document["ignore"] == ["a"]
+    assert document["floor_breached"] is False and document["usable_endpoints"] == 2
+    with Store(url) as store:
+        [held] = store.audit(MODEL, events=["floor_held"])
+        assert held.tag == "c" and held.detail["action"]["tag"] == "a"
+        assert store.floor_episodes(MODEL) == []
+
+
+def ops_config(tmp_path: Path, url: str) -> Path:
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'database_url = "{url}"\nlanguages = ["en", "es"]\n'
+        f'[[models]]\nid = "{MODEL}"\ncapacity_floor = 2\n'
+    )
+    return config
+
+
+def exclude(cli: CliRunner, config: Path, tag: str, *extra: str) -> Any:
+    args = ["--config", str(config), "exclude", "add", "-m", MODEL, "-p", tag, "-r", "ops"]
+    return cli.invoke(app, [*args, *extra])
 
 
 # 6 -------------------------------------------------------------------------------------------

@@ -119,6 +119,9 @@ def test_every_important_kind_is_sent_and_operator_records_are_not(
         "model_wide",
         "operator_alert",
         "budget",
+        "floor_breached",
+        "floor_restored",
+        "control_missing",
     ]
     for kind in important:
         _record(store, EventKind(kind))
@@ -142,6 +145,37 @@ def test_only_drift_that_breaks_routing_is_sent(
         store.audit(model=M, limit=1)[0].id == quiet
         and store.audit(model=M, limit=1)[0].notified_at is not None
     )
+
+
+def test_the_floor_episode_and_a_missing_control_reach_the_operators(
+    store: Store, receiver: Receiver, client: httpx.Client
+) -> None:
+    why = "1 usable endpoint(s) on the published list, below the capacity floor of 2"
+    _record(store, EventKind.floor_breached, tag=None, usable=1, floor=2, why=why, alert=True)
+    _record(store, EventKind.floor_restored, tag=None, usable=2, floor=2, why="met again")
+    _record(store, EventKind.control_missing, tag=None, missing=["filterhost"], alert=True,
+            why="positive control(s) not in the listing: filterhost")  # fmt: skip
+    notifier = Notifier(store, _hooks(receiver), client=client, clock=Clock())
+    assert notifier.send_pending() == 3
+    bodies = receiver.bodies("/json")
+    assert [b["event"] for b in bodies] == ["floor_breached", "floor_restored", "control_missing"]
+    assert why in bodies[0]["summary"] and "capacity floor breached" in bodies[0]["summary"]
+    assert "filterhost" in receiver.bodies("/slack")[2]["text"]
+
+
+@pytest.mark.parametrize(
+    "kind", [EventKind.floor_held, EventKind.control_missing, EventKind.budget, EventKind.drift]
+)
+def test_a_row_the_core_did_not_mark_as_an_alert_is_marked_without_being_sent(
+    store: Store, receiver: Receiver, client: httpx.Client, kind: EventKind
+) -> None:
+    quiet = _record(store, kind, alert=False)
+    loud = _record(store, kind, alert=True)
+    notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], client=client, clock=Clock())
+    assert notifier.send_pending() == 1
+    assert [b["id"] for b in receiver.bodies("/json")] == [loud]
+    assert all(r.notified_at is not None for r in store.audit(M, limit=2) if r.id == quiet)
+    assert notifier.send_pending() == 0
 
 
 def test_a_failed_delivery_is_retried_after_its_backoff_and_then_sent_once(

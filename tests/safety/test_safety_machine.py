@@ -1,14 +1,15 @@
 """The safety invariants of the published list, as a stateful property (issue 12).
 
-Hypothesis drives the real core and a real SQLite store (migrated once per session, emptied per
-example) through random sequences: rounds with random per-contract results (transport errors and
+Hypothesis drives the real core and a real SQLite store (in memory, migrated once per session,
+emptied per example) through random sequences: rounds with random per-contract results (transport errors and
 weak probes included), endpoints appearing and vanishing, base-slug and dated built-in entries,
 operator exclusions with and without force, manual releases, housekeeping and clock jumps of up
 to 20 days. After every step it checks, against oracles written here rather than the code under
 test:
 
-- no quarantine that would give capacity back is published while usable < floor, and no
-  unforced operator action lowered usable below the floor;
+- no quarantine that would give capacity back is published while usable < floor, no unforced
+  operator action lowered usable below the floor or kept it only by withholding a published
+  quarantine, and a forced one that breached it opened the episode with a row describing it;
 - ``floor_breached`` is in the document exactly when usable < floor, with one audit row per
   episode and an episode open exactly while the floor is breached (once recorded);
 - no quarantine without the evidence rule: each cause failed this round and in the previous
@@ -16,10 +17,15 @@ test:
 - ``until`` never moves earlier except by a release;
 - one audit row per quarantine start and end, exclusion add and remove;
 - the list is the merge of the published layers.
+
+What the invariants read is read once per step (:class:`StoreView`): every invariant checks the
+same state, and 500 examples run well inside CI's minute (the time is printed at the end).
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,7 +39,7 @@ from hypothesis.stateful import (
     invariant,
     rule,
 )
-from sqlalchemy import delete
+from sqlalchemy import delete, func, select
 
 from canary.core.floor import Publication, ignore_document
 from canary.core.identity import Listed
@@ -51,8 +57,9 @@ from canary.core.model import (
 from canary.core.policy import PolicyRules
 from canary.core.verdict import judge_round
 from canary.deciding import ModelDecisions
-from canary.store import FloorRefused, NoActiveQuarantine, Store
+from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
+from canary.store._layers import FloorEpisodeRow
 
 MODEL = "acme/safety-1"
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
@@ -72,11 +79,15 @@ RESULTS = (
 )
 RULES = PolicyRules(mode=Mode.enforce)
 MAX_AGE = RULES.streak_max_age
+POLICY = "p-safety"
+EXAMPLES = 500
 
 
 @pytest.fixture(scope="session")
-def safety_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    store = Store(f"sqlite:///{tmp_path_factory.mktemp('safety') / 'canary.db'}")
+def safety_store() -> Iterator[Store]:
+    """An in-memory SQLite database, migrated once: SQLAlchemy keeps one connection per thread
+    for ``sqlite://`` (its SingletonThreadPool), so every step of every example uses it."""
+    store = Store("sqlite://")
     store.upgrade()
     yield store
     store.dispose()
@@ -99,6 +110,58 @@ class Oracle:
     episodes_seen: int = 0
 
 
+@dataclass(frozen=True)
+class StoreView:
+    """What the store holds at one moment, read once for every invariant of a step."""
+
+    publication: Publication
+    listing: tuple[Listed, ...] | None
+    runtime: tuple[Exclusion, ...]  # active runtime exclusions
+    open_quarantines: tuple[QuarantineRow, ...]  # not released (their end may have come)
+    episodes: tuple[FloorEpisodeRow, ...]
+    audit: Counter[str]  # audit rows per event
+    quarantine_rows: int
+    ended: int  # quarantine rows ended by a release (not superseded)
+    exclusion_rows: int
+    removed: int
+
+
+def read_view(machine: SafetyMachine, at: datetime) -> StoreView:
+    store = machine.store
+    publication = machine.publication(at)
+    q, x, a = t.quarantines.c, t.exclusions.c, t.audit.c
+    with store.engine.connect() as conn:
+        audit = Counter(
+            {
+                event: n
+                for event, n in conn.execute(
+                    select(a.event, func.count()).where(a.model == MODEL).group_by(a.event)
+                )
+            }
+        )
+        quarantine_rows, ended = conn.execute(
+            select(
+                func.count(),
+                func.count().filter(q.released_at.is_not(None), q.release_why != "superseded"),
+            ).where(q.model == MODEL)
+        ).one()
+        exclusion_rows, removed = conn.execute(
+            select(func.count(), func.count(x.removed_at)).where(x.model == MODEL)
+        ).one()
+    return StoreView(
+        publication=publication,
+        listing=publication.listing,  # the store's latest listing, as the publication read it
+        runtime=tuple(store.active_exclusions(MODEL, at)),
+        open_quarantines=tuple(store.quarantines(MODEL, active_only=True)),
+        episodes=tuple(store.floor_episodes(MODEL)),
+        audit=audit,
+        quarantine_rows=quarantine_rows,
+        ended=ended,
+        exclusion_rows=exclusion_rows,
+        removed=removed,
+    )
+
+
 class SafetyMachine(RuleBasedStateMachine):
     store: Store
 
@@ -111,6 +174,8 @@ class SafetyMachine(RuleBasedStateMachine):
         self.oracle = Oracle()
         self.rounds = 0
         self.synced_at: datetime | None = T0  # when the floor record was last brought up to date
+        self._views: dict[datetime, StoreView] = {}
+        self._publications: dict[datetime, Publication] = {}
         with self.store.engine.begin() as conn:
             for table in reversed(t.metadata.sorted_tables):
                 conn.execute(delete(table))
@@ -119,10 +184,25 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @property
     def decisions(self) -> ModelDecisions:
-        return ModelDecisions(self.store, tuple(self.builtin), RULES, "p-safety")
+        return ModelDecisions(self.store, tuple(self.builtin), RULES, POLICY)
+
+    def view(self, at: datetime | None = None) -> StoreView:
+        """The store as it stands, at ``at`` (default now); read again only after a change."""
+        at = at or self.now
+        if at not in self._views:
+            self._views[at] = read_view(self, at)
+        return self._views[at]
+
+    def changed(self) -> None:
+        """The store or the built-in layer changed: the next view reads again."""
+        self._views.clear()
+        self._publications.clear()
 
     def publication(self, at: datetime | None = None) -> Publication:
-        return self.decisions.publication(MODEL, self.floor, at or self.now)
+        at = at or self.now
+        if at not in self._publications:
+            self._publications[at] = self.decisions.publication(MODEL, self.floor, at)
+        return self._publications[at]
 
     def endpoints(self) -> list[Endpoint]:
         return [
@@ -154,10 +234,11 @@ class SafetyMachine(RuleBasedStateMachine):
         forced: tuple[str, Contract] | None = None,
     ) -> None:
         self.rounds += 1
-        round_id = self.store.claim_round(MODEL, self.now, "machine", "p-safety", {})
+        round_id = self.store.claim_round(MODEL, self.now, "machine", POLICY, {})
         assert round_id is not None
         self.store.record_snapshots(round_id, MODEL, self.endpoints(), self.now)
-        before = self.publication()
+        self.changed()
+        before = self.publication()  # as published on this round's listing, as the runner does
         probed = sorted(self.listed - skip)
         results: dict[str, list[ContractResult]] = {}
         for tag in probed:
@@ -175,7 +256,7 @@ class SafetyMachine(RuleBasedStateMachine):
             listed=sorted(self.listed),
             usable=before.usable,
         )
-        states_before = self.store.load_states(MODEL)
+        in_force = {t: u for t, u in self.oracle.until.items() if u > self.now}  # before this round
         decision = self.decisions.decide_round(
             MODEL,
             round_id=round_id,
@@ -192,9 +273,7 @@ class SafetyMachine(RuleBasedStateMachine):
         for start in decision.quarantines:
             event("a quarantine started")
             self.check_evidence(start.tag, start.causes, outcome.verdicts[start.tag].results)
-            assert states_before.get(start.tag) is None or not states_before[start.tag].quarantined(
-                self.now
-            )
+            assert start.tag not in in_force, f"{start.tag} quarantined again while quarantined"
         for tag, verdict in outcome.verdicts.items():
             for r in verdict.results:
                 if r.result in (Result.passed, Result.fail):
@@ -204,6 +283,7 @@ class SafetyMachine(RuleBasedStateMachine):
         self.decisions.sync_floor([MODEL], {MODEL: self.floor}, self.now)
         self.synced_at = self.now
         self.now += INTERVAL
+        self.changed()
 
     def check_evidence(
         self, tag: str, causes: tuple[str, ...], results: tuple[ContractResult, ...]
@@ -239,35 +319,52 @@ class SafetyMachine(RuleBasedStateMachine):
         until = None if lasts is None else (since or self.now) + timedelta(hours=lasts)
         self.builtin.append(Exclusion(MODEL, tag, Layer.builtin, "reviewed", since, until))
         self.synced_at = None
+        self.changed()
 
     @rule(tag=st.sampled_from(ENTRY_TAGS), force=st.booleans())
     def operator_excludes(self, tag: str, force: bool) -> None:
         before = self.publication()
+        episode_open = any(e.open for e in self.view().episodes)
         try:
-            self.store.add_exclusion(
+            added = self.store.add_exclusion(
                 MODEL, tag, "ops", "cli:ops", None, self.now,
                 builtin=tuple(self.builtin), floor=self.floor, force=force,
+                policy_version=POLICY,
             )  # fmt: skip
         except FloorRefused:
             event("an exclusion was refused by the floor")
             assert not force
             return
+        self.changed()
+        self.synced_at = self.now  # an add records the floor of its publication, in its transaction
         after = self.publication()
         if not force and before.usable is not None:
             assert after.usable is not None
             assert len(after.usable) >= min(self.floor, len(before.usable)), (
                 f"an unforced exclusion of {tag} left {len(after.usable)} usable"
             )
-        self.synced_at = self.now  # an add records the floor of its publication, in its transaction
+            newly = {e.id for e in after.withheld} - {e.id for e in before.withheld}
+            assert not newly, f"an unforced exclusion of {tag} withheld quarantine(s) {newly}"
+        if after.breached and not episode_open:
+            event("a forced exclusion opened a floor episode")
+            assert force
+            opened = self.view().episodes[-1]
+            assert opened.open and opened.opened_by == "cli:ops"
+            assert opened.detail["action"] == {
+                "event": "exclusion_added", "exclusion_id": added.id, "tag": tag, "force": True,
+                "actor": "cli:ops",
+            }  # fmt: skip
+            assert opened.policy_version == POLICY
 
     @rule(data=st.data())
     def operator_removes(self, data: st.DataObject) -> None:
-        active = self.store.active_exclusions(MODEL, self.now)
+        active = self.view().runtime
         if active:
             chosen = data.draw(st.sampled_from(active))
             assert chosen.id is not None
             self.store.remove_exclusion(chosen.id, "cli:ops", "done", self.now)
             self.synced_at = None
+            self.changed()
 
     @rule(tag=st.sampled_from(TAGS))
     def operator_releases(self, tag: str) -> None:
@@ -278,6 +375,7 @@ class SafetyMachine(RuleBasedStateMachine):
         self.oracle.released_at[tag] = self.now
         self.oracle.until.pop(tag, None)
         self.synced_at = None
+        self.changed()
 
     @rule()
     def housekeeping(self) -> None:
@@ -287,18 +385,20 @@ class SafetyMachine(RuleBasedStateMachine):
                 self.oracle.until.pop(released.tag, None)
         self.decisions.sync_floor([MODEL], {MODEL: self.floor}, self.now)
         self.synced_at = self.now
+        self.changed()
 
     @rule(hours=st.sampled_from([1, 6, 7, 23, 24 * 3, 24 * 8, 24 * 20]))
     def clock_jumps(self, hours: int) -> None:
-        self.now += timedelta(hours=hours)
+        self.now += timedelta(hours=hours)  # the views are keyed by time: nothing to read again
 
     # --- invariants ---------------------------------------------------------------------------
 
     @invariant()
     def the_floor_holds_on_the_published_list(self) -> None:
-        p = self.publication()
+        view = self.view()
+        p = view.publication
         document = ignore_document(p, generated_at=self.now, stale=False, policy_version="p")
-        listing = self.store.latest_listing(MODEL)
+        listing = view.listing
         if listing is None:
             assert document["floor_breached"] is False and document["usable_endpoints"] is None
             return
@@ -320,52 +420,48 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @invariant()
     def one_audit_row_per_episode_and_an_episode_open_exactly_while_breached(self) -> None:
-        episodes = self.store.floor_episodes(MODEL)
-        breaches = self.store.audit(MODEL, events=[EventKind.floor_breached], limit=10_000)
-        assert len(breaches) == len(episodes)
-        assert sum(1 for e in episodes if e["closed_at"] is None) <= 1
-        if self.synced_at is not None and self.store.latest_listing(MODEL) is not None:
-            open_now = any(e["closed_at"] is None for e in episodes)
+        view = self.view()
+        episodes = view.episodes
+        assert view.audit[EventKind.floor_breached] == len(episodes)
+        assert sum(1 for e in episodes if e.open) <= 1
+        if self.synced_at is not None and view.listing is not None:
+            open_now = any(e.open for e in episodes)
             assert open_now is self.publication(self.synced_at).breached
 
     @invariant()
     def until_never_moves_earlier_except_by_a_release(self) -> None:
-        for q in self.store.quarantines(MODEL, active_only=True):
+        for q in self.view().open_quarantines:
             recorded = self.oracle.until.get(q.tag)
             assert recorded is None or q.until >= recorded
             self.oracle.until[q.tag] = q.until
 
     @invariant()
     def one_audit_row_per_start_end_add_and_remove(self) -> None:
-        rows = self.store.audit(MODEL, limit=100_000)
-        count = {kind: sum(1 for r in rows if r.event == kind) for kind in {r.event for r in rows}}
-        quarantines = self.store.quarantines(MODEL, active_only=False)
-        ended = [q for q in quarantines if q.released_at is not None]
-        exclusions = self.store.exclusion_rows(MODEL, active_only=False)
-        assert count.get("quarantine", 0) == len(quarantines)
-        assert count.get("release", 0) == sum(1 for q in ended if q.release_why != "superseded")
-        assert count.get("exclusion_added", 0) == len(exclusions)
-        assert count.get("exclusion_removed", 0) == sum(1 for e in exclusions if e.removed_at)
+        view = self.view()
+        assert view.audit[EventKind.quarantine] == view.quarantine_rows
+        assert view.audit[EventKind.release] == view.ended
+        assert view.audit[EventKind.exclusion_added] == view.exclusion_rows
+        assert view.audit[EventKind.exclusion_removed] == view.removed
 
     @invariant()
     def the_list_is_the_merge_of_the_published_layers(self) -> None:
-        p = self.publication()
-        runtime = self.store.active_exclusions(MODEL, self.now)
-        quarantines = self.store.active_quarantines(MODEL, self.now)
+        view = self.view()
+        p = view.publication
+        in_force = [q for q in view.open_quarantines if q.until > self.now]
         withheld = {e.id for e in p.withheld}
         expected = (
             {(e.tag, Layer.builtin) for e in self.builtin if e.active(self.now)}
-            | {(e.tag, Layer.runtime) for e in runtime}
-            | {(e.tag, Layer.quarantine) for e in quarantines if e.id not in withheld}
+            | {(e.tag, Layer.runtime) for e in view.runtime}
+            | {(q.tag, Layer.quarantine) for q in in_force if q.id not in withheld}
         )
         assert {(e.tag, e.layer) for e in p.entries} == expected
         assert p.ignore == sorted({tag for tag, _ in expected})
-        assert withheld <= {e.id for e in quarantines}
+        assert withheld <= {q.id for q in in_force}
 
 
 TestSafety = SafetyMachine.TestCase
 TestSafety.settings = settings(
-    max_examples=500,
+    max_examples=EXAMPLES,
     stateful_step_count=14,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -375,4 +471,6 @@ TestSafety.settings = settings(
 @pytest.fixture(autouse=True)
 def _machine_store(safety_store: Store) -> Iterator[None]:
     SafetyMachine.store = safety_store
+    started = time.perf_counter()
     yield
+    print(f"\nsafety machine: {EXAMPLES} examples in {time.perf_counter() - started:.1f} s")

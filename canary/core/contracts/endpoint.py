@@ -10,11 +10,16 @@ only when one of its re-checks fails too (:mod:`canary.core.contracts.confirm`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from canary.core.contracts.confirm import RECHECK_PROBE, Look, confirm, recheck_probes
-from canary.core.contracts.evidence import is_prose_answer, prose_answers
+from canary.core.contracts.evidence import (
+    control_result,
+    from_controls,
+    is_prose_answer,
+    prose_answers,
+)
 from canary.core.contracts.hygiene import SHARE, hygiene_look, judge_hygiene
 from canary.core.contracts.language import Analyze, judge_language, language_look
 from canary.core.contracts.refusal import PatternsFor, judge_refusal, refusal_look
@@ -39,6 +44,8 @@ class Judging:
     tools_applicable: bool
     tools_forced: bool
     hygiene_share: float = SHARE  # unclean share of the prose answers that fails a first look
+    # the model's positive controls: their answers are never language or hygiene evidence
+    controls: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
@@ -53,17 +60,24 @@ class FirstLook:
 def first_look(j: Judging, observations: Sequence[Observation]) -> FirstLook:
     """Every contract judged on the round's planned probes."""
     of = {c: [o for o in observations if o.contract is c] for c in Contract}
-    answers = prose_answers(observations, j.refusal_patterns)
-    language = judge_language(answers, of[Contract.language], j.language, j.analyze)
+    answers = prose_answers(observations, j.refusal_patterns, j.controls)
+    if from_controls(observations, j.controls):
+        language_result: ContractResult = control_result(Contract.language, j.language)
+        hygiene: ContractResult = control_result(Contract.hygiene)
+        foreign = None
+    else:
+        language = judge_language(answers, of[Contract.language], j.language, j.analyze)
+        language_result, foreign = language.result, language.foreign
+        hygiene = judge_hygiene(answers, observations, j.hygiene_share)
     results = (
         judge_ttft(observations, j.ttft_threshold_s),
         judge_refusal(of[Contract.refusal], j.refusal_patterns, max_tokens=j.max_tokens),
         judge_schema(of[Contract.schema], j.schema, j.schema_applicable),
-        language.result,
-        judge_hygiene(answers, observations, j.hygiene_share),
+        language_result,
+        hygiene,
         judge_tools(of[Contract.tools], j.tool, j.tools_applicable, j.tools_forced),
     )
-    return FirstLook(results, language.foreign)
+    return FirstLook(results, foreign)
 
 
 def judge_endpoint(
@@ -90,7 +104,7 @@ def _look(j: Judging, contract: Contract, o: Observation, first: FirstLook) -> L
         return schema_look(o, j.schema)
     if contract is Contract.tools:
         return tools_look(o, j.tool, j.tools_forced)
-    eligible = is_prose_answer(o, j.refusal_patterns)
+    eligible = is_prose_answer(o, j.refusal_patterns, j.controls)
     if contract is Contract.language:
         return language_look(o, eligible, j.language, j.analyze, first.foreign)
     return hygiene_look(o, eligible)

@@ -6,7 +6,9 @@ Rules, as decided for this contract:
   set). It is slow when ``ttft_s > threshold_s``.
 - A stall is slowness, not a transport error: a stream that opened (HTTP 200) but sent no token
   within the first-token timeout, on *any* probe of the round, is one slow sample counted at that
-  timeout (censored: the real time is longer). Its own probe's contract sees a transport timeout.
+  timeout (censored: the real time is longer). It is slow whatever that value: with the timeout
+  equal to the threshold, a stall recorded at exactly the threshold is still slow (the answer
+  never came). Its own probe's contract sees a transport timeout.
 - A completed answer with no content at all is not a latency sample: an empty answer belongs to
   the refusal contract, and a reasoning model that spent its tokens thinking says nothing about
   the queue.
@@ -57,7 +59,8 @@ def judge_ttft(observations: Sequence[Observation], threshold_s: float) -> Contr
             reason="no_sample",
             language=language,
         )
-    slow = sum(1 for t in samples if t > threshold_s)
+    # a censored sample is slow unconditionally: its true time is beyond the value recorded
+    slow = sum(1 for t in measured if t > threshold_s) + len(stalled)
     median = statistics.median(samples)
     figures = f"{slow}/{len(samples)} samples over {rule} (median {median:.1f} s)"
     if stalled:
