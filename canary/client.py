@@ -28,7 +28,8 @@ What it promises:
 
 - ``GET {base_url}/v1/ignore-list?model=M`` (``&needs=structured_outputs,tools`` with ``needs=``:
   the list cut for an app that uses only those capabilities; without it, the full list) with
-  ``If-None-Match``: a 304 reuses the list held;
+  ``If-None-Match``: a 304 reuses the list held. A need not in :data:`KNOWN_NEEDS` is refused
+  when the client is made (:class:`UnknownNeed`, a ``ValueError``), not by a 400 at run time;
   the server's ``Cache-Control: max-age`` is honoured (no request while the list is that fresh).
 - The last good list is kept in memory and on disk (``cache_path``, written atomically), and
   read back from disk at start, so a restarted app has a list before canary answers.
@@ -60,11 +61,20 @@ from typing import Any
 
 import httpx
 
-__all__ = ["IgnoreListClient", "IgnoreListUnavailable", "merge_provider"]
+__all__ = [
+    "KNOWN_NEEDS",
+    "IgnoreListClient",
+    "IgnoreListUnavailable",
+    "UnknownNeed",
+    "merge_provider",
+]
 
 log = logging.getLogger("canary.client")
 _CACHE_FORMAT = 1
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*(\d+)", re.IGNORECASE)
+# The capabilities a list can be cut for: canary.core.needs.KNOWN_NEEDS, repeated here so the
+# helper imports nothing else of canary (a test keeps the two equal).
+KNOWN_NEEDS = ("structured_outputs", "tools")
 
 
 class IgnoreListUnavailable(RuntimeError):
@@ -74,6 +84,16 @@ class IgnoreListUnavailable(RuntimeError):
         super().__init__(f"no ignore list for {model!r} yet: {cause}")
         self.model = model
         self.cause = cause
+
+
+class UnknownNeed(ValueError):
+    """A need canary cannot cut a list for; the message names the known ones."""
+
+    def __init__(self, unknown: Sequence[str]) -> None:
+        self.unknown = tuple(unknown)
+        super().__init__(
+            f"unknown need(s) {', '.join(self.unknown)} (known: {', '.join(KNOWN_NEEDS)})"
+        )
 
 
 class _BadAnswer(Exception):
@@ -105,7 +125,7 @@ class IgnoreListClient:
         needs: Sequence[str] = (),
     ) -> None:
         self.model = model
-        self.needs = ",".join(sorted({n.strip() for n in needs if n.strip()}))
+        self.needs = _needs_param(needs)
         self._url = base_url.rstrip("/") + "/v1/ignore-list"
         self._cache_path = cache_path
         self._retry_after_error_s = retry_after_error_s
@@ -269,6 +289,18 @@ class IgnoreListClient:
         finally:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
+
+
+def _needs_param(needs: Sequence[str]) -> str:
+    """The ``needs`` query value (sorted, comma-separated); unknown needs are refused here, at
+    construction, rather than by a 400 on every refresh while the app runs on its cache."""
+    if isinstance(needs, str):
+        raise TypeError(f"needs must be a list of capabilities, not the string {needs!r}")
+    wanted = {n.strip() for n in needs if n.strip()}
+    unknown = sorted(wanted - set(KNOWN_NEEDS))
+    if unknown:
+        raise UnknownNeed(unknown)
+    return ",".join(sorted(wanted))
 
 
 def merge_provider(

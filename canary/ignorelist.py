@@ -71,6 +71,8 @@ class Published:
     stale: bool
     next_change: datetime | None  # earliest `until` among the entries: re-merge after it
     publication: Publication
+    layers: ModelLayers | None = None  # what it was published from (None for a needs variant)
+    builtin: tuple[Exclusion, ...] = ()  # the model's built-in entries it was published with
 
 
 def canonical_body(document: dict[str, Any]) -> bytes:
@@ -111,7 +113,7 @@ class IgnoreListService:
         self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
         self._swap = threading.Lock()  # short: replacing the snapshot; never held during I/O
         self._snapshot = _Snapshot({}, {}, None, False, None)
-        self._variants: dict[tuple[str, frozenset[str]], tuple[str, Published]] = {}
+        self._variants: dict[tuple[str, frozenset[str]], tuple[Published, Published]] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -144,12 +146,12 @@ class IgnoreListService:
             return base
         key = (model, needs)
         cached = self._variants.get(key)
-        if cached is not None and cached[0] == base.etag:
+        if cached is not None and cached[0] is base:  # cut from this very publication
             return cached[1]
         variant = self._variant(base, needs)
         if len(self._variants) > 1024:
             self._variants.clear()
-        self._variants[key] = (base.etag, variant)
+        self._variants[key] = (base, variant)
         return variant
 
     def _published(self, model: str) -> Published:
@@ -237,10 +239,23 @@ class IgnoreListService:
             return rebuilt
 
     def _variant(self, base: Published, needs: frozenset[str]) -> Published:
+        """The list of an app with ``needs``, published on its own from the layers ``base`` was
+        published from (same moment, same floor): the floor is held on the variant itself."""
         from canary.core.floor import ignore_document
-        from canary.core.needs import for_needs
+        from canary.core.needs import publish_for_needs
 
-        publication = for_needs(base.publication, needs)
+        layers, full = base.layers, base.publication
+        assert layers is not None, "a needs variant is cut from a full publication"
+        publication = publish_for_needs(
+            base.model,
+            layers.listing,
+            base.builtin,
+            layers.runtime,
+            layers.quarantines,
+            needs=needs,
+            floor=full.floor,
+            now=full.at,
+        )
         document = ignore_document(
             publication,
             generated_at=base.generated_at,
@@ -256,7 +271,7 @@ class IgnoreListService:
             etag=strong_etag(body),
             generated_at=base.generated_at,
             stale=base.stale,
-            next_change=base.next_change,
+            next_change=base.next_change,  # every entry of the variant is one of base's layers
             publication=publication,
         )
 
@@ -287,4 +302,6 @@ class IgnoreListService:
             stale=stale,
             next_change=min(changes) if changes else None,
             publication=publication,
+            layers=layers,
+            builtin=builtin,
         )

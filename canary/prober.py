@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from canary.core.contracts.confirm import RECHECKS
 from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
@@ -56,7 +57,10 @@ class Prober:
         max_tokens: int,
         concurrency: int,
         per_provider_concurrency: int,
+        positive_controls: Mapping[str, Collection[str]] | None = None,
     ) -> None:
+        """``positive_controls``: each model's control tags (model id -> tags); their answers
+        are never language or hygiene evidence."""
         self._client = client
         self._probes = probes
         self._analyze = analyze
@@ -64,6 +68,7 @@ class Prober:
         self._ttft_threshold_s = ttft_threshold_s
         self._ttft_samples = ttft_samples
         self._max_tokens = max_tokens
+        self._controls = {m: frozenset(t) for m, t in (positive_controls or {}).items()}
         self.dispatcher = Dispatcher(concurrency, per_provider_concurrency)
         # seconds one request to an endpoint takes, from its last round (else the default)
         self.estimates: dict[tuple[str, str], float] = {}
@@ -72,7 +77,13 @@ class Prober:
         return self._probes.applicable(contract, endpoint)
 
     def plan(
-        self, endpoint: Endpoint, state: EndpointState | None, index: int
+        self,
+        endpoint: Endpoint,
+        state: EndpointState | None,
+        index: int,
+        *,
+        now: datetime | None = None,
+        max_age: timedelta | None = None,
     ) -> tuple[PlannedProbe, ...]:
         return plan_endpoint(
             endpoint,
@@ -81,6 +92,8 @@ class Prober:
             languages=self._languages,
             ttft_samples=self._ttft_samples,
             applicable=self.applicable,
+            now=now,
+            max_age=max_age,
         )
 
     async def probe_endpoints(
@@ -88,8 +101,14 @@ class Prober:
         endpoints: Sequence[Endpoint],
         states: Mapping[str, EndpointState],
         index: int,
+        *,
+        now: datetime | None = None,
+        max_age: timedelta | None = None,
     ) -> list[EndpointProbing]:
-        plans = [self.plan(e, states.get(e.tag), index) for e in endpoints]
+        """``now`` and ``max_age``: a pending language older than that is not repeated."""
+        plans = [
+            self.plan(e, states.get(e.tag), index, now=now, max_age=max_age) for e in endpoints
+        ]
         for endpoint, plan in zip(endpoints, plans, strict=True):
             # the whole model's work counts toward its providers' priority from now
             self.dispatcher.expect(provider_of(endpoint.tag), self.estimate(endpoint) * len(plan))
@@ -145,6 +164,7 @@ class Prober:
             schema_applicable=self.applicable(Contract.schema, endpoint),
             tools_applicable=self.applicable(Contract.tools, endpoint),
             tools_forced=endpoint.supports("tool_choice"),
+            controls=self._controls.get(endpoint.model, frozenset()),
         )
 
     @staticmethod

@@ -215,6 +215,14 @@ class Settings(_Strict):
                 f"setting 'openrouter.first_token_timeout_s': {timeout:g} s is below "
                 f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
             )
+        # The client's first-token deadline is min(first_token_timeout_s, stream_timeout_s): a
+        # shorter stream deadline would cut a stall before the threshold too.
+        stream = self.openrouter.stream_timeout_s
+        if stream < threshold:
+            raise ValueError(
+                f"setting 'openrouter.stream_timeout_s': {stream:g} s is below "
+                f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
+            )
         return self
 
     def model(self, model_id: str) -> ModelSettings:
@@ -281,7 +289,7 @@ def read_secret_file(path: Path, name: str) -> str:
     return value
 
 
-def _env_value(env: Mapping[str, str], var: str) -> str | None:
+def env_value(env: Mapping[str, str], var: str) -> str | None:
     """``var`` from the environment, or the content of the file ``<var>_FILE`` names."""
     from_file = env.get(f"{var}_FILE") if var in FILE_VARIANTS else None
     if from_file:
@@ -294,9 +302,11 @@ def _env_value(env: Mapping[str, str], var: str) -> str | None:
     return env.get(var) or None
 
 
-def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Put the environment's settings into ``data``; returns which variable set each path."""
+    applied: dict[tuple[str, ...], str] = {}
     for var, path in _ENV_KEYS.items():
-        value = _env_value(env, var)
+        value = env_value(env, var)
         if value is None:
             continue
         raw: Any = value
@@ -306,10 +316,24 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> None:
         for key in path[:-1]:
             target = target.setdefault(key, {})
         target[path[-1]] = raw
+        applied[path] = var
     if env.get("CANARY_MODELS"):
         listed = [m.strip() for m in env["CANARY_MODELS"].split(",") if m.strip()]
         by_id = {m.get("id"): m for m in data.get("models", []) if isinstance(m, dict)}
         data["models"] = [by_id.get(model_id, {"id": model_id}) for model_id in listed]
+        applied[("models",)] = "CANARY_MODELS"
+    return applied
+
+
+def _source_of(
+    error: ValidationError, file_source: str, applied: Mapping[tuple[str, ...], str]
+) -> str:
+    """Who gave the invalid value: the environment variable that set it, else the file."""
+    loc = tuple(str(p) for p in error.errors()[0]["loc"])
+    for path, var in applied.items():
+        if loc[: len(path)] == path:
+            return f"environment {var}"
+    return file_source
 
 
 def _describe(error: ValidationError, source: str) -> str:
@@ -347,8 +371,9 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
             raise SettingsError(f"{source}: cannot be read: {exc.strerror}") from None
     elif explicit:
         raise SettingsError(f"{source}: no such settings file")
-    _apply_env(data, env)
+    applied = _apply_env(data, env)
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError(_describe(exc, source if path.exists() else "environment")) from None
+        file_source = source if path.exists() else "environment"
+        raise SettingsError(_describe(exc, _source_of(exc, file_source, applied))) from None

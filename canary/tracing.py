@@ -5,7 +5,10 @@ span per probe request under it, following the OpenTelemetry GenAI semantic conv
 :data:`SEMCONV_SCHEMA` (``gen_ai.operation.name``, ``gen_ai.provider.name``,
 ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.*``) plus canary's own
 attributes (``canary.provider``, ``canary.contract``, ``canary.result``, ``canary.ttft_s``,
-``canary.policy_version``, the decision and its reason). Never prompt or answer text, never a key.
+``canary.policy_version``, the decision and its reason). Never prompt or answer text, never a key:
+the decision's attributes are built from contract names, counts and reason codes only
+(:func:`decision_attributes`), never from an event's free text, which quotes answers (a matched
+refusal pattern, a stray fragment, a schema error holding a value).
 
 The spans are written when a model's round is over, from what the round recorded (each probe
 carries its send time and durations): tracing adds nothing to the probes' hot path, and a
@@ -18,7 +21,8 @@ Nothing here imports OpenTelemetry at module level: without ``[otel]`` in the se
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,7 +31,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Tracer
 
-    from canary.core.model import Observation
+    from canary.core.model import ContractResult, Event, Observation
     from canary.prober import EndpointProbing
     from canary.runner import ModelRound
     from canary.settings import Settings
@@ -37,6 +41,9 @@ QUEUE_SIZE = 32_768  # spans waiting for export: a 2,000-endpoint round is about
 PROVIDER_NAME = "openrouter"  # the GenAI API canary speaks (gen_ai.provider.name)
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 _NS = 1_000_000_000
+# A machine-readable reason code ("leading_garbage", "expired"): the only free-standing strings a
+# span may carry besides names and tags. Anything else (spaces, quotes) is left out.
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 class TracingUnavailable(RuntimeError):
@@ -135,7 +142,7 @@ class OtelRoundTracer:
         self,
         probing: EndpointProbing,
         report: ModelRound,
-        decisions: Mapping[str, tuple[str, str]],
+        decisions: Mapping[str, dict[str, Any]],
         policy_version: str,
         context: Any,
     ) -> None:
@@ -146,17 +153,18 @@ class OtelRoundTracer:
         start = min((o.started_at or 0.0 for o in timed), default=report.at.timestamp())
         end = max(((o.started_at or 0.0) + (o.total_s or 0.0) for o in timed), default=start)
         verdict = report.verdicts.get(tag)
-        decision, reason = decisions.get(tag, ("none", ""))
         attributes: dict[str, Any] = {
             "canary.provider": tag,
             "gen_ai.request.model": report.model,
             "canary.policy_version": policy_version,
             "canary.verdict": verdict.verdict.value if verdict else "none",
-            "canary.decision": decision,
+            "canary.decision": "none",
             "canary.language": probing.language,
+            **decisions.get(tag, {}),
         }
-        if reason:
-            attributes["canary.decision.reason"] = reason
+        codes = result_codes(verdict.results if verdict else ())
+        if codes:
+            attributes["canary.reasons"] = codes
         span = self.tracer.start_span(
             f"canary.endpoint {tag}", context=context, start_time=_ns(start), attributes=attributes
         )
@@ -213,15 +221,61 @@ class OtelRoundTracer:
         self.provider.shutdown()
 
 
-def _decisions(report: ModelRound) -> dict[str, tuple[str, str]]:
-    """Each endpoint's decision this round and its reason (the last one, when there were two)."""
-    out: dict[str, tuple[str, str]] = {}
+def _decisions(report: ModelRound) -> dict[str, dict[str, Any]]:
+    """Each endpoint's decision this round as span attributes (the last one, when there were
+    two)."""
+    out: dict[str, dict[str, Any]] = {}
     for event in report.events:
         if event.tag is None or event.kind.value in ("verdict", "drift"):
             continue
-        reason = event.detail.get("reason") or event.detail.get("why") or ""
-        out[event.tag] = (event.kind.value, str(reason))
+        out[event.tag] = decision_attributes(event)
     return out
+
+
+def decision_attributes(event: Event) -> dict[str, Any]:
+    """``canary.decision`` and what explains it, from names, counts and codes only:
+    ``canary.decision.causes`` (contract names), ``canary.decision.rounds`` (failing rounds, or
+    the rounds of evidence), and ``canary.decision.reason`` composed of those
+    (``"hygiene: 2 failing rounds"``) or a reason code (a release's ``expired``). An event's
+    free text (``reason``, ``why``) is never copied: it quotes contract details, which quote
+    answers."""
+    from canary.core.model import Contract
+
+    detail = event.detail
+    contracts = {c.value for c in Contract}
+    raw_causes = detail.get("causes")
+    causes = [
+        c for c in (raw_causes if isinstance(raw_causes, list | tuple) else ()) if c in contracts
+    ]
+    failing = detail.get("failing_rounds")
+    rounds = failing if isinstance(failing, int) and not isinstance(failing, bool) else None
+    if rounds is None and event.evidence:
+        rounds = len(event.evidence)
+    attributes: dict[str, Any] = {"canary.decision": event.kind.value}
+    reason: str | None = None
+    if causes:
+        attributes["canary.decision.causes"] = causes
+        reason = "+".join(causes) + (f": {rounds} failing rounds" if rounds else "")
+    elif _is_code(detail.get("why")):
+        reason = str(detail["why"])
+    if rounds:
+        attributes["canary.decision.rounds"] = rounds
+    if reason:
+        attributes["canary.decision.reason"] = reason
+    return attributes
+
+
+def result_codes(results: Sequence[ContractResult]) -> list[str]:
+    """``contract:code`` of each result that is not a pass and carries a reason code."""
+    return [
+        f"{r.contract.value}:{r.reason}"
+        for r in results
+        if r.result.value != "pass" and _is_code(r.reason)
+    ]
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and _CODE.fullmatch(value) is not None
 
 
 def _ns(seconds: float) -> int:

@@ -110,6 +110,23 @@ def test_a_first_token_timeout_below_the_ttft_threshold_is_refused(
     assert load_settings(write(tmp_path, equal), env={}).openrouter.first_token_timeout_s == 10
 
 
+def test_a_stream_timeout_below_the_ttft_threshold_is_refused(tmp_path: Path) -> None:
+    """The client waits min(first_token_timeout_s, stream_timeout_s) for the first token: a
+    stream deadline under the threshold would cut a stall before it could count as slow."""
+    text = "ttft_threshold_s = 10\n[openrouter]\nfirst_token_timeout_s = 30\nstream_timeout_s = 8\n"
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, text), env={})
+    assert str(caught.value) == (
+        f"{tmp_path / 'canary.toml'}: setting 'openrouter.stream_timeout_s': 8 s is below "
+        "ttft_threshold_s (10 s); a stream silent that long must count as slow"
+    )
+    equal = (
+        "ttft_threshold_s = 10\n[openrouter]\nfirst_token_timeout_s = 10\nstream_timeout_s = 10\n"
+    )
+    loaded = load_settings(write(tmp_path, equal), env={}).openrouter
+    assert (loaded.first_token_timeout_s, loaded.stream_timeout_s) == (10, 10)
+
+
 def test_a_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="no such settings file"):
         load_settings(tmp_path / "absent.toml", env={})
@@ -134,3 +151,17 @@ def test_a_database_url_is_shown_without_its_password_and_unchanged_without_one(
 def test_a_streak_max_age_shorter_than_the_failing_rounds_is_refused() -> None:
     with pytest.raises(SettingsError, match=r"streak_max_age_hours = 6 is shorter than"):
         load_settings(env={"CANARY_INTERVAL_MINUTES": "240"})
+
+
+def test_a_bad_value_from_the_environment_is_blamed_on_its_variable(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('mode = "observe"\n', encoding="utf-8")
+    with pytest.raises(SettingsError) as caught:
+        load_settings(config, env={"CANARY_SHUTDOWN_GRACE_S": "abc"})
+    assert str(caught.value).startswith(
+        "environment CANARY_SHUTDOWN_GRACE_S: setting 'shutdown_grace_s'"
+    )
+    config.write_text('shutdown_grace_s = "abc"\n', encoding="utf-8")
+    with pytest.raises(SettingsError) as caught:
+        load_settings(config, env={})
+    assert str(caught.value).startswith(f"{config}: setting 'shutdown_grace_s'")

@@ -31,7 +31,7 @@ class IgnoreListEndpoint:
             await error(400, "the query parameter 'model' is required")(scope, receive, send)
             return
         try:
-            needs = parse_needs(_query_value(query, "needs"))
+            needs = parse_needs(",".join(_query_values(query, "needs")))  # every value given
         except UnknownNeed as exc:
             await error(400, str(exc), known=list(KNOWN_NEEDS))(scope, receive, send)
             return
@@ -69,11 +69,15 @@ class IgnoreListEndpoint:
         await send({"type": "http.response.body", "body": published.body})
 
 
+def _query_values(query_string: bytes, name: str) -> list[str]:
+    """Every non-blank value of ``name``, in order (``?needs=a&needs=b`` is both a and b)."""
+    values = parse_qs(query_string.decode("latin-1"), keep_blank_values=True).get(name, ())
+    return [v.strip() for v in values if v.strip()]
+
+
 def _query_value(query_string: bytes, name: str) -> str:
-    for value in parse_qs(query_string.decode("latin-1"), keep_blank_values=True).get(name, ()):
-        if value.strip():
-            return value.strip()
-    return ""
+    """The first non-blank value of ``name`` ("" without one)."""
+    return next(iter(_query_values(query_string, name)), "")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -72,8 +72,11 @@ def openapi_document() -> dict[str, Any]:
                             "(structured_outputs, tools). A quarantine caused only by "
                             "contracts of capabilities it does not need is left out of its "
                             "list; ttft, refusal, language and hygiene always apply, and so do "
-                            "built-in and runtime entries. Without it: the full list. An "
-                            "unknown need is a 400 naming the known ones.",
+                            "built-in and runtime entries. Repeated (needs=a&needs=b), every "
+                            "value counts. The capacity floor is held on each list itself "
+                            "(usable_endpoints, withheld and floor_breached are its own). "
+                            "Without it: the full list. An unknown need is a 400 naming the "
+                            "known ones.",
                             "schema": {"type": "string"},
                         },
                         {

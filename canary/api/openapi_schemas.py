@@ -61,7 +61,8 @@ SCHEMAS: dict[str, Any] = {
             "capacity_floor": {"type": "integer"},
             "usable_endpoints": {
                 "type": ["integer", "null"],
-                "description": "Listed endpoints no entry names (null before the first listing).",
+                "description": "Listed endpoints no entry of this list names (null before the "
+                "first listing).",
             },
             "withheld": {
                 "type": "array",

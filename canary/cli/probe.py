@@ -2,19 +2,26 @@
 
 It lists the model's endpoints, sends each the round's pinned probes through the real Prober and
 judges them as a round does: the model's positive controls are always probed too (also with
-``--provider``), and the round-level rules run through the same core function
-(:func:`canary.core.verdict.judge_round`): a control that does not filter makes the refusal
-probe weak (``probe_weak``), and a contract failing on most endpoints is model-wide, which only
-the whole model can show (with ``--provider`` it is ``"not evaluated"``). It prints each
-endpoint's verdict with every contract's evidence. It never opens the store: nothing is recorded,
-no quarantine moves. ``--estimate`` prints what one round of the configured models costs at the
-endpoints' published prices.
+``--provider``), and the round-level rules run through the same core call with the same inputs
+as the runner's (:func:`canary.core.verdict.judge_round` with the listing's tags and the
+endpoints usable on the list as published now): a control that does not filter makes the refusal
+probe weak (``probe_weak``), a control missing from the listing is ``control_missing``, and a
+contract failing on most usable endpoints is model-wide, which only the whole model can show
+(with ``--provider`` it is ``"not evaluated"``). It prints each endpoint's verdict with every
+contract's evidence.
+
+The list as published is read from the store when there is one to read (runtime exclusions and
+quarantines; never created, never written: a missing SQLite file is not opened); without one it
+is the built-in list alone, and ``"published_from"`` says so. Nothing is recorded, no quarantine
+moves. ``--estimate`` prints what one round of the configured models costs at the endpoints'
+published prices.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +29,8 @@ import typer
 from canary.cli.common import fail, print_json, settings_from
 
 if TYPE_CHECKING:
+    from canary.core.floor import Publication
+    from canary.core.model import Endpoint, Exclusion
     from canary.core.verdict import RoundOutcome
     from canary.prober import EndpointProbing
     from canary.settings import Settings
@@ -88,6 +97,11 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
             endpoints = await client.list_endpoints(model)
         except ListingError as exc:
             fail(f"cannot list the endpoints of {model}: {exc}")
+        now = datetime.now(UTC)
+        listed = [e.tag for e in endpoints]
+        published, source = published_now(
+            settings, model, endpoints, probes.builtin_exclusions, now
+        )
         if tags:
             known = sorted(e.tag for e in endpoints)
             unknown = [t for t in tags if t not in known]
@@ -108,17 +122,68 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
             max_tokens=settings.openrouter.max_tokens,
             concurrency=settings.concurrency,
             per_provider_concurrency=settings.per_provider_concurrency,
+            positive_controls={model: controls},
         )
         index = round_index(time.time(), settings.interval_minutes)  # this round's languages
         probings = await prober.probe_endpoints(endpoints, {}, index)
-    outcome = judge_probed(settings, model, probings, whole_model=not tags)
-    return probe_document(model, probings, outcome, controls, whole_model=not tags)
+    outcome = judge_probed(
+        settings, model, probings, whole_model=not tags, listed=listed, usable=published.usable
+    )
+    document = probe_document(model, probings, outcome, controls, whole_model=not tags)
+    document["published_from"] = source
+    document["usable"] = None if published.usable is None else list(published.usable)
+    return document
+
+
+def published_now(
+    settings: Settings,
+    model: str,
+    endpoints: Sequence[Endpoint],
+    builtin: Sequence[Exclusion],
+    now: datetime,
+) -> tuple[Publication, str]:
+    """The model's list as published now over this listing, as a round starts from it, and where
+    its layers came from: ``"store"``, or the built-in list alone when there is no store to
+    read (a missing SQLite file is never created) or it cannot be read."""
+    from canary.cli.common import first_line
+    from canary.cli.ops_base import missing_sqlite_file
+    from canary.core.floor import publish
+    from canary.core.identity import Listed
+    from canary.store.engine import STORE_ERRORS
+    from canary.store.repository import Store
+
+    listing = [Listed.of(e) for e in endpoints]
+    runtime: Sequence[Exclusion] = ()
+    quarantines: Sequence[Exclusion] = ()
+    missing = missing_sqlite_file(settings.database_url)
+    if missing is not None:
+        source = f"built-in list only: no database at {missing}"
+    else:
+        store = Store(settings.database_url)
+        try:
+            layers = store.model_layers([model], now)[model]
+            runtime, quarantines, source = layers.runtime, layers.quarantines, "store"
+        except STORE_ERRORS as exc:
+            source = f"built-in list only: the store cannot be read ({first_line(exc)})"
+        finally:
+            store.dispose()
+    floor = settings.model(model).capacity_floor
+    mine = [e for e in builtin if e.model == model]
+    return publish(model, listing, mine, runtime, quarantines, floor=floor, now=now), source
 
 
 def judge_probed(
-    settings: Settings, model: str, probings: Sequence[EndpointProbing], *, whole_model: bool
+    settings: Settings,
+    model: str,
+    probings: Sequence[EndpointProbing],
+    *,
+    whole_model: bool,
+    listed: Sequence[str],
+    usable: Sequence[str] | None,
 ) -> RoundOutcome:
-    """The round-level rules over what was probed, as the runner applies them."""
+    """The round-level rules over what was probed, as the runner applies them: the same core
+    call with the listing's tags (a control missing from it is ``control_missing``) and the
+    endpoints usable on the published list (the only ones model-wide counts)."""
     from dataclasses import replace
 
     from canary.core.policy import PolicyRules
@@ -134,6 +199,8 @@ def judge_probed(
         {p.endpoint.tag: p.results for p in probings},
         positive_controls=settings.model(model).positive_controls,
         rules=rules,
+        listed=listed,
+        usable=usable,
     )
 
 
@@ -151,11 +218,13 @@ def probe_document(
     whole_model: bool = True,
 ) -> dict[str, Any]:
     """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}],
-    "probe_weak", "model_wide"}."""
+    "probe_weak", "control_missing", "model_wide"} (`_probe` adds "published_from" and
+    "usable")."""
     from canary.core.model import EventKind
     from canary.core.served import is_expected, served_model
 
     weak = next((e for e in outcome.events if e.kind is EventKind.probe_weak), None)
+    missing = next((e for e in outcome.events if e.kind is EventKind.control_missing), None)
     wide = [e.detail for e in outcome.events if e.kind is EventKind.model_wide]
     providers = []
     for p in probings:
@@ -195,6 +264,8 @@ def probe_document(
         "providers": providers,
         # the weak-probe rule: which control did not fail refusal, and what it returned
         "probe_weak": None if weak is None else dict(weak.detail),
+        # a control not in the listing: the refusal results are no evidence either
+        "control_missing": None if missing is None else dict(missing.detail),
         "model_wide": wide if whole_model else NOT_EVALUATED,
     }
 
@@ -234,6 +305,15 @@ def _print_human(document: dict[str, Any]) -> None:
         console.print(
             f"[yellow]probe weak[/]: {escape(weak['why'])}; refusal results are not evidence"
         )
+    missing = document.get("control_missing")
+    if missing is not None:
+        console.print(
+            f"[yellow]control missing[/]: {escape(missing['why'])}; refusal results are not "
+            "evidence"
+        )
+    source = document.get("published_from")
+    if source is not None and source != "store":
+        console.print(f"[dim]usable endpoints counted on the {escape(source)}[/]")
     wide = document["model_wide"]
     if wide == NOT_EVALUATED:
         console.print("model-wide: not evaluated (only part of the model was probed)")

@@ -240,3 +240,20 @@ class Api:
         response = self.client.get("/v1/ignore-list", params={"model": self.model})
         assert response.status_code == 200
         return list(response.json()["ignore"])
+
+
+def quarantine(api: Api, tag: str, contract: Contract, minutes_ago: int) -> None:
+    """``tag`` quarantined ``minutes_ago`` for ``contract`` alone, through the store's own API."""
+    since = api.clock.now - timedelta(minutes=minutes_ago)
+    until = since + timedelta(days=1)
+    cause = contract.value
+    state = EndpointState(
+        api.model, tag, streaks=(Streak(contract, 2, since, (1, 2)),), quarantined_since=since,
+        quarantined_until=until, causes=(cause,), ladder_step=1, last_quarantine_at=since,
+    )  # fmt: skip
+    start = QuarantineStart(api.model, tag, since, until, 1, f"{cause} broke", (1, 2), (cause,))
+    assert api.store.apply_decision(
+        round_id=None, model=api.model, before=api.store.load_states(api.model),
+        after={tag: state}, events=[], quarantines_started=[start], actor="canary",
+        policy_version=POLICY, at=since,
+    )  # fmt: skip

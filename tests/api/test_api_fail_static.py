@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from ops_seed import MODEL, Api, seed
+from ops_seed import MODEL, Api, quarantine, seed
 from sqlalchemy import create_engine, make_url, text
 
+from canary.core.model import Contract
 from canary.store.repository import Store
 
 
@@ -71,6 +72,39 @@ def test_sqlite_store_gone_serves_the_last_list_stale_then_recovers(tmp_path: Pa
     assert api.service.refresh() is True
     back = api.client.get("/v1/ignore-list", params={"model": MODEL}).json()
     assert back["stale"] is False and back["ignore"] == fresh["ignore"]
+    store.dispose()
+
+
+def test_a_needs_variant_fails_static_too(tmp_path: Path) -> None:
+    """With the store gone, a variant is served stale from the last good read, never empty,
+    also one asked for the first time during the outage."""
+    path = tmp_path / "canary.db"
+    store = Store(f"sqlite:///{path}")
+    store.upgrade()
+    api = Api(store, model=MODEL)
+    quarantine(api, "alpha", Contract.schema, minutes_ago=20)
+    assert api.service.refresh()
+
+    def variant(needs: str) -> tuple[dict, str]:
+        response = api.client.get("/v1/ignore-list", params={"model": MODEL, "needs": needs})
+        assert response.status_code == 200
+        return response.json(), response.headers["etag"]
+
+    fresh, fresh_etag = variant("tools")
+    assert fresh["stale"] is False and fresh["ignore"] == ["bravo", "delta", "echo"]
+    structured_fresh, _ = variant("structured_outputs")
+    store.dispose()
+    path.unlink()
+    path.mkdir()  # a directory where the database was: every connection fails
+
+    assert api.service.refresh() is False
+    stale, stale_etag = variant("tools")
+    assert stale["stale"] is True and stale_etag != fresh_etag
+    assert stale["ignore"] == fresh["ignore"] and stale["entries"] == fresh["entries"]
+    assert stale["generated_at"] == fresh["generated_at"] and stale["needs"] == ["tools"]
+    first_time, _ = variant("structured_outputs,tools")  # never asked before the outage
+    assert first_time["stale"] is True
+    assert first_time["ignore"] == structured_fresh["ignore"] == ["alpha", "bravo", "delta", "echo"]
     store.dispose()
 
 

@@ -174,6 +174,24 @@ def test_quarantines_started_only_grows_while_active_ones_end(api: Api) -> None:
     )
 
 
+def test_would_quarantines_count_observe_modes_decisions_and_only_grow(api: Api) -> None:
+    def would(text: str, model: str = api.model) -> float | None:
+        return scraped(text, "canary_would_quarantines_total", model=model)
+
+    assert would(api.client.get("/metrics").text) == 0  # exported from 0, so increase() sees 1
+    for tag in ("alpha", "foxtrot"):
+        event = Event(EventKind.would_quarantine, api.model, tag, {"causes": ["hygiene"]})
+        api.store.record_audit(event, "canary", POLICY, NOW)
+    other = Event(EventKind.would_quarantine, "acme/other-1", "alpha", {"causes": ["ttft"]})
+    api.store.record_audit(other, "canary", POLICY, NOW)  # not a watched model
+    enforced = Event(EventKind.quarantine, api.model, "alpha", {"reason": "test"})
+    api.store.record_audit(enforced, "canary", POLICY, NOW)  # counted by quarantines_started
+    text = rescrape(api)
+    assert would(text) == 2
+    assert would(text, "acme/other-1") is None
+    assert scraped(text, "canary_quarantines_started_total", model=api.model) == 1
+
+
 def test_build_info_names_the_package_version(api: Api) -> None:
     text = api.client.get("/metrics").text
     assert scraped(text, "canary_build_info", version=__version__) == 1

@@ -2,7 +2,8 @@
 healthy endpoint, end to end.
 
     .venv/bin/python tests/bench/bench_detection.py [--quick] [--tune-seeds 1,2]
-        [--report-seeds 3,4,5,6] [--rounds 42] [--timing-rounds 3]
+        [--report-seeds 3,4,5,6] [--rounds 42] [--timing-rounds 3] [--fault-rounds 1]
+        [--only tune|report|fleet|faults]
 
 Each seed starts `canary sim` (a separate process) whose text_bank is the shared corpus
 (../shared/corpus/lingua-sentences) when it is there, the built-in bank otherwise, and sends real
@@ -29,7 +30,17 @@ they drift to).
    c. issue 13's two fleets: 12 pt endpoints mixing es and 12 uk endpoints mixing ru, share 0.34,
       beside 16 clean ones, one round each; garbage_prefix at 0.95;
    d. the timing faults (first token after 12 s, a stall before the first token, the sporadic
-      fleet) in rounds of their own, since each waits up to 2 x 30 s.
+      fleet) in rounds of their own, since each waits up to 2 x 30 s;
+   e. the faults that break no contract (``--only faults`` runs them alone, in a few minutes):
+      the transport faults (http_error 503 and 429, disconnect, midstream_error, a stall after
+      the first tokens), each alone, whose expected outcome is no quality failure (the share
+      shown is the false-failure share); served_by (every probe invalid, no contract failure);
+      served_model (no contract failure: drift is recorded elsewhere); reasoning_first (ttft
+      times the first content token, the reasoning delta only keeps an open stream from counting
+      as a stall: 0.5 s of thinking passes, 12 s of thinking fails ttft).
+
+Every fault kind of the simulator (canary/sim/scenario.py ``FaultKind``) has a row: the script
+refuses to start when one is missing.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ import asyncio
 import logging
 import random
 import secrets
+import statistics
 import sys
 import time
 from collections import Counter, defaultdict
@@ -60,6 +72,7 @@ from canary.openrouter.client import OpenRouterClient  # noqa: E402
 from canary.prober import EndpointProbing, Prober  # noqa: E402
 from canary.probes import ProbeSet, load_probes  # noqa: E402
 from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES, Settings  # noqa: E402
+from canary.sim.scenario import FaultKind  # noqa: E402
 from canary.text.detect import LanguageAnalyzer  # noqa: E402
 
 CORPUS = PROJECT_ROOT / ".." / "shared" / "corpus" / "lingua-sentences"
@@ -82,6 +95,8 @@ class Row:
     endpoints: int
     languages: tuple[str, ...] = ALL
     rate: float | None = None
+    expect: str = ""  # the outcome stated for a row that breaks no contract
+    invalid: bool = False  # every probe is invalid (answered by another provider)
 
     @property
     def slug(self) -> str:
@@ -168,8 +183,54 @@ def timing_rows(scale: int) -> list[Row]:
     return [*slow, *stall, Row("sporadic fleet (issue 13)", SPORADIC, None, 2 * scale, but("en"))]
 
 
+NO_QUALITY = "no quality failure (transport)"
+
+
+def fault_rows(scale: int) -> list[Row]:
+    """Faults that break no contract, each alone: what a round must make of them."""
+    transport = [
+        Row(f"http_error 503 {rate}", (fault("http_error", rate, status=503),), None, scale,
+            rate=rate, expect=NO_QUALITY)
+        for rate in (0.3, 1.0)
+    ]  # fmt: skip
+    transport.append(
+        Row("http_error 429 1.0", (fault("http_error", 1.0, status=429),), None, scale, rate=1.0,
+            expect=NO_QUALITY)
+    )  # fmt: skip
+    transport += [
+        Row(f"{kind} after 3 tokens {rate}", (fault(kind, rate, after_tokens=3),), None, scale,
+            rate=rate, expect=NO_QUALITY)
+        for kind in ("disconnect", "midstream_error")
+        for rate in (0.3, 1.0)
+    ]  # fmt: skip
+    # The first tokens arrived, then the stream went silent: not a ttft stall (a token came in
+    # time) but an unfinished stream, cut at stream_timeout_s: a transport timeout.
+    transport += [
+        Row(f"stall after 3 tokens {rate}", (fault("stall", rate, after_tokens=3),), None, scale,
+            rate=rate, expect=NO_QUALITY + ": timeout at stream_timeout_s")
+        for rate in (0.3, 1.0)
+    ]  # fmt: skip
+    return [
+        *transport,
+        Row("served_by another endpoint 1.0", (fault("served_by", 1.0, tag=f"{CLEAN}-0"),), None,
+            scale, rate=1.0, expect="invalid probe, no contract failure", invalid=True),
+        Row("served_model other id 1.0", (fault("served_model", 1.0, id="other/model-9"),),
+            None, scale, rate=1.0, expect="no contract failure (drift is recorded elsewhere)"),
+        # ttft times the first *content* token; a reasoning delta only keeps an open stream from
+        # counting as stalled. Thinking for 0.5 s is fast; thinking 12 s before writing is slow.
+        Row("reasoning_first 500 ms 1.0", (fault("reasoning_first", 1.0, ms=500),), None, scale,
+            rate=1.0, expect="no failure (ttft is the first content token, ~0.5 s later)"),
+        Row("reasoning_first 12000 ms 1.0", (fault("reasoning_first", 1.0, ms=12000),),
+            Contract.ttft, scale, rate=1.0,
+            expect="ttft fails: content after 12 s; the reasoning delta is no stall either"),
+    ]  # fmt: skip
+
+
+CLEAN = "clean"
+
+
 def clean_row(endpoints: int) -> Row:
-    return Row("clean", (), None, endpoints)
+    return Row(CLEAN, (), None, endpoints)
 
 
 def mixing_fleet() -> list[Row]:
@@ -219,6 +280,9 @@ class Tally:
     by_language: Counter[str] = field(default_factory=Counter)  # false failures, by language
     rechecked: int = 0  # rounds that sent re-checks
     example: str = ""
+    invalid: int = 0  # rounds whose every judged contract was an invalid probe
+    transport: int = 0  # rounds with a transport_error result
+    ttft: list[float] = field(default_factory=list)  # ttft figures (median first token, s)
 
     def add(self, row: Row, probing: EndpointProbing) -> None:
         self.rounds += 1
@@ -238,6 +302,14 @@ class Tally:
                 )
         planned = 3 + 2 + 2  # ttft samples, refusal, language, schema, tools
         self.rechecked += len(probing.observations) > planned
+        judged = [r for r in probing.results if r.result is not Result.not_applicable]
+        self.invalid += bool(judged) and all(
+            r.result is Result.inconclusive and r.reason == "attribution_mismatch" for r in judged
+        )
+        self.transport += any(r.result is Result.transport_error for r in judged)
+        ttft = next((r for r in judged if r.contract is Contract.ttft), None)
+        if ttft is not None and ttft.figure is not None:
+            self.ttft.append(ttft.figure)
 
 
 @dataclass
@@ -435,6 +507,38 @@ def print_rows(rows: Sequence[Row], tallies: dict[str, Tally]) -> None:
             print(f"{'':<6}e.g. {t.example}")
 
 
+def print_fault_rows(rows: Sequence[Row], tallies: dict[str, Tally], threshold_s: float) -> None:
+    """The rows that break no contract: the stated outcome, and whether it held."""
+    print(f"\n{'fault':<34}{'endpoint-rounds':>16}{'fails':>11}{'transport':>10}"
+          f"{'invalid':>8}{'ttft p50':>9}  expected -> held?")  # fmt: skip
+    print(f"{'':<34}{'':>16}{'(false)':>11}")
+    for row in rows:
+        t = tallies[row.name]
+        if not t.rounds:
+            continue
+        # a row with a contract: the share failing it; else the false-failure share
+        false = t.right if row.contract is not None else sum(t.by_language.values())
+        ttft = f"{statistics.median(t.ttft):.1f} s" if t.ttft else "-"
+        if row.contract is not None:
+            held = t.right == t.rounds
+        else:
+            held = false == 0 and (not row.invalid or t.invalid == t.rounds)
+        if row.name.startswith("reasoning_first") and row.contract is None:
+            held = held and bool(t.ttft) and statistics.median(t.ttft) <= threshold_s
+        print(f"{row.name:<34}{t.rounds:>16}{100 * false / t.rounds:>10.1f}%"
+              f"{100 * t.transport / t.rounds:>9.0f}%{100 * t.invalid / t.rounds:>7.0f}%"
+              f"{ttft:>9}  {row.expect or 'no failure'} -> {'yes' if held else 'NO'}")  # fmt: skip
+        if t.example and not held:
+            print(f"{'':<6}e.g. {t.example}")
+
+
+def check_every_kind_has_a_row(rows: Sequence[Row]) -> None:
+    covered = {str(f["kind"]) for row in rows for f in row.faults}
+    missing = sorted(set(FaultKind) - covered)
+    if missing:
+        raise SystemExit(f"bench_detection: no row for fault kind(s) {', '.join(missing)}")
+
+
 def print_clean(tally: Tally) -> None:
     n = tally.rounds
     print(f"\nclean fleet, {n} endpoint-rounds in 17 languages: false failures per contract")
@@ -459,14 +563,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=42, help="judging rounds per report seed")
     parser.add_argument("--tune-rounds", type=int, default=20)
     parser.add_argument("--timing-rounds", type=int, default=3)
+    parser.add_argument("--fault-rounds", type=int, default=1,
+                        help="rounds per report seed of the faults that break no contract")  # fmt: skip
     parser.add_argument("--clean", type=int, default=60, help="clean endpoints in each round")
     parser.add_argument("--scale", type=int, default=2, help="endpoints per fault row")
     parser.add_argument("--quick", action="store_true", help="a smoke run: a few rounds")
-    parser.add_argument("--only", choices=("tune", "report", "fleet"), help="one part alone")
+    parser.add_argument("--only", choices=("tune", "report", "fleet", "faults"),
+                        help="one part alone")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.tune_seeds, args.report_seeds = "1", "3"
         args.rounds, args.tune_rounds, args.timing_rounds, args.clean = 3, 3, 1, 17
+        args.fault_rounds = 1
+    check_every_kind_has_a_row([*judging_rows(1), *timing_rows(1), *fault_rows(1), *mixing_fleet()])
     tune_seeds = [int(s) for s in args.tune_seeds.split(",") if s]
     report_seeds = [int(s) for s in args.report_seeds.split(",") if s]
     bank = CORPUS if CORPUS.is_dir() else None
@@ -478,6 +587,12 @@ def main() -> int:
     analyzer.warm()
     bench = Bench(load_probes(settings.probes_dir, SUPPORTED_LANGUAGES), analyzer, settings)
     started = time.perf_counter()
+
+    faults = [clean_row(args.scale), *fault_rows(args.scale)]
+    if args.only == "faults":
+        run_faults(bench, report_seeds, faults, args.fault_rounds, bank)
+        print(f"\ntotal {time.perf_counter() - started:.0f} s; load {load_average()}")
+        return 0
 
     if args.only in (None, "tune"):
         print(f"\n1. tuning the hygiene share on seeds {tune_seeds}")
@@ -514,8 +629,18 @@ def main() -> int:
     timing = timing_rows(args.scale * 3)
     slow = run_phase(bench, report_seeds, timing, args.timing_rounds, bank, "timing")
     print_rows(timing, slow)
+    run_faults(bench, report_seeds, faults, args.fault_rounds, bank)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; load {load_average()}")
     return 0
+
+
+def run_faults(
+    bench: Bench, seeds: Sequence[int], rows: Sequence[Row], rounds: int, bank: Path | None
+) -> None:
+    print("\nfaults that break no contract (each alone; a stall after tokens waits "
+          f"stream_timeout_s = {bench.settings.openrouter.stream_timeout_s:g} s)")  # fmt: skip
+    tallies = run_phase(bench, seeds, rows, rounds, bank, "faults")
+    print_fault_rows(rows, tallies, bench.settings.ttft_threshold_s)
 
 
 if __name__ == "__main__":

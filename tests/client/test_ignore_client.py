@@ -228,3 +228,18 @@ def test_merge_provider(
 def test_merge_provider_rejects_a_string_ignore() -> None:
     with pytest.raises(TypeError):
         merge_provider({"ignore": "bad-host"}, ["a"])
+
+
+def test_unknown_needs_are_refused_when_the_client_is_made(server: Any, clock: Any) -> None:
+    from canary.client import KNOWN_NEEDS, UnknownNeed
+    from canary.core.needs import KNOWN_NEEDS as CORE_NEEDS
+
+    assert KNOWN_NEEDS == CORE_NEEDS  # the helper's copy of the core's list
+    with pytest.raises(UnknownNeed, match=r"unknown need\(s\) vision \(known: structured_outputs, "
+                       r"tools\)"):  # fmt: skip
+        make(server, clock, needs=["tools", "vision"])
+    with pytest.raises(TypeError, match="not the string 'tools'"):
+        make(server, clock, needs="tools")
+    assert server.behaviour.seen == []  # refused before any request
+    with make(server, clock, needs=[" tools", "structured_outputs", "tools"]) as client:
+        assert client.needs == "structured_outputs,tools"

@@ -1,6 +1,7 @@
 """`canary probe` through typer's runner against the real simulator: the --json shape,
---provider, the round-level rules (positive controls always probed, probe_weak, model-wide), a
-clear error for an unknown provider, --estimate checked by hand, and no state."""
+--provider, the round-level rules as a round applies them (positive controls always probed,
+probe_weak, control_missing, model-wide over the usable endpoints), a
+clear error for an unknown provider, --estimate checked by hand, and no state written."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ MODEL = "acme/e2e-cli"
 OTHER = "acme/e2e-cli-small"
 WIDE = "acme/e2e-cli-wide"
 CONTRACTS = {"ttft", "refusal", "schema", "language", "hygiene", "tools"}
-# A database canary could never open: if `canary probe` touched the store, it would fail.
+# A database canary could never open: `canary probe` must work without it (built-in list only).
 UNUSABLE_DATABASE = "postgresql+psycopg://nobody@127.0.0.1:9/never"
 
 
@@ -160,6 +161,26 @@ def test_a_control_that_filters_keeps_the_refusal_results(
     control = by_tag["refuser"]["contracts"]["refusal"]
     assert (control["result"], control["reason"]) == ("inconclusive", "positive_control")
     assert by_tag["refuser"]["verdict"] != "fail"  # its expected refusal never counts against it
+    for contract in ("language", "hygiene"):  # a control's answers are no evidence of writing
+        judged = by_tag["refuser"]["contracts"][contract]
+        assert (judged["result"], judged["reason"]) == ("inconclusive", "positive_control")
+        assert by_tag["alpha"]["contracts"][contract]["result"] == "pass"
+
+
+def test_a_control_missing_from_the_listing_is_control_missing_not_probe_weak(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    doc = document(
+        invoke(["probe", "--model", MODEL, "--json"], with_controls(env, tmp_path, "ghost"))
+    )
+    assert doc["probe_weak"] is None
+    missing = doc["control_missing"]
+    assert missing["missing"] == ["ghost"] and missing["contract"] == "refusal"
+    for p in doc["providers"]:
+        refusal = p["contracts"]["refusal"]
+        assert (refusal["result"], refusal["reason"]) == ("inconclusive", "control_missing")
+    text = invoke(["probe", "--model", MODEL], with_controls(env, tmp_path, "ghost"))
+    assert "control missing" in text.stdout and "ghost" in text.stdout
 
 
 def test_provider_option_still_probes_the_controls_and_leaves_model_wide_unjudged(
@@ -192,6 +213,52 @@ def test_a_contract_failing_on_most_endpoints_is_model_wide(env: dict[str, str])
     subset = document(invoke(["probe", "--model", WIDE, "--provider", "one", "--json"], env))
     assert subset["model_wide"] == "not evaluated"
     assert subset["providers"][0]["contracts"]["schema"]["result"] == "fail"
+
+
+def quarantined_store(tmp_path: Path, model: str, tag: str, cause: str) -> str:
+    """A SQLite store in which ``tag`` of ``model`` is quarantined for ``cause``."""
+    from datetime import UTC, datetime, timedelta
+
+    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.quarantine import QuarantineStart
+    from canary.store.repository import Store
+
+    url = f"sqlite:///{tmp_path / 'state.db'}"  # not ./canary.db, the default
+    since = datetime.now(UTC) - timedelta(minutes=10)
+    until = since + timedelta(days=1)
+    state = EndpointState(
+        model, tag, streaks=(Streak(Contract(cause), 2, since, (1, 2)),), quarantined_since=since,
+        quarantined_until=until, causes=(cause,), ladder_step=1, last_quarantine_at=since,
+    )  # fmt: skip
+    with Store(url) as store:
+        store.upgrade()
+        assert store.apply_decision(
+            round_id=None, model=model, before={}, after={tag: state}, events=[],
+            quarantines_started=[QuarantineStart(model, tag, since, until, 1, "q", (1, 2),
+                                                 (cause,))],
+            actor="test", policy_version="p-test", at=since,
+        )  # fmt: skip
+    return url
+
+
+def test_model_wide_counts_only_the_usable_endpoints_as_a_round_does(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """one and two break the schema, three does not; one is quarantined. A round counts model-wide
+    over the usable endpoints only (two and three: too few to call anything model-wide), so two's
+    schema failure stands, as it would in the round."""
+    url = quarantined_store(tmp_path, WIDE, "one", "schema")
+    doc = document(
+        invoke(["probe", "--model", WIDE, "--json"], {**env, "CANARY_DATABASE_URL": url})
+    )
+    assert doc["published_from"] == "store" and doc["usable"] == ["three", "two"]
+    assert doc["model_wide"] == []
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    assert by_tag["two"]["contracts"]["schema"]["result"] == "fail"
+    assert by_tag["one"]["contracts"]["schema"]["result"] == "fail"  # probed, judged, not counted
+    without = document(invoke(["probe", "--model", WIDE, "--json"], env))  # no store to read
+    assert without["published_from"].startswith("built-in list only: no database at ")
+    assert len(without["model_wide"]) == 1
 
 
 def test_unknown_provider_is_a_clear_error_naming_the_known_ones(env: dict[str, str]) -> None:
@@ -250,7 +317,7 @@ def test_estimate_without_models_says_how_to_configure_them(env: dict[str, str])
     assert "no models configured" in result.stderr
 
 
-def test_probe_never_touches_the_store(env: dict[str, str], tmp_path: Path) -> None:
+def test_probe_never_creates_or_needs_the_store(env: dict[str, str], tmp_path: Path) -> None:
     sqlite_file = tmp_path / "state" / "canary.db"
     for url in (f"sqlite:///{sqlite_file}", UNUSABLE_DATABASE):
         doc = document(

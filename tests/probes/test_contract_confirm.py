@@ -188,3 +188,37 @@ def test_hygiene_is_rechecked_with_language_probes(
     judged = {r.contract: r for r in judge_endpoint(judging, looked, rechecks)}
     assert judged[Contract.hygiene].result is F
     assert judged[Contract.language].result is P  # its first look passed: left alone
+
+
+def test_a_positive_controls_answers_are_never_language_or_hygiene_evidence(
+    obs: Obs, probe_set: ProbeSet, judging: Judging
+) -> None:
+    """The control (host/fp8) writes stray-prefixed Spanish: by rule none of it is evidence,
+    so its language and hygiene are inconclusive and nothing is re-checked for them; the other
+    contracts are judged as usual, and a non-control endpoint's same answers still fail."""
+    from canary.core.contracts.evidence import POSITIVE_CONTROL, is_prose_answer, prose_answers
+
+    spanish = (
+        "La tormenta golpeó el viejo faro durante toda la noche. Cuando el guardián abrió la "
+        "puerta, un desconocido estaba allí con una linterna, empapado y temblando de frío."
+    )
+    round_ = [
+        replace(o, content=")" + spanish) if o.contract in (Contract.ttft, Contract.refusal,
+                                                             Contract.language) else o
+        for o in planned(obs)
+    ]  # fmt: skip
+    control = replace(judging, controls=frozenset({"host/fp8"}))
+    patterns = probe_set.refusal_patterns
+    assert prose_answers(round_, patterns) and not prose_answers(round_, patterns, {"host/fp8"})
+    assert not is_prose_answer(round_[0], patterns, {"host/fp8"})
+
+    looked = first_look(control, round_)
+    results = {r.contract: r for r in looked.results}
+    for contract in (Contract.language, Contract.hygiene):
+        assert (results[contract].result, results[contract].reason) == (U, POSITIVE_CONTROL)
+    assert looked.recheck_probes() == ()
+    assert results[Contract.ttft].result is P and results[Contract.schema].result is P
+
+    other = replace(judging, controls=frozenset({"refuser"}))  # another host is the control
+    judged = {r.contract: r.result for r in first_look(other, round_).results}
+    assert judged[Contract.language] is F and judged[Contract.hygiene] is F

@@ -145,3 +145,15 @@ def test_a_recheck_sample_is_slow_or_not(obs: Obs, observation: object, result: 
     else:
         o = _sample(obs, observation)  # type: ignore[arg-type]
     assert ttft_look(o, threshold_s=10).result is result
+
+
+@pytest.mark.parametrize("at", [10.0, 9.5])
+def test_a_stall_is_slow_whatever_the_value_it_was_cut_at(obs: Obs, at: float) -> None:
+    """first_token_timeout_s == ttft_threshold_s: a host stalling on every request is cut at
+    exactly the threshold (or, by a shorter stream deadline, before it) and still fails."""
+    every = judge_ttft([_stall(obs, at=at)] * 3, threshold_s=10)
+    assert every.result is Result.fail and every.reason == "stalled"
+    assert every.detail.startswith("3/3 samples over 10 s")
+    mixed = judge_ttft([_stall(obs, at=at), _stall(obs, at=at), _sample(obs, 1.0)], threshold_s=10)
+    assert mixed.result is Result.fail
+    assert ttft_look(_stall(obs, at=at), threshold_s=10).result is Result.fail

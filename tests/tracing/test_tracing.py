@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,16 @@ pytest.importorskip("opentelemetry.sdk")  # the optional extra (installed by `ma
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from canary.drill import run_drill  # noqa: E402
+from canary.drill import DrillResult, run_drill  # noqa: E402
 from canary.settings import ModelSettings, Settings  # noqa: E402
 from canary.tracing import SEMCONV_SCHEMA, OtelRoundTracer, wanted  # noqa: E402
 
 MODEL = "acme/traced-1"
 SECRET = "sk-or-trace-secret"
 TAGS = ("alpha", "bravo", "charlie")
+# bravo's stray prefix: a distinctive fragment of its answers, which its hygiene detail (and so
+# its quarantine's reason) quotes
+FRAGMENT = "zorblaxian"
 
 
 def _scenario() -> dict[str, object]:
@@ -43,14 +47,27 @@ def _scenario() -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class Traced:
+    spans: list[ReadableSpan]
+    drill: DrillResult
+
+
 @pytest.fixture(scope="module")
-def spans() -> list[ReadableSpan]:
+def traced() -> Traced:
     exporter = InMemorySpanExporter()
     tracer = OtelRoundTracer.with_exporter(exporter, batch=False)
     settings = Settings(languages=("en",), models=(ModelSettings(id=MODEL),))
-    asyncio.run(run_drill(_scenario(), 2, settings, mode="enforce", tracer=tracer))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("canary.sim.answers.GARBAGE", (FRAGMENT,))
+        drill = asyncio.run(run_drill(_scenario(), 2, settings, mode="enforce", tracer=tracer))
     tracer.shutdown()
-    return list(exporter.get_finished_spans())
+    return Traced(list(exporter.get_finished_spans()), drill)
+
+
+@pytest.fixture(scope="module")
+def spans(traced: Traced) -> list[ReadableSpan]:
+    return traced.spans
 
 
 def _of(spans: list[ReadableSpan], prefix: str) -> list[ReadableSpan]:
@@ -114,12 +131,24 @@ def test_the_decision_and_its_reason_are_on_the_endpoint_span(spans: list[Readab
         if s.context.trace_id == second.context.trace_id
     ]  # fmt: skip
     assert bravo.attributes["canary.decision"] == "quarantine"
-    assert "failed 2 rounds in a row" in bravo.attributes["canary.decision.reason"]
+    causes = list(bravo.attributes["canary.decision.causes"])
+    assert "hygiene" in causes  # (a stray prefix breaks the JSON answers too: schema)
+    assert bravo.attributes["canary.decision.reason"] == "+".join(causes) + ": 2 failing rounds"
+    assert bravo.attributes["canary.decision.rounds"] == 2
     assert bravo.attributes["canary.verdict"] == "fail"
+    assert "hygiene:leading_garbage" in list(bravo.attributes["canary.reasons"])
 
 
-def test_no_span_holds_prompt_or_answer_text_or_a_key(spans: list[ReadableSpan]) -> None:
-    text = json.dumps([dict(s.attributes or {}) for s in spans], default=str)
+def test_no_span_holds_prompt_or_answer_text_or_a_key(traced: Traced) -> None:
+    # the fragment did reach the decision's free text (the audit row), and no span
+    (quarantine,) = traced.drill.of_kind("quarantine")
+    assert FRAGMENT in json.dumps(quarantine)
+    spans = traced.spans
+    text = json.dumps(
+        [[s.name, dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events]]
+         for s in spans], default=str,
+    )  # fmt: skip
+    assert FRAGMENT not in text.lower()
     assert SECRET not in text and "sim-drill-key" not in text
     assert "gen_ai.input.messages" not in text and "gen_ai.output.messages" not in text
     assert "tavern" not in text.lower() and "{nonce}" not in text
