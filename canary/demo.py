@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -64,24 +66,77 @@ def demo_folder(explicit: Path | None) -> Path:
 
 
 def write_settings(folder: Path, settings: Settings) -> Path:
-    """A settings file for the operator commands: the demo's store, mode, models and language."""
+    """A settings file for the operator commands: the demo's store, mode, models and every
+    setting that enters the policy version, written as the demo holds them, so that the commands
+    pointed at it compute the policy version the demo's rounds recorded. (A default left out
+    would come back as the settings' literal, ``10`` where the demo holds ``10.0``, and hash
+    differently; a value the demo took from the environment would not come back at all.)"""
     path = folder / "canary.toml"
-    lines = [
-        f"database_url = {json.dumps(settings.database_url)}",
-        f"mode = {json.dumps(settings.mode)}",
-        f"interval_minutes = {settings.interval_minutes:g}",
-        f"languages = {json.dumps(list(settings.languages))}",
-    ]
+    o = settings.openrouter
+    top = {
+        "database_url": settings.database_url,
+        "mode": settings.mode,
+        "interval_minutes": settings.interval_minutes,
+        "ttft_threshold_s": settings.ttft_threshold_s,
+        "ttft_samples": settings.ttft_samples,
+        "languages": list(settings.languages),
+        "daily_budget_usd": settings.daily_budget_usd,
+        "probes_dir": str(settings.probes_dir),
+    }
+    openrouter = {
+        "connect_timeout_s": o.connect_timeout_s,
+        "first_token_timeout_s": o.first_token_timeout_s,
+        "stream_timeout_s": o.stream_timeout_s,
+        "listing_deadline_s": o.listing_deadline_s,
+        "max_tokens": o.max_tokens,
+    }
+    lines = [*_toml_lines(top), "", "[openrouter]", *_toml_lines(openrouter)]
+    lines += ["", "[policy]", *_toml_lines(settings.policy.model_dump(mode="json"))]
     for model in settings.models:
-        lines += [
-            "",
-            "[[models]]",
-            f"id = {json.dumps(model.id)}",
-            f"positive_controls = {json.dumps(list(model.positive_controls))}",
-            f"capacity_floor = {model.capacity_floor}",
-        ]
+        lines += ["", "[[models]]", *_toml_lines(model.model_dump(mode="json"))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _toml_lines(table: Mapping[str, object]) -> list[str]:
+    """``key = value`` lines; None is left out (the setting's default). JSON spells strings,
+    numbers (a float keeps its point), booleans and lists as TOML does."""
+    return [f"{key} = {_toml_value(value)}" for key, value in table.items() if value is not None]
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, dict):
+        items = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None)
+        return "{" + items + "}"
+    return json.dumps(value)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a supervisor, ``timeout``) ends the demo as Ctrl-C does: the running
+    task is cancelled, the demo's own clean-up runs, and KeyboardInterrupt reaches the caller,
+    which says where the store stays. Only in the main thread, where signals arrive."""
+    task = asyncio.current_task()
+    if task is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if terminated:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 async def run_demo(
@@ -96,7 +151,7 @@ async def run_demo(
     scenario: Path = SHOWCASE,
 ) -> dict[str, list[str]]:
     """Run the showcase's rounds, telling what happens; then, with ``keep_serving``, serve the
-    API and status page until cancelled (Ctrl-C)."""
+    API and status page until cancelled (Ctrl-C or SIGTERM: both raise KeyboardInterrupt)."""
     from canary.api.app import create_app
     from canary.ignorelist import IgnoreListService
     from canary.openrouter.client import OpenRouterClient
@@ -120,7 +175,7 @@ async def run_demo(
     clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes) - (rounds - 1) * step)
     lists: dict[str, list[str]] = {}
     store_url = f"sqlite:///{folder / 'canary.db'}"
-    with start_simulator(loaded) as sim:
+    with _sigterm_as_interrupt(), start_simulator(loaded) as sim:
         settings = drill_settings(
             base,
             model_ids,

@@ -227,6 +227,12 @@ class FleetCollector(Collector):
             "Quarantines started for the model, ever (from the store).",
             labels=["model"],
         )
+        would = CounterMetricFamily(
+            "canary_would_quarantines",
+            "Quarantines observe mode would have started for the model, ever: its "
+            "would_quarantine audit rows (from the store).",
+            labels=["model"],
+        )
         for f in store.models:
             m = [f.model]
             if f.last_success_at is not None:
@@ -237,7 +243,8 @@ class FleetCollector(Collector):
                 cost.add_metric(m, f.last_cost_usd)
             weak.add_metric(m, 1 if f.probe_weak else 0)
             started.add_metric(m, f.quarantines_started)
-        yield from (success, duration, cost, weak, started)
+            would.add_metric(m, f.would_quarantines)
+        yield from (success, duration, cost, weak, started, would)
 
     def _spend_and_outbox(self, store: StoreFigures) -> Iterator[Metric]:
         yield GaugeMetricFamily(

@@ -57,6 +57,7 @@ class ModelFigures:
     last_cost_usd: float | None
     probe_weak: bool
     quarantines_started: int
+    would_quarantines: int  # observe mode's would_quarantine decisions, ever
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ def read_store_figures(
                 last_cost_usd=last.cost_usd if last else None,
                 probe_weak=model in activity.weak_probe,
                 quarantines_started=activity.quarantines_started.get(model, 0),
+                would_quarantines=activity.would_quarantines.get(model, 0),
             )
         )
     return StoreFigures(

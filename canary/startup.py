@@ -28,6 +28,14 @@ class StartupError(RuntimeError):
     """Start-up cannot go on; the message is one readable line (no secret in it)."""
 
 
+class StoppedDuringStartup(SystemExit):
+    """A stop (SIGTERM, SIGINT) asked for while start-up waited: not a failure, so the process
+    ends with status 0 wherever this is raised, after the clean-up on its way out."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound and listening now: a taken port fails here."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -50,8 +58,9 @@ def open_store(
     clock: Callable[[], float] = time.monotonic,
 ) -> Store:
     """The store, migrated to head. An unreachable store is retried with exponential backoff
-    (``wait(delay)`` returns True when start-up should give up at once, e.g. on SIGTERM) until
-    ``startup_wait_s`` has passed; any other store problem fails at once."""
+    (``wait(delay)`` returns True when start-up should give up at once, e.g. on SIGTERM: then
+    :class:`StoppedDuringStartup`) until ``startup_wait_s`` has passed; any other store problem
+    fails at once."""
     from sqlalchemy.exc import DBAPIError, OperationalError
 
     from canary.logs import first_line
@@ -87,7 +96,8 @@ def open_store(
                 error=first_line(exc.orig or exc),
             )
             if wait(min(delay, left)):
-                raise StartupError("stopped while waiting for the store") from None
+                log.info("stopped", database=shown, during="start-up, waiting for the store")
+                raise StoppedDuringStartup from None
             delay = min(delay * 2, MAX_RETRY_S)
         except (DBAPIError, MigrationsNotFound) as exc:
             store.dispose()

@@ -17,6 +17,7 @@ from canary.cli.main import app
 from canary.demo import run_demo
 from canary.net import free_port
 from canary.settings import Settings
+from canary.store.repository import Store
 
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
 HEALTHY = {"alpha", "bravo", "charlie/fp8"}
@@ -69,7 +70,32 @@ def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     assert not HEALTHY & set(model["ignore_list"]["ignore"])
 
 
-def test_without_exit_the_demo_serves_on_until_ctrl_c(tmp_path: Path) -> None:
+def test_the_written_settings_give_the_policy_version_the_demo_recorded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # a default the demo revalidates (10 -> 10.0) and a setting it takes from the environment
+    monkeypatch.setenv("CANARY_TTFT_THRESHOLD_S", "8")
+    folder = tmp_path / "demo"
+    args = ["demo", "--rounds", "1", "--port", "0", "--pause", "0", "--exit", "--dir", str(folder)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    monkeypatch.delenv("CANARY_TTFT_THRESHOLD_S")  # the operator's later shell
+    config = ["--config", str(folder / "canary.toml")]
+    with Store(f"sqlite:///{folder / 'canary.db'}") as store:
+        (recorded,) = {r.policy_version for r in store.recent_rounds(None, 10)}
+    status = CliRunner().invoke(app, [*config, "status", "--json"])
+    (model,) = json.loads(status.stdout)["models"]
+    assert model["ignore_list"]["policy_version"] == recorded
+    computed = CliRunner().invoke(app, [*config, "ignore-list", "-m", model["model"], "--json"])
+    assert computed.exit_code == 0, computed.output
+    assert json.loads(computed.stdout)["policy_version"] == recorded
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     port = free_port()
     process = subprocess.Popen(
         [CANARY, "demo", "--rounds", "1", "--pause", "0", "--port", str(port), "--dir", "d"],
@@ -88,7 +114,7 @@ def test_without_exit_the_demo_serves_on_until_ctrl_c(tmp_path: Path) -> None:
         assert any("until Ctrl-C" in line for line in told), "".join(told)
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
         assert page.status_code == 200 and "acme/roleplay-1" in page.text
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         rest, _ = process.communicate(timeout=30)
     finally:
         if process.poll() is None:

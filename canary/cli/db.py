@@ -38,12 +38,20 @@ def current(ctx: typer.Context) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from canary.cli.common import fail, first_line, settings_from
+    from canary.cli.ops_base import missing_sqlite_file
     from canary.settings import redact_url
     from canary.store.migrate import MigrationsNotFound, head_revision
     from canary.store.repository import Store
 
     settings = settings_from(ctx)
     shown = redact_url(settings.database_url)
+    missing = missing_sqlite_file(settings.database_url)
+    if missing is not None:  # reading the revision must not create an empty database
+        fail(
+            f"no database at {missing} ({shown}): run `canary db upgrade` to create it, "
+            "or pass --config",
+            code=1,
+        )
     try:
         head = head_revision()
         store = Store(settings.database_url)

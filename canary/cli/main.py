@@ -15,15 +15,32 @@ from typing import Annotated, Any
 
 import typer
 from typer._click import Context as ClickContext  # typer carries its own click
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+
+class _ReadableArgument(TyperArgument):
+    """An argument named in help by its metavar alone: ``ID`` in the usage line (``[ID]`` when
+    optional), with no ``<int>`` beside it in the Arguments panel."""
+
+    def display_type_rich(self, ctx: ClickContext) -> str | None:
+        return None
+
+    def get_usage_pieces(self, ctx: ClickContext) -> list[str]:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return [name if self.nargs == 1 else f"{name}..."]
 
 
 def readable_metavars(command: TyperCommand | TyperGroup, ctx: ClickContext) -> None:
-    """Name what an option takes in help as a word (MODEL, PROVIDER, FILE), not as a Python
-    type (``<str>``, ``<list[str]>``); flags (--help, --json) take nothing and show nothing."""
+    """Name what an option or an argument takes in help as a word (MODEL, PROVIDER, FILE, ID),
+    not as a Python type (``<str>``, ``<list[str]>``, ``<int>``) nor in braces (``{ID}``); flags
+    (--help, --json) take nothing and show nothing."""
     help_option = command.get_help_option(ctx)
     for param in (*command.params, *((help_option,) if help_option else ())):
-        if param.metavar is None and param.param_type_name == "option":
+        if isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "").upper()
+            param.__class__ = _ReadableArgument  # the same object, shown as a word
+        elif param.metavar is None and param.param_type_name == "option":
             param.metavar = "" if getattr(param, "is_flag", False) else (param.name or "").upper()
     if isinstance(command, TyperGroup):
         for sub in command.commands.values():

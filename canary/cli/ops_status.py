@@ -8,7 +8,8 @@ round, so it never loads every probe definition on its way (see :class:`Ops`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,6 +24,13 @@ from canary.cli.ops_base import (
     ops_context,
     table_of,
 )
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
+    from canary.views.latency import Latency
+    from canary.views.providers import ProviderView
 
 LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim"}
 
@@ -47,12 +55,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             degraded_p95_s=ops.settings.latency_degraded_p95_s,
         )  # fmt: skip
         out = [
-            {
-                "model": m,
-                "ignore": service.document(m)[0],
-                "providers": views_of[m],
-                "cost": model_cost(spend, m),
-            }
+            _ModelStatus(m, service.document(m)[0], views_of[m], model_cost(spend, m))
             for m in models
         ]
     if as_json:
@@ -63,10 +66,10 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
                 "cost": spend["day"],
                 "models": [
                     {
-                        "model": o["model"],
-                        "ignore_list": o["ignore"],
-                        "providers": [v.as_json() for v in o["providers"]],
-                        "cost": {k: v for k, v in o["cost"].items() if k != "day"},
+                        "model": o.model,
+                        "ignore_list": o.ignore,
+                        "providers": [v.as_json() for v in o.providers],
+                        "cost": {k: v for k, v in o.cost.items() if k != "day"},
                     }
                     for o in out
                 ],
@@ -75,13 +78,21 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
         return
     out_console = console()
     for o in out:
-        out_console.print(_providers_table(o["model"], ops.settings.mode, o["providers"]))
-        doc = o["ignore"]
+        out_console.print(_providers_table(o.model, ops.settings.mode, o.providers))
+        doc = o.ignore
         ignored = json.dumps(doc["ignore"]) if doc["ignore"] else "[] (nothing ignored)"
         out_console.print(f"ignore list: {ignored}  policy {doc['policy_version']}", markup=False)
         out_console.print(floor_line(doc))
-        out_console.print(cost_line(o["cost"]) + "\n")
+        out_console.print(cost_line(o.cost) + "\n")
     out_console.print(day_line(spend["day"]))
+
+
+@dataclass(frozen=True)
+class _ModelStatus:
+    model: str
+    ignore: dict[str, Any]  # the published ignore-list document
+    providers: list[ProviderView]
+    cost: dict[str, Any]  # canary.views.cost.model_cost
 
 
 def floor_line(doc: dict[str, Any]) -> str:
@@ -96,7 +107,7 @@ def floor_line(doc: dict[str, Any]) -> str:
     return f"capacity floor {floor}: {usable} usable endpoint(s){held}"
 
 
-def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
+def _providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
     # Cells are Text, not markup: a fleet of hundreds of endpoints renders in half the time.
     from rich.text import Text
 
@@ -104,7 +115,7 @@ def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
     unknown_mark = Text("·")
     table = table_of(
         f"{model}  (mode {mode})",
-        "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency",
+        "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency s",
         "Notes",
     )  # fmt: skip
     for v in views:
@@ -128,23 +139,24 @@ def _providers_table(model: str, mode: str, views: list[Any]) -> Any:
     return table
 
 
-def seconds(value: Any) -> str:
+def seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def usd(value: Any) -> str:
+def usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
-def latency_cell(latency: Any) -> Any:
-    """``degraded (7d p95 6.10, peers p95 1.00, OR p50 640 ms)``: the state and its context."""
+def latency_cell(latency: Latency) -> Text:
+    """``degraded (7d p95 6.10, peers p95 1.00, OR p50 0.64)``: the state and its context, in
+    seconds like every time in the tables (OpenRouter's figures come in milliseconds)."""
     from rich.text import Text
 
     beside = [f"7d p95 {seconds(latency.week.get('p95'))}"]
     if latency.peers_p95_24h_s is not None:
         beside.append(f"peers p95 {latency.peers_p95_24h_s:.2f}")
     if latency.openrouter_ms and "p50" in latency.openrouter_ms:
-        beside.append(f"OR p50 {latency.openrouter_ms['p50']:g} ms")
+        beside.append(f"OR p50 {seconds(latency.openrouter_ms['p50'] / 1000)}")
     state = (latency.state, LATENCY_STYLES.get(latency.state, ""))
     return Text.assemble(state, f" ({', '.join(beside)})")
 

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, false, func, select
+from sqlalchemy import bindparam, func, select
 
-from canary.core.model import Contract
+from canary.core.model import Contract, EventKind
 from canary.core.verdict import CONTROL_MISSING, PROBE_WEAK
 from canary.store import tables as t
+from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase
 
 # A refusal result with one of these reasons says the round's refusal probe proved nothing.
@@ -42,6 +43,7 @@ class FleetActivity:
     last_finished: dict[str, FinishedRound]  # by model; absent before its first one
     weak_probe: frozenset[str]  # models whose last finished round had a weak refusal probe
     quarantines_started: dict[str, int]  # by model: every quarantine ever started
+    would_quarantines: dict[str, int]  # by model: every would_quarantine audit row (observe)
     failing_deliveries: int  # outbox rows whose delivery was tried, failed, and is still owed
 
 
@@ -53,7 +55,7 @@ _LAST_FINISHED = (
         _rounds.model == bindparam("model"),
         _rounds.status == "finished",
         _rounds.finished_at.is_not(None),
-        func.coalesce(_rounds.detail["extra"].as_boolean(), false()).is_(false()),
+        DECIDING,
     )
     .order_by(_rounds.scheduled_at.desc())
     .limit(1)
@@ -63,7 +65,9 @@ _LAST_FINISHED = (
 class MetricsReadsMixin(StoreBase):
     def fleet_activity(self, models: Sequence[str]) -> FleetActivity:
         """Each model's latest finished round and whether its refusal probe was weak, the
-        quarantines started per model, and the webhook deliveries that are failing."""
+        quarantines started per model and those observe mode would have started (its audit
+        rows, kept by retention: the count only grows), and the webhook deliveries that are
+        failing."""
         models = list(dict.fromkeys(models))
         c, q, a = t.contract_results.c, t.quarantines.c, t.audit.c
         with self._read() as conn:
@@ -93,6 +97,14 @@ class MetricsReadsMixin(StoreBase):
                     select(q.model, func.count()).where(q.model.in_(models)).group_by(q.model)
                 )
             }
+            would = {
+                model: int(n)
+                for model, n in conn.execute(
+                    select(a.model, func.count())
+                    .where(a.model.in_(models), a.event == EventKind.would_quarantine.value)
+                    .group_by(a.model)
+                )
+            }
             failing = conn.execute(
                 select(func.count())
                 .select_from(t.audit)
@@ -102,5 +114,6 @@ class MetricsReadsMixin(StoreBase):
             last_finished=last,
             weak_probe=frozenset(m for m in weak if m in last),
             quarantines_started={m: started.get(m, 0) for m in models},
+            would_quarantines={m: would.get(m, 0) for m in models},
             failing_deliveries=int(failing),
         )

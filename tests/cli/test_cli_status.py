@@ -72,7 +72,7 @@ def test_status_table_shows_latency_cost_and_skipped_endpoints(fleet: Fleet) -> 
     skipped = [{"provider": "foxtrot", "reason": "budget"}]
     fleet.store.finish_round(rid, "finished", cost_usd=0.001, skipped=skipped, at=now)
     text = status(fleet, "--model", fleet.model)
-    assert "degraded" in text and "OR p50 640 ms" in text
+    assert "degraded" in text and "OR p50 0.64" in text  # seconds, as every time in the table
     assert "probe cost: last round $0.0010" in text
     assert "skipped last round: foxtrot (budget)" in text
     assert "probes today (UTC, all models)" in text and "no daily budget set" in text

@@ -4,6 +4,7 @@ output (times to the second, lists as JSON), and `canary round` in a slot that a
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def test_version_prints_the_package_version() -> None:
 def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
     short, long = run(*path, "-h"), run(*path, "--help")
     assert short.exit_code == 0 and short.stdout == long.stdout
-    for python_type in ("<bool>", "<str>", "<list[", "<float>", "<path>"):
+    for python_type in ("<bool>", "<str>", "<list[", "<float>", "<int>", "<path>", "{"):
         assert python_type not in short.stdout, (path, python_type)
 
 
@@ -61,8 +62,15 @@ def test_option_values_are_named_in_help() -> None:
 
 def test_shell_completion_is_offered() -> None:
     assert "--install-completion" in run("-h").stdout
+    # typer detects the shell from the process tree (absent under a supervisor); its own test
+    # switch makes --show-completion take the shell's name instead
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     shown = subprocess.run(
-        [str(CANARY), "--show-completion", "bash"], capture_output=True, text=True, timeout=60
+        [str(CANARY), "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert shown.returncode == 0
     assert "_CANARY_COMPLETE=complete_bash" in shown.stdout
@@ -77,6 +85,7 @@ READ_ONLY = [
     ["history", "-m", "acme/x-1", "-p", "a"],
     ["audit"],
     ["drift", "-m", "acme/x-1"],
+    ["db", "current"],
 ]
 
 
@@ -110,6 +119,12 @@ def test_tables_show_times_to_the_second(fleet: Fleet) -> None:
         assert not FRACTION.search(result.stdout), (args, result.stdout)
     # JSON keeps the documents' own precision (the API's format)
     assert FRACTION.search(run(*config, "quarantine", "list", "--json").stdout)
+
+
+def test_status_table_gives_every_time_in_seconds(fleet: Fleet) -> None:
+    text = run("--config", str(fleet.config), "status", "-m", fleet.model).stdout
+    assert "OR p50 0.64" in text  # OpenRouter's advertised 640 ms, in seconds like the rest
+    assert not re.search(r"\d\s*ms\b", text), text
 
 
 def test_ignore_list_table_prints_the_list_as_json(fleet: Fleet) -> None:

@@ -4,6 +4,7 @@ every environment variable the code reads."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
 from pathlib import Path
@@ -85,6 +86,35 @@ def test_kubernetes_reads_its_secrets_from_files_never_from_the_environment() ->
         assert path.parent == Path(mount["mountPath"]) and path.name in secret
 
 
+def _readable_by(uid: int, gids: set[int], mode: int, owner: int, group: int) -> bool:
+    return bool((owner == uid and mode & 0o400) or (group in gids and mode & 0o040) or mode & 0o004)
+
+
+def test_kubernetes_mounts_files_the_pod_user_can_read() -> None:
+    pod = _pod()["spec"]
+    context = pod["securityContext"]
+    uid, gids = context["runAsUser"], {context["runAsGroup"], context.get("fsGroup", 0)}
+    assert context["fsGroup"] == context["runAsGroup"] == 10001
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["secrets"]["secret"]["defaultMode"] == 0o440  # root and the pod's group
+    for volume in volumes.values():
+        source = volume.get("secret") or volume.get("configMap")
+        if source is None:
+            continue
+        # Secret and ConfigMap files belong to root, and to fsGroup when one is set
+        mode, group = source.get("defaultMode", 0o644), context.get("fsGroup", 0)
+        assert _readable_by(uid, gids, mode, 0, group), (volume["name"], oct(mode))
+
+
+def test_the_image_makes_the_files_it_copies_for_run_time_readable() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    chmod = re.search(r"chmod -R a\+rX ([^\\&\n]+)", text)
+    assert chmod is not None
+    made_readable = set(chmod.group(1).split())
+    env = dict(re.findall(r"(CANARY_\w+_DIR)=(\S+)", text))
+    assert set(env.values()) <= made_readable, (env, made_readable)
+
+
 def test_kubernetes_waits_longer_than_the_shutdown_grace_and_is_scraped() -> None:
     pod = _pod()
     (container,) = pod["spec"]["containers"]
@@ -118,16 +148,37 @@ def test_the_prometheus_example_scrapes_metrics_and_honours_the_pod_annotations(
     assert ("__meta_kubernetes_pod_annotation_prometheus_io_scrape",) in kept
 
 
+ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
 def _variables_read_by_the_code() -> set[str]:
-    source = "\n".join(p.read_text() for p in (REPO / "canary").rglob("*.py"))
-    read = set(re.findall(r"[\"'](CANARY_[A-Z_]+|OPENROUTER_API_KEY)[\"']", source))
+    """Every variable name written as a string in a module of canary/ that reads the environment
+    (``os.environ``, ``getenv``, or a mapping passed in its place): names are read directly, from
+    tables (settings' ``_ENV_KEYS``) or tuples (tracing's endpoint variables); the ``_FILE``
+    variants are built from :data:`FILE_VARIANTS`."""
+    read = set()
+    for path in (REPO / "canary").rglob("*.py"):
+        source = path.read_text()
+        if "environ" not in source and "getenv" not in source:
+            continue
+        read |= {
+            node.value
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and ENV_NAME.fullmatch(node.value)
+        }
     return read | {f"{name}_FILE" for name in FILE_VARIANTS}
 
 
 def _readme_table() -> set[str]:
     text = (REPO / "README.md").read_text()
     table = text.split("| variable | setting |", 1)[1].split("\n\n", 1)[0]
-    return set(re.findall(r"`((?:CANARY|OPENROUTER)_[A-Z_]+)`", table))
+    return set(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`", table))
+
+
+def test_the_environment_scan_finds_variables_read_outside_the_settings() -> None:
+    assert {"OTEL_EXPORTER_OTLP_ENDPOINT", "CANARY_MIGRATIONS_DIR"} <= _variables_read_by_the_code()
 
 
 def test_the_readme_variable_table_lists_every_variable_the_code_reads() -> None:

@@ -158,7 +158,13 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
     stopped = by_name["CanaryRoundsStopped"]["expr"]
     assert "3 * scalar(max(canary_round_interval_seconds))" in stopped
     assert by_name["CanaryProbeWeak"]["for"] == "6h"
-    assert "canary_quarantines_started_total" in by_name["CanaryQuarantineStarted"]["expr"]
+    started = by_name["CanaryQuarantineStarted"]
+    # observe mode (the default) starts no quarantine: the alert fires on what it would start
+    assert "canary_quarantines_started_total" in started["expr"]
+    assert "canary_would_quarantines_total" in started["expr"]
+    for decision in ("quarantine", "would_quarantine"):
+        assert f'"decision", "{decision}"' in started["expr"]
+        assert f'decision="{decision}"' in started["annotations"]["runbook"]
     assert "canary_budget_left_usd" in by_name["CanaryBudgetSpent"]["expr"]
     assert "canary_webhook_failing_deliveries" in by_name["CanaryWebhookFailing"]["expr"]
 
@@ -200,6 +206,8 @@ def test_dashboard_shows_states_floor_latency_cost_and_round_duration() -> None:
         "canary_round_cost_usd",
         "canary_cost_usd_today",
         "canary_last_round_duration_seconds",
+        "canary_quarantines_started_total",
+        "canary_would_quarantines_total",
     } <= used
 
 
