@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from canary.aio import run as run_to_completion
 from canary.logs import get_logger
 from canary.settings import Settings, redact_url
 from canary.startup import StartupError, listen, open_store
@@ -86,7 +87,7 @@ class Daemon:
         self._idle.clear()
         started = time.monotonic()
         try:
-            ran, reports = asyncio.run(self._round())
+            ran, reports = run_to_completion(self._round())
             if ran or not self.stopping.is_set():
                 self._log_round(ran, reports or [], time.monotonic() - started)
         except asyncio.CancelledError:

@@ -61,9 +61,9 @@ def probe(
 ) -> None:
     settings = settings_from(ctx)
     if estimate:
-        import asyncio
+        from canary.aio import run as run_to_completion
 
-        result = asyncio.run(_estimate(settings))
+        result = run_to_completion(_estimate(settings))
         if json_output:
             print_json(result)
         else:
@@ -71,9 +71,9 @@ def probe(
         return
     if model is None:
         fail("--model is required (or use --estimate)")
-    import asyncio
+    from canary.aio import run as run_to_completion
 
-    document = asyncio.run(_probe(settings, model, provider or []))
+    document = run_to_completion(_probe(settings, model, provider or []))
     if json_output:
         print_json(document)
     else:

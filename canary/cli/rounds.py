@@ -38,8 +38,7 @@ def round_now(
         bool, typer.Option("--json", help="One JSON object per decision.")
     ] = False,
 ) -> None:
-    import asyncio
-
+    from canary.aio import run as run_to_completion
     from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
     from canary.runner import RoundRunner, runner_id
@@ -63,7 +62,7 @@ def round_now(
 
     holder = runner_id()
     try:
-        ran, result = asyncio.run(
+        ran, result = run_to_completion(
             round_turn(
                 wiring.store,
                 holder,
