@@ -6,6 +6,7 @@ import json
 import re
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -32,6 +33,27 @@ def settings_from(ctx: typer.Context) -> Settings:
 
     configure_logging(settings)
     return settings
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
+
+
+def refuse_missing_sqlite(database_url: str, hint: str) -> None:
+    """Stop (exit 1) when ``database_url`` names a SQLite file that does not exist: a command
+    that only reads must never create an empty database. ``hint``: how to get one."""
+    missing = missing_sqlite_file(database_url)
+    if missing is not None:
+        from canary.settings import redact_url
+
+        fail(f"no database at {missing} ({redact_url(database_url)}): {hint}, or pass --config", 1)
 
 
 def first_line(exc: BaseException) -> str:

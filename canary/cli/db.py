@@ -37,21 +37,14 @@ def current(ctx: typer.Context) -> None:
     """Show the database's schema revision and the head revision."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from canary.cli.common import fail, first_line, settings_from
-    from canary.cli.ops_base import missing_sqlite_file
+    from canary.cli.common import fail, first_line, refuse_missing_sqlite, settings_from
     from canary.settings import redact_url
     from canary.store.migrate import MigrationsNotFound, head_revision
     from canary.store.repository import Store
 
     settings = settings_from(ctx)
     shown = redact_url(settings.database_url)
-    missing = missing_sqlite_file(settings.database_url)
-    if missing is not None:  # reading the revision must not create an empty database
-        fail(
-            f"no database at {missing} ({shown}): run `canary db upgrade` to create it, "
-            "or pass --config",
-            code=1,
-        )
+    refuse_missing_sqlite(settings.database_url, "run `canary db upgrade` to create it")
     try:
         head = head_revision()
         store = Store(settings.database_url)

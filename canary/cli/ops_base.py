@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from canary.cli.common import fail, first_line, settings_from, to_second
+from canary.cli.common import fail, first_line, refuse_missing_sqlite, settings_from, to_second
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -112,13 +111,9 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
     from canary.store.engine import STORE_ERRORS
     from canary.store.repository import Store
 
-    missing = missing_sqlite_file(settings.database_url)
-    if missing is not None:  # never create an empty database just to read it
-        fail(
-            f"no database at {missing} ({redact_url(settings.database_url)}): "
-            "start `canary serve` or run `canary db upgrade` first, or pass --config",
-            code=1,
-        )
+    refuse_missing_sqlite(
+        settings.database_url, "start `canary serve` or run `canary db upgrade` first"
+    )
     store = Store(settings.database_url)
     try:
         yield Ops(settings, store)
@@ -137,17 +132,6 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
         )
     finally:
         store.dispose()
-
-
-def missing_sqlite_file(url: str) -> Path | None:
-    """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
-    from sqlalchemy import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    path = Path(parsed.database)
-    return None if path.exists() else path
 
 
 def names(values: Sequence[str]) -> str:

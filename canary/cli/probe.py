@@ -145,8 +145,7 @@ def published_now(
     """The model's list as published now over this listing, as a round starts from it, and where
     its layers came from: ``"store"``, or the built-in list alone when there is no store to
     read (a missing SQLite file is never created) or it cannot be read."""
-    from canary.cli.common import first_line
-    from canary.cli.ops_base import missing_sqlite_file
+    from canary.cli.common import first_line, missing_sqlite_file
     from canary.core.floor import publish
     from canary.core.identity import Listed
     from canary.store.engine import STORE_ERRORS

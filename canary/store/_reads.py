@@ -82,8 +82,9 @@ _LATEST_JUDGED_ROUNDS = text(
     " UNION ALL"
     " SELECT (SELECT min(v.tag) FROM round_verdicts v WHERE v.model = :model AND v.tag > d.tag)"
     " FROM d WHERE d.tag IS NOT NULL"
-    ") SELECT tag, (SELECT v.round_id FROM round_verdicts v JOIN rounds r ON r.id = v.round_id"
-    " WHERE v.model = :model AND v.tag = d.tag AND r.status != 'abandoned'"
+    ") SELECT tag, (SELECT v.round_id FROM round_verdicts v"
+    " WHERE v.model = :model AND v.tag = d.tag AND NOT EXISTS (SELECT 1 FROM rounds r"
+    " WHERE r.id = v.round_id AND r.status = 'abandoned')"  # ix_rounds_abandoned, not a join
     " ORDER BY v.round_id DESC LIMIT 1) FROM d WHERE tag IS NOT NULL"
 )
 

@@ -131,6 +131,13 @@ rounds = Table(
         sqlite_where=sql_text("status != 'abandoned'"),
         postgresql_where=sql_text("status != 'abandoned'"),
     ),
+    # The few abandoned attempts, so reads that leave them out check an index, not the table.
+    Index(
+        "ix_rounds_abandoned",
+        "id",
+        sqlite_where=sql_text("status = 'abandoned'"),
+        postgresql_where=sql_text("status = 'abandoned'"),
+    ),
 )
 
 probes = Table(

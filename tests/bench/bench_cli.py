@@ -1,6 +1,7 @@
 """Benchmark: how fast `canary status` answers on a store that has run for days.
 
     .venv/bin/python tests/bench/bench_cli.py [--models 20] [--providers 15] [--days 7] [--runs 10]
+        [--no-sqlite] [--no-postgres] [--api]
 
 It seeds a store through the store's own API as the daemon would have filled it: a round every
 30 minutes for `--days` days per model, each endpoint with 7 probes a round (3 latency samples
@@ -10,12 +11,15 @@ process each time, as an operator does) `--runs` times, as a table, with --json 
 model, and prints the wall time's p50, p90 and max, beside the target (under 0.6 s). It does so on SQLite and, when it answers, on
 the PostgreSQL of CANARY_TEST_POSTGRES_URL (default 127.0.0.1:5432, database test), in a
 database of its own that it analyzes after seeding (as autovacuum would have) and drops
-afterwards.
+afterwards. With `--api` it also starts `canary serve` on each seeded store and times
+`GET /v1/providers?model=M` over HTTP (one keep-alive client, as an app polls it; target under
+100 ms).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -43,6 +47,7 @@ from bench_store import postgres_url  # noqa: E402
 
 CANARY = Path(sys.executable).with_name("canary")
 TARGET_S = 0.6
+PROVIDERS_TARGET_S = 0.1
 CONTRACTS = (Contract.refusal, Contract.language, Contract.schema, Contract.tools)
 PASSING = tuple(
     ContractResult(c, Result.passed, "ok") for c in (Contract.ttft, *CONTRACTS, Contract.hygiene)
@@ -116,14 +121,64 @@ def time_status(url: str, models: int, runs: int, folder: Path, *extra: str) -> 
     return times
 
 
-def report(name: str, times: list[float]) -> None:
+def report(name: str, times: list[float], target_s: float = TARGET_S) -> None:
     ordered = sorted(times)
     p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
     worst = ordered[-1]
     print(
-        f"  canary status {name:<24} p50 {statistics.median(ordered):.3f} s  p90 {p90:.3f} s  max {worst:.3f} s  "
-        f"(target < {TARGET_S} s: {'met' if p90 < TARGET_S else 'NOT met'})"
+        f"  {name:<38} p50 {statistics.median(ordered):.3f} s  p90 {p90:.3f} s  max {worst:.3f} s  "
+        f"(target < {target_s} s: {'met' if p90 < target_s else 'NOT met'})"
     )
+
+
+def time_providers(url: str, models: int, runs: int, folder: Path) -> list[float]:
+    """`canary serve` on the store, then `runs` GETs of one model's providers over HTTP."""
+    import httpx
+
+    from canary.net import free_port
+
+    port = free_port()
+    config = folder / "serve.toml"
+    config.write_text(
+        f'database_url = "{url}"\n'
+        # rounds would probe OpenRouter: point them at a closed port, they fail at once
+        f'[openrouter]\nbase_url = "http://127.0.0.1:{free_port()}/api/v1"\n'
+        + "".join(f'[[models]]\nid = "bench/model-{m}"\n' for m in range(models)),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "OPENROUTER_API_KEY": "bench-key", "CANARY_LOG_FORMAT": "json"}
+    serve = subprocess.Popen(
+        [str(CANARY), "--config", str(config), "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(timeout=30) as http:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if http.get(f"{base}/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if serve.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("canary serve did not start")
+                time.sleep(0.2)
+            times = []
+            for i in range(runs + 3):
+                started = time.perf_counter()
+                answer = http.get(f"{base}/v1/providers", params={"model": "bench/model-0"})
+                elapsed = time.perf_counter() - started
+                if answer.status_code != 200 or not answer.json().get("providers"):
+                    raise SystemExit(f"/v1/providers answered {answer.status_code}")
+                if i >= 3:  # the first answers warm the process up
+                    times.append(elapsed)
+            return times
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
 
 
 def main() -> None:
@@ -133,6 +188,8 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--api", action="store_true", help="also time GET /v1/providers")
     args = parser.parse_args()
     now = datetime.now(UTC).replace(microsecond=0)
     print(
@@ -141,7 +198,8 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="canary-bench-cli-") as tmp:
         folder = Path(tmp)
-        run(args, now, folder, "sqlite", f"sqlite:///{folder / 'canary.db'}")
+        if not args.no_sqlite:
+            run(args, now, folder, "sqlite", f"sqlite:///{folder / 'canary.db'}")
         if args.no_postgres:
             return
         with postgres_url() as url:
@@ -170,7 +228,13 @@ def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: s
         ("--json", ("--json",)),
         ("--model bench/model-0", ("--model", "bench/model-0")),
     ):
-        report(shown, time_status(url, args.models, args.runs, folder, *extra))
+        report(f"canary status {shown}", time_status(url, args.models, args.runs, folder, *extra))
+    if args.api:
+        report(
+            "GET /v1/providers?model=bench/model-0",
+            time_providers(url, args.models, max(args.runs, 20), folder),
+            PROVIDERS_TARGET_S,
+        )
 
 
 if __name__ == "__main__":
