@@ -362,7 +362,9 @@ def admit_exclusion(
     """The rows of ``entry`` (inserted, so it has its id) admitted on ``check``.
 
     The floor rows it causes describe the action (``action``: the exclusion's id, tag, force,
-    actor) and carry the policy version; the episode it opens is the forced action's row.
+    actor) and carry the policy version; the episode it opens is the forced action's row. A
+    breach that was there before the action (a built-in entry started, endpoints vanished, and
+    no round has recorded it yet) is recorded as it is, not blamed on the action.
     """
     action = {
         "event": str(EventKind.exclusion_added),
@@ -373,7 +375,7 @@ def admit_exclusion(
     }
     after = with_exclusion(before, entry, now)
     changes = reconcile(after, record)
-    if changes.open_episode is not None:
+    if changes.open_episode is not None and not before.breached:
         usable_now = len(after.usable or ())
         opening = breach_event(
             after,

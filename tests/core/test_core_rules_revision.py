@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (4, "80e7d6b0bcb3b0b602d9f6932ba5be531cf02fb7dad8901da4d9bec85b31ce80")
+PINNED = (5, "48a7ad492abe8b98120b397d01407c4ff22da272dcfbdfaf3cca4544a720f6f4")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

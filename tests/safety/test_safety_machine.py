@@ -345,7 +345,11 @@ class SafetyMachine(RuleBasedStateMachine):
             )
             newly = {e.id for e in after.withheld} - {e.id for e in before.withheld}
             assert not newly, f"an unforced exclusion of {tag} withheld quarantine(s) {newly}"
-        if after.breached and not episode_open:
+        if after.breached and not episode_open and before.breached:
+            event("an exclusion recorded a breach that was there before it")
+            opened = self.view().episodes[-1]
+            assert opened.open and "action" not in opened.detail
+        elif after.breached and not episode_open:
             event("a forced exclusion opened a floor episode")
             assert force
             opened = self.view().episodes[-1]
