@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import os
 import socket
 import time
@@ -173,6 +174,9 @@ class RoundRunner:
         # Load the language models off the event loop before any probe is in flight: loading
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
         await asyncio.to_thread(self.w.analyzer.warm)
+        # What start-up made lives as long as the process: out of the collector's sight, the
+        # full collections a round's many short-lived chunks trigger no longer walk it.
+        gc.freeze()
         log.info(
             "round_started",
             holder=self.holder,

@@ -8,6 +8,7 @@ round, so it never loads every probe definition on its way (see :class:`Ops`).
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,20 +16,15 @@ import typer
 
 from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
-    RESULT_MARKS,
     STATE_STYLES,
     JsonOpt,
     OptModelOpt,
-    console,
     ignore_service,
     ops_context,
-    table_of,
 )
+from canary.cli.plain_table import Cell, Span, cell, colour_wanted, render, styled, write
 
 if TYPE_CHECKING:
-    from rich.table import Table
-    from rich.text import Text
-
     from canary.views.latency import Latency
     from canary.views.providers import ProviderView
 
@@ -76,15 +72,19 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             }
         )
         return
-    out_console = console()
+    colour = colour_wanted(sys.stdout)
+    chunks = []
     for o in out:
-        out_console.print(_providers_table(o.model, ops.settings.mode, o.providers))
         doc = o.ignore
         ignored = json.dumps(doc["ignore"]) if doc["ignore"] else "[] (nothing ignored)"
-        out_console.print(f"ignore list: {ignored}  policy {doc['policy_version']}", markup=False)
-        out_console.print(floor_line(doc))
-        out_console.print(cost_line(o.cost) + "\n")
-    out_console.print(day_line(spend["day"]))
+        chunks += [
+            providers_table(o.model, ops.settings.mode, o.providers, colour),
+            f"ignore list: {ignored}  policy {doc['policy_version']}",
+            styled(floor_line(doc), colour),
+            styled(cost_line(o.cost), colour) + "\n",
+        ]
+    chunks.append(day_line(spend["day"]))
+    write("\n".join(chunks))
 
 
 @dataclass(frozen=True)
@@ -95,48 +95,56 @@ class _ModelStatus:
     cost: dict[str, Any]  # canary.views.cost.model_cost
 
 
-def floor_line(doc: dict[str, Any]) -> str:
+def floor_line(doc: dict[str, Any]) -> Cell:
     """The capacity floor on the published list: red when breached."""
     usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
     if usable is None:
-        return f"capacity floor {floor}: not listed yet"
+        return cell(f"capacity floor {floor}: not listed yet")
     withheld = doc["withheld"]
     held = f"; withheld to hold it: {', '.join(withheld)}" if withheld else ""
     if doc["floor_breached"]:
-        return f"[bold red]FLOOR BREACHED[/]: {usable} usable endpoint(s), floor {floor}{held}"
-    return f"capacity floor {floor}: {usable} usable endpoint(s){held}"
-
-
-def _providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
-    # Cells are Text, not markup: a fleet of hundreds of endpoints renders in half the time.
-    from rich.text import Text
-
-    marks_of = {result: Text.from_markup(mark) for result, mark in RESULT_MARKS.items()}
-    unknown_mark = Text("·")
-    table = table_of(
-        f"{model}  (mode {mode})",
-        "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency s",
-        "Notes",
-    )  # fmt: skip
-    for v in views:
-        marks = Text(" ").join(
-            Text.assemble(f"{c} ", marks_of.get(str(r["result"]), unknown_mark))
-            for c, r in v.results.items()
+        return (
+            Span("FLOOR BREACHED", "bold red"),
+            Span(f": {usable} usable endpoint(s), floor {floor}{held}"),
         )
+    return cell(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
+
+
+RESULT_STYLES = {
+    "pass": ("✓", "green"),
+    "fail": ("✗", "red"),
+    "inconclusive": ("?", "yellow"),
+    "transport_error": ("⚡", "dim"),
+    "not_applicable": ("–", "dim"),
+}
+COLUMNS = (
+    "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency s", "Notes",
+)  # fmt: skip
+
+
+def providers_table(model: str, mode: str, views: list[ProviderView], colour: bool) -> str:
+    rows = []
+    for v in views:
+        marks: list[Span] = []
+        for c, r in v.results.items():
+            mark, style = RESULT_STYLES.get(str(r["result"]), ("·", ""))
+            marks += [Span(f" {c} " if marks else f"{c} "), Span(mark, style)]
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
         notes.extend(f"{e.layer.value}: {e.reason}" for e in v.exclusions)
-        table.add_row(
-            Text(v.provider),
-            Text(v.state, style=STATE_STYLES.get(v.state, "")),
-            Text(str(v.failing_streak)),
-            marks if v.results else Text("none yet", style="dim"),
-            Text(" / ".join(seconds(v.ttft_24h.get(q)) for q in ("p50", "p95", "p99"))),
-            latency_cell(v.latency),
-            Text("; ".join(notes)),
+        rows.append(
+            (
+                cell(v.provider),
+                cell(v.state, STATE_STYLES.get(v.state, "")),
+                cell(str(v.failing_streak)),
+                marks if v.results else cell("none yet", "dim"),
+                cell(" / ".join(seconds(v.ttft_24h.get(q)) for q in ("p50", "p95", "p99"))),
+                latency_cell(v.latency),
+                cell("; ".join(notes)),
+            )
         )
-    return table
+    return render(f"{model}  (mode {mode})", COLUMNS, rows, colour)
 
 
 def seconds(value: float | None) -> str:
@@ -147,34 +155,34 @@ def usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
-def latency_cell(latency: Latency) -> Text:
+def latency_cell(latency: Latency) -> Cell:
     """``degraded (7d p95 6.10, peers p95 1.00, OR p50 0.64)``: the state and its context, in
     seconds like every time in the tables (OpenRouter's figures come in milliseconds)."""
-    from rich.text import Text
-
     beside = [f"7d p95 {seconds(latency.week.get('p95'))}"]
     if latency.peers_p95_24h_s is not None:
         beside.append(f"peers p95 {latency.peers_p95_24h_s:.2f}")
     if latency.openrouter_ms and "p50" in latency.openrouter_ms:
         beside.append(f"OR p50 {seconds(latency.openrouter_ms['p50'] / 1000)}")
-    state = (latency.state, LATENCY_STYLES.get(latency.state, ""))
-    return Text.assemble(state, f" ({', '.join(beside)})")
+    return (
+        Span(latency.state, LATENCY_STYLES.get(latency.state, "")),
+        Span(f" ({', '.join(beside)})"),
+    )
 
 
-def cost_line(cost: dict[str, Any]) -> str:
+def cost_line(cost: dict[str, Any]) -> Cell:
     last = cost.get("last_round")
     parts = [
         f"last round {usd(last['cost_usd']) if last else '– (no round yet)'}",
         f"last 24 h {usd(cost.get('last_24h_usd'))}",
         f"today {usd(cost.get('today_usd'))}",
     ]
-    text = "probe cost: " + ", ".join(parts)
+    spans = [Span("probe cost: " + ", ".join(parts))]
     skipped = (last or {}).get("skipped") or []
     if skipped:
         names = ", ".join(str(s.get("provider")) for s in skipped)
         why = skipped[0].get("reason") or "?"
-        text += f"\n[dark_orange]skipped last round[/]: {names} ({why})"
-    return text
+        spans += [Span("\n"), Span("skipped last round", "dark_orange"), Span(f": {names} ({why})")]
+    return spans
 
 
 def day_line(day: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from urllib.request import getproxies, proxy_bypass
 
 import httptools
 import httpx
+import orjson
 
 Sink = Callable[[bytes], bool]  # consumes a body piece; True when the reader should look
 
@@ -45,6 +46,9 @@ def usable(base_url: str) -> bool:
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        # made by loop.create_connection, so inside the loop; get_running_loop() asks the OS
+        # for the process id on every call, so the protocol keeps the loop at hand
+        self.loop = asyncio.get_running_loop()
         self.closed = False
         self._waiter: asyncio.Future[None] | None = None
         self.begin()
@@ -93,7 +97,7 @@ class _Connection(asyncio.Protocol):
             # Every stream resumes on the same grid of instants, so one wake-up of the event
             # loop reads them all instead of one wake-up per stream.
             self.transport.pause_reading()
-            loop = asyncio.get_running_loop()
+            loop = self.loop
             step = self.coalesce_s
             loop.call_at((loop.time() // step + 1) * step, self._resume)
 
@@ -170,7 +174,7 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     async def wait(self) -> None:
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = self.loop.create_future()
         try:
             await self._waiter
         finally:
@@ -369,6 +373,5 @@ class H1Pool:
 
 
 def encode_json(payload: Any) -> bytes:
-    import json
-
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Compact UTF-8 JSON, as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``."""
+    return orjson.dumps(payload)
