@@ -495,8 +495,11 @@ class RoundRunner:
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
             verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
+        served_before = store.served_models_before(model.id, round_id)
         served = {
-            p.endpoint.tag: m for p in probings if (m := served_model(p.observations)) is not None
+            p.endpoint.tag: m
+            for p in probings
+            if (m := served_model(p.observations, served_before.get(p.endpoint.tag))) is not None
         }
         report.served = served
         store.record_verdicts(round_id, model.id, verdicts, served, holder=holder)
@@ -519,7 +522,7 @@ class RoundRunner:
             )
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
-        events += self._record_identity(model.id, round_id, served, now)
+        events += self._record_identity(model.id, round_id, served_before, served, now)
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         if budget is not None:
             events += [e for e in (budget.alert(model.id, skipped, now),) if e is not None]
@@ -555,14 +558,18 @@ class RoundRunner:
         return once_a_day(event, last, now)
 
     def _record_identity(
-        self, model: str, round_id: int, served: Mapping[str, str], now: datetime
+        self,
+        model: str,
+        round_id: int,
+        before: Mapping[str, str],
+        served: Mapping[str, str],
+        now: datetime,
     ) -> list[Event]:
         """What sits behind the model id: each endpoint's served model against its last one."""
-        store = self.w.store
-        changes = served_model_changes(model, store.served_models_before(model, round_id), served)
+        changes = served_model_changes(model, before, served)
         if not changes:
             return []
-        store.record_drift(round_id, model, changes, now, holder=self.holder)
+        self.w.store.record_drift(round_id, model, changes, now, holder=self.holder)
         return drift_events(model, changes, round_id)
 
     def _record_drift(

@@ -58,3 +58,32 @@ def test_canary_drift_names_an_endpoint_serving_an_unexpected_id(tmp_path: Path)
     ]
     table = CliRunner().invoke(app, ["--config", str(config), "drift", "-m", MODEL])
     assert "bravo: serves other/model-9  (unexpected id)" in table.stdout
+
+
+def test_every_endpoint_moving_from_different_ids_to_one_is_one_event_listing_them(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'moved.db'}"
+    new = fault("served_model", id="acme/drill-2")
+    fleet = scenario(
+        provider("alpha", fault("served_model", id="other/a")),
+        provider("bravo", fault("served_model", id="other/b")),
+        provider("charlie"),
+        timeline=[faults_at(2, t, new) for t in TAGS],
+    )
+    result = drill(fleet, 2, database_url=url)
+    drift = [e for e in result.of_kind("drift") if e["field"] == "served_model"]
+    assert [(e["round"], e["provider"], e["old"], e["new"], e["alert"]) for e in drift] == [
+        (2, None, [MODEL, "other/a", "other/b"], "acme/drill-2", True)
+    ]
+    config = tmp_path / "canary.toml"
+    config.write_text(f'database_url = "{url}"\n[[models]]\nid = "{MODEL}"\n')
+    rows = json.loads(
+        CliRunner().invoke(app, ["--config", str(config), "drift", "-m", MODEL, "--json"]).stdout
+    )
+    served = [r for r in rows if r["field"] == "served_model"]
+    assert [(r["provider"], r["old"], r["new"]) for r in served] == [
+        (None, [MODEL, "other/a", "other/b"], "acme/drill-2")
+    ]
+    table = CliRunner().invoke(app, ["--config", str(config), "drift", "-m", MODEL])
+    assert f"{MODEL}, other/a, other/b → acme/drill-2" in " ".join(table.stdout.split())
