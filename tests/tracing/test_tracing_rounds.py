@@ -32,6 +32,7 @@ from canary.wiring import build_wiring  # noqa: E402
 
 MODEL = "acme/traced-rounds"
 AT = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+LISTING_DEADLINE_S = 0.5
 FLEET = {
     "seed": 5,
     "models": [
@@ -89,9 +90,9 @@ class ThreadOf:
 
 
 def one_round(
-    tmp_path: Path, tracer: RoundTracer, store: Store | None = None
+    tmp_path: Path, tracer: RoundTracer, store: Store | None = None, model: str = MODEL
 ) -> tuple[ModelRound, int]:
-    """One round of the fleet; the report and the event loop's thread."""
+    """One round of ``model`` against the fleet; the report and the event loop's thread."""
     url = f"sqlite:///{tmp_path / 'rounds.db'}"
 
     async def run() -> tuple[ModelRound, int]:
@@ -99,12 +100,15 @@ def one_round(
             settings = Settings(
                 database_url=url,
                 languages=("en",),
-                models=(ModelSettings(id=MODEL),),
+                models=(ModelSettings(id=model),),
                 openrouter=OpenRouterSettings(base_url=sim.base_url),
             )
             wiring = build_wiring(settings, store=store or Store(url))
             try:
-                async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
+                # a short listing deadline: a listing that fails is retried until it runs out
+                async with OpenRouterClient(
+                    sim.base_url, SIM_KEY, listing_deadline_s=LISTING_DEADLINE_S
+                ) as client:
                     runner = RoundRunner(wiring, client, clock=lambda: AT, tracer=tracer)
                     (report,) = await runner.run(AT)
             finally:
@@ -114,16 +118,18 @@ def one_round(
     return asyncio.run(run())
 
 
-def traced(tmp_path: Path, store: Store | None = None) -> tuple[ModelRound, list[ReadableSpan]]:
+def traced(
+    tmp_path: Path, store: Store | None = None, model: str = MODEL
+) -> tuple[ModelRound, list[ReadableSpan]]:
     exporter = InMemorySpanExporter()
     tracer = OtelRoundTracer.with_exporter(exporter, batch=False)
-    report, _ = one_round(tmp_path, tracer, store)
+    report, _ = one_round(tmp_path, tracer, store, model)
     tracer.shutdown()
     return report, list(exporter.get_finished_spans())
 
 
-def root_of(spans: list[ReadableSpan]) -> ReadableSpan:
-    (root,) = [s for s in spans if s.name == f"canary.round {MODEL}"]
+def root_of(spans: list[ReadableSpan], model: str = MODEL) -> ReadableSpan:
+    (root,) = [s for s in spans if s.name == f"canary.round {model}"]
     return root
 
 
@@ -159,6 +165,17 @@ def test_a_lost_round_is_traced_as_an_error_with_its_outcome(tmp_path: Path) -> 
     root = root_of(spans)
     assert root.status.status_code is StatusCode.ERROR
     assert (root.attributes["canary.status"], root.attributes["error.type"]) == ("lost", "lost")
+
+
+def test_a_round_whose_listing_failed_is_traced_as_an_error(tmp_path: Path) -> None:
+    absent = "acme/not-served"  # the simulator lists no endpoints for it
+    report, spans = traced(tmp_path, model=absent)
+    assert report.status == "abandoned"
+    root = root_of(spans, absent)
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.attributes["canary.status"] == "abandoned"
+    assert str(root.attributes["error.type"]).startswith("listing_"), root.attributes
+    assert [s.name for s in spans] == [root.name]  # nothing was probed
 
 
 def test_the_trace_is_built_off_the_event_loop(tmp_path: Path) -> None:
