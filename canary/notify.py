@@ -135,7 +135,8 @@ def summary(row: AuditRow) -> str:
     if row.event == "model_wide" and detail.get("contract"):
         parts.append(f"contract {detail['contract']}")
     if row.event == "drift" and detail.get("field"):
-        parts.append(f"{detail['field']}: {detail.get('old')} → {detail.get('new')}")
+        old, new = (_listed(detail.get(k)) for k in ("old", "new"))
+        parts.append(f"{detail['field']}: {old} → {new}")
     reason = detail.get("reason") or detail.get("detail") or detail.get("error")
     if row.event in _WHY_KINDS:
         reason = detail.get("why") or reason
@@ -144,6 +145,11 @@ def summary(row: AuditRow) -> str:
     if row.evidence:
         parts.append(f"[rounds {', '.join(str(r) for r in row.evidence)}]")
     return scrub(" ".join(str(p) for p in parts))
+
+
+def _listed(value: Any) -> Any:
+    """A list (a model-level served-model change's previous ids) as ``a, b``."""
+    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
 
 
 def json_body(row: AuditRow) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from canary.core.model import (
 from canary.core.plan import PlannedProbe, plan_endpoint
 from canary.dispatch import Dispatcher, provider_of
 from canary.openrouter.client import OpenRouterClient
-from canary.probes import ProbeSet
+from canary.probes import ProbeSet, capped_max_tokens
 
 DEFAULT_REQUEST_S = 3.0  # one request's estimate when nothing is known of its endpoint
 TYPICAL_ANSWER_TOKENS = 150  # for an estimate from the listing's throughput
@@ -160,7 +160,7 @@ class Prober:
             schema=probes.schema,
             tool=probes.tool,
             ttft_threshold_s=self._ttft_threshold_s,
-            max_tokens=min(self._max_tokens, endpoint.max_completion_tokens or self._max_tokens),
+            max_tokens=capped_max_tokens(self._max_tokens, endpoint.max_completion_tokens),
             schema_applicable=self.applicable(Contract.schema, endpoint),
             tools_applicable=self.applicable(Contract.tools, endpoint),
             tools_forced=endpoint.supports("tool_choice"),

@@ -224,8 +224,7 @@ class ProbeSet:
     ) -> ProbeRequest:
         """The body of one probe. ``max_tokens`` is capped by the endpoint's own maximum."""
         checksum = self.checksum_for(contract, language)
-        if endpoint.max_completion_tokens:
-            max_tokens = min(max_tokens, endpoint.max_completion_tokens)
+        max_tokens = capped_max_tokens(max_tokens, endpoint.max_completion_tokens)
         parameters: tuple[str, ...] = ()
         extra: dict[str, Any] = {}
         if contract is Contract.schema:
@@ -257,6 +256,11 @@ class ProbeSet:
             **extra,
         }
         return ProbeRequest(contract, language, nonce, checksum, body, parameters)
+
+
+def capped_max_tokens(max_tokens: int, endpoint_max: int | None) -> int:
+    """A probe's ``max_tokens``: the configured one, capped by the endpoint's own maximum."""
+    return min(max_tokens, endpoint_max) if endpoint_max else max_tokens
 
 
 def _tool_choice(endpoint: Endpoint, name: str) -> dict[str, Any] | str:

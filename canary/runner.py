@@ -56,6 +56,7 @@ from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
 from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
 from canary.store.rows import RoundRow, SkippedEndpoint
+from canary.tracing import TRACING_ERRORS
 from canary.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class ModelRound:
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
     error: str | None = None  # why the round failed, when it did
+    # a low-cardinality code of why: an exception's class name, "lost", "listing_<transport>"
+    error_type: str | None = None
     duration_s: float | None = None  # this model's round, from its claim to its end
 
 
@@ -284,7 +287,8 @@ class RoundRunner:
         carries ``error``, and the round is recorded ``abandoned`` (nothing of its decision was
         written, so the next round starts from the states as they were) or, when the failure
         came after the decision's transaction committed, ``finished`` with the error noted. A
-        round another replica reclaimed (its heartbeats stopped) ends here ``lost``."""
+        round another replica reclaimed (its heartbeats stopped) ends here ``lost``. Every
+        outcome but a cancellation (a stop) is traced when traces are on."""
         store = self.w.store
         started = time.perf_counter()
         round_id = store.claim_round(
@@ -303,28 +307,41 @@ class RoundRunner:
             return report
         work = asyncio.create_task(self._run_claimed(model, round_id, slot, now, report, budget))
         beat = asyncio.create_task(self._heartbeat(round_id, work))
+        ran = False
         try:
             await work
+            ran = True
         except asyncio.CancelledError:
             if not beat.done() or beat.result() is not False:
                 raise  # cancelled from outside (shutdown): not ours to handle
             report.status, report.error = "lost", "another replica reclaimed the round"
+            report.error_type = "lost"
             log.warning("round_lost", model=model.id, round_id=round_id, holder=self.holder)
-            return report
         except RoundLost as exc:
-            report.status, report.error = "lost", str(exc)
+            report.status, report.error, report.error_type = "lost", str(exc), "lost"
             log.warning("round_lost", model=model.id, round_id=round_id, holder=self.holder)
-            return report
         except Exception as exc:
             self._fail_round(model.id, round_id, report, exc)
-            return report
         finally:
             beat.cancel()
             report.duration_s = time.perf_counter() - started
-        self.w.metrics.observe_round(report.duration_s, report.cost_usd)
-        if self.tracer is not None:
-            self.tracer.round_done(report, policy_version=self.w.policy_version)
+        if ran:
+            self.w.metrics.observe_round(report.duration_s, report.cost_usd)
+        await self._trace(report)
         return report
+
+    async def _trace(self, report: ModelRound) -> None:
+        """The round's trace, built in a worker thread: about a second of span building for a
+        2,000-endpoint round would otherwise stall the loop that times other models' streams.
+        A tracing error is logged and never fails the round."""
+        if self.tracer is None:
+            return
+        try:
+            await asyncio.to_thread(
+                self.tracer.round_done, report, policy_version=self.w.policy_version
+            )
+        except TRACING_ERRORS as exc:
+            log.error("trace_failed", model=report.model, round_id=report.round_id, error=repr(exc))
 
     async def _heartbeat(self, round_id: int, work: asyncio.Task[None]) -> bool:
         """Beat while the round runs, on the heartbeat threads; cancel it (and answer False)
@@ -353,6 +370,7 @@ class RoundRunner:
         """Close a round that raised. Its decision is one transaction: either it was applied
         (the round stays ``finished``, with the error in its detail) or nothing of it was."""
         report.error = f"{type(exc).__name__}: {exc}"
+        report.error_type = type(exc).__name__
         report.status = "finished" if report.decided else "abandoned"
         log.error(
             "round_failed",
@@ -422,7 +440,7 @@ class RoundRunner:
             at=self.clock(),
             holder=self.holder,
         )
-        report.status = "abandoned"
+        report.status, report.error_type = "abandoned", f"listing_{exc.transport.value}"
         log.warning("listing_failed", model=model.id, transport=exc.transport.value)
 
     def _prepare(
@@ -481,8 +499,11 @@ class RoundRunner:
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
             verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
+        served_before = store.served_models_before(model.id, round_id)
         served = {
-            p.endpoint.tag: m for p in probings if (m := served_model(p.observations)) is not None
+            p.endpoint.tag: m
+            for p in probings
+            if (m := served_model(p.observations, served_before.get(p.endpoint.tag))) is not None
         }
         report.served = served
         store.record_verdicts(round_id, model.id, verdicts, served, holder=holder)
@@ -505,7 +526,7 @@ class RoundRunner:
             )
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
-        events += self._record_identity(model.id, round_id, served, now)
+        events += self._record_identity(model.id, round_id, served_before, served, now)
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         if budget is not None:
             events += [e for e in (budget.alert(model.id, skipped, now),) if e is not None]
@@ -541,14 +562,18 @@ class RoundRunner:
         return once_a_day(event, last, now)
 
     def _record_identity(
-        self, model: str, round_id: int, served: Mapping[str, str], now: datetime
+        self,
+        model: str,
+        round_id: int,
+        before: Mapping[str, str],
+        served: Mapping[str, str],
+        now: datetime,
     ) -> list[Event]:
         """What sits behind the model id: each endpoint's served model against its last one."""
-        store = self.w.store
-        changes = served_model_changes(model, store.served_models_before(model, round_id), served)
+        changes = served_model_changes(model, before, served)
         if not changes:
             return []
-        store.record_drift(round_id, model, changes, now, holder=self.holder)
+        self.w.store.record_drift(round_id, model, changes, now, holder=self.holder)
         return drift_events(model, changes, round_id)
 
     def _record_drift(

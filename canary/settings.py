@@ -126,7 +126,9 @@ class OtelSettings(_Strict):
     """OpenTelemetry traces of rounds (needs ``pip install canary[otel]``); off by default."""
 
     endpoint: str | None = None  # OTLP over HTTP, e.g. "http://collector:4318" (+ /v1/traces)
-    service_name: str = "canary"
+    service_name: str | None = None  # None: OTEL_SERVICE_NAME, else "canary"
+    # how long a stop waits for the collector to take the queued spans before dropping them
+    shutdown_timeout_s: float = Field(default=5.0, gt=0)
 
     @field_validator("endpoint")
     @classmethod

@@ -133,6 +133,8 @@ def describe(field: str, old: Any, new: Any) -> str:
         return f"{_plain(old)} → {_plain(new)} endpoints"
     if field.startswith("pricing."):
         return f"{_per_million(old)} → {_per_million(new)} USD/M tokens"
+    if field == "served_model" and isinstance(old, list | tuple):  # every endpoint at once
+        return f"{', '.join(map(str, old))} → {_plain(new)}"
     if isinstance(old, list | tuple) or isinstance(new, list | tuple):
         was, now = set(old or ()), set(new or ())
         parts = [f"-{p}" for p in sorted(was - now)] + [f"+{p}" for p in sorted(now - was)]

@@ -298,12 +298,16 @@ def ignore_list(
         print_json(doc)
         return
     keys = ("provider", "layer", "reason", "since", "until")
+    needs_line = ", ".join(doc.get("needs") or ())  # the capabilities the list was cut for
+    cut = f" for needs {needs_line}" if needs_line else ""
     show(
-        f"ignore list of {model}  (policy {doc['policy_version']})",
+        f"ignore list of {model}{cut}  (policy {doc['policy_version']})",
         [k.title() for k in keys],
         [[e[k] for k in keys] for e in doc["entries"]],
         f"nothing ignored for {model}",
     )
+    if needs_line:
+        console().print(f"needs: {needs_line}", markup=False)
     console().print(f"provider: {json.dumps({'ignore': doc['ignore']})}", markup=False)
 
 

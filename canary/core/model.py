@@ -156,6 +156,7 @@ class Observation:
     nonce: str = ""
     started_at: float | None = None  # wall clock (epoch seconds) when the request was sent
     served_model: str | None = None  # the `model` the answer reported
+    response_id: str | None = None  # the answer's `id` (the generation id)
 
     @property
     def completed(self) -> bool:

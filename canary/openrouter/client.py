@@ -460,6 +460,7 @@ class OpenRouterClient:
             tool_calls=outcome.tool_calls,
             usage=outcome.usage,
             served_model=outcome.served_model,
+            response_id=outcome.response_id,
         )
 
 

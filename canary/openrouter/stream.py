@@ -43,6 +43,7 @@ class StreamOutcome:
     served_by: str | None = None  # the first `provider` named
     providers: tuple[str, ...] = ()  # every distinct `provider` named, in order
     served_model: str | None = None  # the first `model` the chunks named
+    response_id: str | None = None  # the first `id` the chunks named
     ttft_s: float | None = None
     reasoning_s: float | None = None
     first_token_s: float | None = (
@@ -89,6 +90,7 @@ class StreamAssembler:
         self._usage = Usage()
         self._providers: list[str] = []
         self._model: str | None = None
+        self._id: str | None = None
         self._ttft: float | None = None
         self._reasoning: float | None = None
         self._first_token: float | None = None
@@ -162,6 +164,10 @@ class StreamAssembler:
             model = get("model")
             if model and type(model) is str:
                 self._model = model
+        if self._id is None:
+            answer_id = get("id")
+            if answer_id and type(answer_id) is str:
+                self._id = answer_id
         if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
         usage = get("usage")
@@ -267,6 +273,7 @@ class StreamAssembler:
             served_by=self._providers[0] if self._providers else None,
             providers=tuple(self._providers),
             served_model=self._model,
+            response_id=self._id,
             ttft_s=self._ttft,
             reasoning_s=self._reasoning,
             first_token_s=self._first_token,

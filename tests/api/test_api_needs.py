@@ -55,3 +55,34 @@ def test_a_repeated_needs_parameter_means_every_value(api: Api) -> None:
     assert mixed.status_code == 400 and "vision" in mixed.json()["error"]
     blank = api.client.get(f"/v1/ignore-list?model={api.model}&needs=&needs=tools")
     assert blank.status_code == 200 and blank.json()["needs"] == ["tools"]
+
+
+def test_a_needs_variant_answers_304_to_its_own_etag_and_never_to_the_full_lists(
+    api: Api,
+) -> None:
+    def fetch(etag: str | None = None, **params: Any) -> Any:
+        headers = {"If-None-Match": etag} if etag else {}
+        return api.client.get(
+            "/v1/ignore-list", params={"model": api.model, **params}, headers=headers
+        )
+
+    full, tools = fetch(), fetch(needs="tools")
+    # the same entries (no quarantine is for a capability alone), yet each has its own ETag
+    assert full.json()["ignore"] == tools.json()["ignore"]
+    assert full.headers["etag"] != tools.headers["etag"]
+    again = fetch(tools.headers["etag"], needs="tools")
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["etag"] == tools.headers["etag"]
+    assert fetch(full.headers["etag"], needs="tools").status_code == 200
+    assert fetch(tools.headers["etag"]).status_code == 200
+
+    # alpha quarantined for the schema: the full list and the structured_outputs variant change,
+    # the tools variant keeps its entries
+    structured = fetch(needs="structured_outputs")
+    quarantine(api, "alpha", Contract.schema, minutes_ago=5)
+    assert api.service.refresh()
+    assert fetch(full.headers["etag"]).status_code == 200
+    assert fetch(structured.headers["etag"], needs="structured_outputs").status_code == 200
+    now_tools = fetch(needs="tools")
+    assert now_tools.json()["ignore"] == tools.json()["ignore"]
+    assert "alpha" in fetch(needs="structured_outputs").json()["ignore"]

@@ -236,6 +236,21 @@ def test_ignore_list_is_the_same_document_as_the_api(fleet: Fleet) -> None:
 def test_ignore_list_table(fleet: Fleet) -> None:
     result = run(fleet, "ignore-list", "--model", fleet.model)
     assert result.exit_code == 0 and "quarantine" in result.stdout and '"ignore"' in result.stdout
+    assert "needs" not in result.stdout  # the full list
+
+
+def test_ignore_list_table_says_which_needs_it_was_cut_for(fleet: Fleet) -> None:
+    result = run(
+        fleet, "ignore-list", "--model", fleet.model, "--needs", "tools,structured_outputs"
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "needs: structured_outputs, tools" in lines
+    assert "for needs structured_outputs, tools" in " ".join(result.stdout.split())
+    as_json = run_json(fleet, "ignore-list", "--model", fleet.model, "--needs", "tools")
+    assert as_json["needs"] == ["tools"]
+    one = run(fleet, "ignore-list", "--model", fleet.model, "--needs", "tools")
+    assert "needs: tools" in one.stdout.splitlines()
 
 
 def test_history_lists_verdicts_and_results_newest_first(fleet: Fleet) -> None:

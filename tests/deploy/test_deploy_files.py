@@ -107,7 +107,8 @@ def test_compose_runs_canary_on_postgres_16() -> None:
 def test_dockerfile_builds_a_non_root_serving_image() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
-    assert re.search(r"^RUN pip install \.", text, re.M)
+    # with the tracing extra: an OTEL_EXPORTER_OTLP_ENDPOINT injected by the platform gets traces
+    assert re.search(r'^RUN pip install "\.\[otel\]"', text, re.M)
     user = re.search(r"^USER (\S+)", text, re.M)
     assert user is not None and user.group(1).split(":")[0] not in ("root", "0")
     assert "/healthz" in re.search(r"^HEALTHCHECK .*(?:\n\s+.*)*", text, re.M).group(0)  # type: ignore[union-attr]

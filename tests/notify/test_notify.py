@@ -147,6 +147,19 @@ def test_only_drift_that_breaks_routing_is_sent(
     )
 
 
+def test_a_model_level_served_model_change_lists_the_previous_ids(
+    store: Store, receiver: Receiver, client: httpx.Client
+) -> None:
+    olds = ["acme/chat-1", "acme/chat-1-2026-01-01"]
+    _record(store, EventKind.drift, None, field="served_model", old=olds, new="acme/chat-2",
+            alert=True)  # fmt: skip
+    notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], client=client, clock=Clock())
+    assert notifier.send_pending() == 1
+    (body,) = receiver.bodies("/json")
+    assert body["detail"]["old"] == olds
+    assert "served_model: acme/chat-1, acme/chat-1-2026-01-01 → acme/chat-2" in body["summary"]
+
+
 def test_the_floor_episode_and_a_missing_control_reach_the_operators(
     store: Store, receiver: Receiver, client: httpx.Client
 ) -> None:

@@ -18,7 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from canary.drill import DrillResult, run_drill  # noqa: E402
 from canary.settings import ModelSettings, Settings  # noqa: E402
-from canary.tracing import SEMCONV_SCHEMA, OtelRoundTracer, wanted  # noqa: E402
+from canary.tracing import RequestFacts  # noqa: E402
+from canary.tracing.attributes import SEMCONV_SCHEMA  # noqa: E402
+from canary.tracing.otel import OtelRoundTracer  # noqa: E402
 
 MODEL = "acme/traced-1"
 SECRET = "sk-or-trace-secret"
@@ -26,6 +28,8 @@ TAGS = ("alpha", "bravo", "charlie")
 # bravo's stray prefix: a distinctive fragment of its answers, which its hygiene detail (and so
 # its quarantine's reason) quotes
 FRAGMENT = "zorblaxian"
+OTHER_MODEL = "other/model-9"  # what charlie's answers report
+FACTS = RequestFacts("openrouter.test", 443, 400)
 
 
 def _scenario() -> dict[str, object]:
@@ -40,7 +44,7 @@ def _scenario() -> dict[str, object]:
                 "providers": [
                     provider("alpha"),
                     provider("bravo", {"kind": "garbage_prefix"}),
-                    provider("charlie"),
+                    provider("charlie", {"kind": "served_model", "id": OTHER_MODEL}),
                 ],
             }
         ],
@@ -56,7 +60,7 @@ class Traced:
 @pytest.fixture(scope="module")
 def traced() -> Traced:
     exporter = InMemorySpanExporter()
-    tracer = OtelRoundTracer.with_exporter(exporter, batch=False)
+    tracer = OtelRoundTracer.with_exporter(exporter, batch=False, request=FACTS)
     settings = Settings(languages=("en",), models=(ModelSettings(id=MODEL),))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("canary.sim.answers.GARBAGE", (FRAGMENT,))
@@ -122,6 +126,22 @@ def test_probe_spans_carry_the_genai_and_canary_attributes(spans: list[ReadableS
     completed = [p for p in probes if p.attributes["canary.transport"] == "ok"]
     assert any("canary.ttft_s" in p.attributes for p in completed)
     assert any("gen_ai.usage.output_tokens" in p.attributes for p in completed)
+    for p in probes:
+        a = p.attributes
+        assert (a["server.address"], a["server.port"]) == ("openrouter.test", 443)
+        assert a["gen_ai.request.max_tokens"] == 400
+        # json for the schema probe, the only request that asks for an output format
+        assert a.get("gen_ai.output.type") == ("json" if a["canary.contract"] == "schema" else None)
+
+
+def test_probe_spans_carry_the_model_and_id_the_answer_reported(spans: list[ReadableSpan]) -> None:
+    completed = [p for p in _of(spans, "chat ") if p.attributes["canary.transport"] == "ok"]
+    served = {
+        (p.attributes["canary.provider"], p.attributes["gen_ai.response.model"]) for p in completed
+    }
+    assert served == {("alpha", MODEL), ("bravo", MODEL), ("charlie", OTHER_MODEL)}
+    ids = [p.attributes["gen_ai.response.id"] for p in completed]
+    assert all(str(i).startswith("gen-") for i in ids) and len(set(ids)) == len(ids)
 
 
 def test_the_decision_and_its_reason_are_on_the_endpoint_span(spans: list[ReadableSpan]) -> None:
@@ -152,12 +172,6 @@ def test_no_span_holds_prompt_or_answer_text_or_a_key(traced: Traced) -> None:
     assert SECRET not in text and "sim-drill-key" not in text
     assert "gen_ai.input.messages" not in text and "gen_ai.output.messages" not in text
     assert "tavern" not in text.lower() and "{nonce}" not in text
-
-
-def test_traces_are_off_unless_asked_for() -> None:
-    assert not wanted(Settings(), env={})
-    assert wanted(Settings(otel={"endpoint": "http://collector:4318"}), env={})
-    assert wanted(Settings(), env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
 
 
 def test_without_traces_configured_no_opentelemetry_code_is_imported(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""A configured ``[otel]`` without the ``canary[otel]`` extra stops start-up with one line.
+"""Without the ``canary[otel]`` extra: a configured ``[otel] endpoint`` stops start-up with one
+line; an ambient ``OTEL_EXPORTER_OTLP_ENDPOINT`` alone is one warning, and canary serves.
 
 The missing extra is simulated in a fresh interpreter: a meta-path finder makes every
 ``opentelemetry`` import fail, as it would without the packages, whether they are installed here
@@ -7,9 +8,13 @@ or not.
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from polling import wait_for
 
 from canary.net import free_port
 
@@ -50,7 +55,48 @@ def test_serve_with_otel_configured_but_not_installed_stops_with_one_line(tmp_pa
     assert done.returncode == 1, done.stderr[-800:]
     lines = [line for line in done.stderr.splitlines() if not line.startswith("{")]  # json logs
     assert lines == [
-        "canary: traces are configured ([otel] endpoint or OTEL_EXPORTER_OTLP_*ENDPOINT) but the "
-        "OpenTelemetry packages are not installed: pip install 'canary[otel]'"
+        "canary: traces are configured ([otel] endpoint) but the OpenTelemetry packages are not "
+        "installed: pip install 'canary[otel]'"
     ]
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_an_ambient_otel_endpoint_without_the_extra_warns_once_and_serves(tmp_path: Path) -> None:
+    """A platform that injects OTEL_EXPORTER_OTLP_ENDPOINT into every pod must not stop an image
+    built without the extra: one warning, and canary runs without traces."""
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'database_url = "sqlite:///{tmp_path / "canary.db"}"\n'
+        'log_format = "json"\n'
+        '[openrouter]\nbase_url = "http://127.0.0.1:9/api/v1"\n'
+        '[[models]]\nid = "acme/traced-1"\n'
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.observability:4318",
+    }
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", WRAPPER, "--config", str(config), "serve", "--port",
+             str(free_port())],
+            env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for("canary serve to listen", lambda: '"listening"' in log.read_text(), 90)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = log.read_text().splitlines()
+    assert code == 0, lines[-20:]
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    warnings = [e for e in events if e["event"] == "traces_unavailable"]
+    assert len(warnings) == 1, lines
+    assert warnings[0]["level"] == "warning"
+    assert warnings[0]["variable"] == "OTEL_EXPORTER_OTLP_ENDPOINT"
+    assert "collector.observability" not in json.dumps(warnings[0])
+    assert not [line for line in lines if line.startswith("canary:") or "Traceback" in line]
