@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from canary.core.floor import Publication
 from canary.core.model import Exclusion
-from canary.store.engine import STORE_ERRORS
 
 if TYPE_CHECKING:
-    from canary.store._layers import ModelLayers
+    from canary.store.plain_reads import ModelLayers
 
 
 class UnknownModel(LookupError):
@@ -48,6 +47,11 @@ class ListUnavailable(RuntimeError):
 
 class LayerSource(Protocol):
     """What the service reads of the store: each model's listing and layers at once."""
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What "the store is unreachable" raises (anything else is a bug)."""
+        ...
 
     def model_layers(self, models: Sequence[str], now: datetime) -> Mapping[str, ModelLayers]: ...
 
@@ -189,7 +193,7 @@ class IgnoreListService:
             try:
                 models = sorted(set(self._resolve_model_ids()))
                 layers = dict(self._store.model_layers(models, now))
-            except STORE_ERRORS as exc:  # the store (or the model source) is unreachable
+            except self._store.errors as exc:  # the store (or the model source) is unreachable
                 self._mark_stale(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
                 return False
             published = {
@@ -208,7 +212,7 @@ class IgnoreListService:
             return snapshot.layers.keys()
         try:
             return set(self._resolve_model_ids())
-        except STORE_ERRORS:
+        except self._store.errors:
             return ()
 
     def _mark_stale(self, error: str) -> None:

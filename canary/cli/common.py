@@ -37,12 +37,15 @@ def settings_from(ctx: typer.Context) -> Settings:
 
 def missing_sqlite_file(url: str) -> Path | None:
     """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
-    from sqlalchemy import make_url
+    from urllib.parse import unquote
 
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+    backend, _, rest = url.partition("://")
+    if backend.split("+")[0] != "sqlite":
         return None
-    path = Path(parsed.database)
+    database = unquote(rest[1:].partition("?")[0]) if rest.startswith("/") else ""
+    if database in ("", ":memory:"):
+        return None
+    path = Path(database)
     return None if path.exists() else path
 
 

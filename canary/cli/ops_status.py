@@ -20,7 +20,7 @@ from canary.cli.ops_base import (
     JsonOpt,
     OptModelOpt,
     ignore_service,
-    ops_context,
+    read_context,
 )
 from canary.cli.plain_table import Cell, Span, cell, colour_wanted, render, styled, write
 
@@ -37,7 +37,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
     from canary.views.providers import provider_views_of
     from canary.views.records import iso
 
-    with ops_context(ctx) as ops:
+    with read_context(ctx) as ops:
         models = [ops.check_model(model)] if model else ops.models()
         if not models:
             fail("no model is watched and the store has seen none: add [[models]] to the settings")

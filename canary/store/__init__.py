@@ -1,8 +1,13 @@
-"""Storage: SQLAlchemy models, Alembic migrations, the repository and the leader lease."""
+"""Storage: SQLAlchemy models, Alembic migrations, the repository and the leader lease.
+
+:class:`Store` is imported on first use: a command that only reads goes through
+:mod:`canary.store.light` and never imports SQLAlchemy.
+"""
 
 from __future__ import annotations
 
-from canary.store.repository import Store
+from typing import TYPE_CHECKING
+
 from canary.store.rows import (
     AuditRow,
     ContractResultRow,
@@ -19,6 +24,9 @@ from canary.store.rows import (
     UnknownExclusion,
     UnknownRound,
 )
+
+if TYPE_CHECKING:
+    from canary.store.repository import Store
 
 __all__ = [
     "AuditRow",
@@ -37,3 +45,11 @@ __all__ = [
     "UnknownExclusion",
     "UnknownRound",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Store":
+        from canary.store.repository import Store
+
+        return Store
+    raise AttributeError(f"module 'canary.store' has no attribute {name!r}")

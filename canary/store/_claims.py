@@ -115,7 +115,7 @@ class ClaimsMixin(StoreBase):
 
     def live_rounds(self, models: Sequence[str], scheduled_at: datetime) -> dict[str, RoundRow]:
         """The live (not abandoned) round of each of ``models`` in the slot, where there is one."""
-        from canary.store._rounds import round_row
+        from canary.store.plain_reads import round_row
 
         r = t.rounds.c
         stmt = select(t.rounds).where(

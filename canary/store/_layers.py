@@ -13,62 +13,32 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, Row, insert, or_, select, update
 
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
-    FloorRecord,
-    Publication,
     admit_exclusion,
     check_exclusion,
     exclusion_removed,
-    publish,
     reconcile,
 )
 from canary.core.identity import Listed
 from canary.core.model import Event, Exclusion, Layer
+from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._guard import bump_guard, guard_version, lock_guard
-from canary.store._reads import snapshot_on
-from canary.store._state import quarantine_row, write_audit
-from canary.store.engine import StoreBase, insert_ignoring_conflict
+from canary.store._state import write_audit
+from canary.store.engine import StoreBase, insert_ignoring_conflict, plain
+from canary.store.plain_reads import (
+    ModelLayers,
+    active_runtime,
+    layers_on,
+    listing_of,
+    runtime_exclusion,
+    snapshot_on,
+)
 from canary.store.rows import ExclusionRow, FloorRefused, UnknownExclusion
-
-
-def runtime_exclusion(row: Row[Any]) -> Exclusion:
-    return Exclusion(
-        model=row.model,
-        tag=row.tag,
-        layer=Layer.runtime,
-        reason=row.reason,
-        since=row.created_at,
-        until=row.until,
-        id=row.id,
-    )
-
-
-def listing_of(snapshot: dict[str, dict[str, Any]] | None) -> tuple[Listed, ...] | None:
-    if snapshot is None:
-        return None
-    return tuple(Listed(tag, meta.get("service_tier")) for tag, meta in sorted(snapshot.items()))
-
-
-@dataclass(frozen=True)
-class ModelLayers:
-    """What a model's publication is computed from, read at one moment."""
-
-    listing: tuple[Listed, ...] | None
-    runtime: tuple[Exclusion, ...]
-    quarantines: tuple[Exclusion, ...]
-    record: FloorRecord
-
-    def publish(
-        self, model: str, builtin: Sequence[Exclusion], floor: int, now: datetime
-    ) -> Publication:
-        return publish(
-            model, self.listing, builtin, self.runtime, self.quarantines, floor=floor, now=now
-        )
 
 
 @dataclass(frozen=True)
@@ -121,20 +91,20 @@ class LayersMixin(StoreBase):
     def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
         """Listing, runtime entries, active quarantines and the floor record of each model."""
         with self._read() as conn:
-            return {m: _layers_on(conn, m, now) for m in dict.fromkeys(models)}
+            return plain_reads.model_layers(plain(conn), models, now)
 
     def latest_listing(self, model: str) -> tuple[Listed, ...] | None:
         with self._read() as conn:
-            return listing_of(snapshot_on(conn, model))
+            return listing_of(snapshot_on(plain(conn), model))
 
     def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
         """:meth:`latest_listing` of several models, on one connection."""
         with self._read() as conn:
-            return {m: listing_of(snapshot_on(conn, m)) for m in dict.fromkeys(models)}
+            return plain_reads.latest_listings(plain(conn), models)
 
     def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]:
         with self._read() as conn:
-            return _active_runtime(conn, model, now)
+            return active_runtime(plain(conn), model, now)
 
     def exclusion_rows(
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None
@@ -189,7 +159,7 @@ class LayersMixin(StoreBase):
         entry = Exclusion(model, tag, Layer.runtime, reason, since=now, until=until)
         with self._write() as conn:
             lock_guard(conn, model)
-            layers = _layers_on(conn, model, now)
+            layers = layers_on(plain(conn), model, now)
             before = layers.publish(model, builtin, floor, now)
             check = check_exclusion(before, entry, force=force, now=now)
             if not check.allowed:
@@ -276,7 +246,7 @@ class LayersMixin(StoreBase):
             return []
         with self._write() as conn:
             lock_guard(conn, model)
-            layers = _layers_on(conn, model, now)
+            layers = layers_on(plain(conn), model, now)
             changes = reconcile(layers.publish(model, builtin, floor, now), layers.record)
             return _apply_floor(conn, model, changes, now, actor, policy_version)
 
@@ -295,66 +265,6 @@ class LayersMixin(StoreBase):
             return []
         with self._write() as conn:
             return _apply_floor(conn, model, changes, now, actor, policy_version)
-
-
-_RUNTIME_ACTIVE = (
-    select(t.exclusions)
-    .where(
-        t.exclusions.c.removed_at.is_(None),
-        or_(t.exclusions.c.until.is_(None), t.exclusions.c.until > bindparam("now")),
-    )
-    .order_by(t.exclusions.c.model, t.exclusions.c.tag, t.exclusions.c.id)
-)
-# Built once: a model's layers are read before every decision and publication.
-_MODEL_RUNTIME = _RUNTIME_ACTIVE.where(t.exclusions.c.model == bindparam("model"))
-_MODEL_QUARANTINES = (
-    select(t.quarantines)
-    .where(
-        t.quarantines.c.model == bindparam("model"),
-        t.quarantines.c.released_at.is_(None),
-        t.quarantines.c.until > bindparam("now"),
-    )
-    .order_by(t.quarantines.c.tag, t.quarantines.c.id)
-)
-_OPEN_EPISODE = select(t.floor_episodes.c.id).where(
-    t.floor_episodes.c.open_model == bindparam("model")
-)
-
-
-def _active_runtime(conn: Connection, model: str | None, now: datetime) -> list[Exclusion]:
-    if model is None:
-        rows = conn.execute(_RUNTIME_ACTIVE, {"now": now})
-    else:
-        rows = conn.execute(_MODEL_RUNTIME, {"model": model, "now": now})
-    return [runtime_exclusion(r) for r in rows]
-
-
-def _layers_on(conn: Connection, model: str, now: datetime) -> ModelLayers:
-    rows = [
-        quarantine_row(r) for r in conn.execute(_MODEL_QUARANTINES, {"model": model, "now": now})
-    ]
-    quarantines = tuple(
-        Exclusion(
-            model=r.model,
-            tag=r.tag,
-            layer=Layer.quarantine,
-            reason=r.reason,
-            since=r.started_at,
-            until=r.until,
-            evidence=r.evidence,
-            id=r.id,
-            causes=r.causes,
-        )
-        for r in rows
-    )
-    episode_open = conn.execute(_OPEN_EPISODE, {"model": model}).first() is not None
-    record = FloorRecord({r.id: r.tag for r in rows if r.withheld_at is not None}, episode_open)
-    return ModelLayers(
-        listing_of(snapshot_on(conn, model)),
-        tuple(_active_runtime(conn, model, now)),
-        quarantines,
-        record,
-    )
 
 
 def _apply_floor(

@@ -27,10 +27,12 @@ from sqlalchemy import (
 )
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
+from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._claims import RoundLost, require_held
 from canary.store._extra import DECIDING, abandoned_detail
-from canary.store.engine import StoreBase
+from canary.store.engine import StoreBase, plain
+from canary.store.plain_reads import contract_result_row, round_row
 from canary.store.rows import (
     ContractResultRow,
     ProbeRow,
@@ -47,52 +49,6 @@ SERVED_LOOKBACK = 5_000  # verdict rows read to find each endpoint's last served
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _skipped_of(item: Any) -> SkippedEndpoint:
-    """A stored skipped entry: ``{provider, reason}``, or a ``[provider, reason]`` pair."""
-    if isinstance(item, Mapping):
-        return SkippedEndpoint(
-            provider=str(item.get("provider")), reason=str(item.get("reason") or "")
-        )
-    if isinstance(item, list) and len(item) == 2:
-        return SkippedEndpoint(provider=str(item[0]), reason=str(item[1]))
-    return SkippedEndpoint(provider=str(item), reason="")
-
-
-def round_row(row: Row[Any]) -> RoundRow:
-    return RoundRow(
-        id=row.id,
-        model=row.model,
-        scheduled_at=row.scheduled_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        status=row.status,
-        policy_version=row.policy_version,
-        runner_id=row.runner_id,
-        checksums=dict(row.checksums or {}),
-        cost_usd=row.cost_usd,
-        skipped=tuple(_skipped_of(s) for s in row.skipped or ()),
-        detail=dict(row.detail or {}),
-        heartbeat_at=row.heartbeat_at,
-    )
-
-
-def contract_result_row(row: Row[Any], at: datetime | None = None) -> ContractResultRow:
-    return ContractResultRow(
-        round_id=row.round_id,
-        model=row.model,
-        tag=row.tag,
-        contract=row.contract,
-        result=row.result,
-        detail=row.detail,
-        figure=row.figure,
-        reason=row.reason,
-        sample=row.sample,
-        language=row.language,
-        language_anomaly=bool(row.language_anomaly),
-        at=at,
-    )
 
 
 def _contract_result(row: Row[Any]) -> ContractResult:
@@ -187,15 +143,8 @@ class RoundsMixin(StoreBase):
         return round_row(row)
 
     def recent_rounds(self, model: str | None = None, limit: int = 20) -> list[RoundRow]:
-        stmt = (
-            select(t.rounds)
-            .order_by(t.rounds.c.scheduled_at.desc(), t.rounds.c.id.desc())
-            .limit(limit)
-        )
-        if model is not None:
-            stmt = stmt.where(t.rounds.c.model == model)
         with self._read() as conn:
-            return [round_row(r) for r in conn.execute(stmt)]
+            return plain_reads.recent_rounds(plain(conn), model, limit)
 
     def last_finished_round_at(self, model: str | None = None) -> datetime | None:
         stmt = select(func.max(t.rounds.c.finished_at)).where(t.rounds.c.status == "finished")

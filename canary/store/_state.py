@@ -10,50 +10,15 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from canary.core.model import Contract, EndpointState, Event, Exclusion, Layer, Streak
+from canary.core.model import EndpointState, Event, Exclusion, Layer
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
+from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store._rounds import finish_decided
-from canary.store.engine import StoreBase
+from canary.store.engine import StoreBase, plain
+from canary.store.plain_reads import endpoint_state as _state
 from canary.store.rows import NoActiveQuarantine, QuarantineRow, SlotAlreadyCounted
-
-
-def _as_utc(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _streaks(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Streak, ...]:
-    return tuple(
-        Streak(
-            contract=Contract(s["contract"]),
-            count=int(s["count"]),
-            last_fail_at=_as_utc(s.get("last_fail_at")),
-            evidence=tuple(s.get("evidence") or ()),
-            warned=bool(s.get("warned")),
-        )
-        for s in raw or ()
-    )
-
-
-def _state(row: Row[Any]) -> EndpointState:
-    return EndpointState(
-        model=row.model,
-        tag=row.tag,
-        streaks=_streaks(row.streaks),
-        recovery_streak=row.recovery_streak,
-        recovery_evidence=tuple(row.recovery_evidence or ()),
-        quarantined_since=row.quarantined_since,
-        quarantined_until=row.quarantined_until,
-        causes=tuple(row.causes or ()),
-        ladder_step=row.ladder_step,
-        last_quarantine_at=row.last_quarantine_at,
-        next_language=row.next_language,
-        next_language_since=row.next_language_since,
-        version=row.version,
-    )
 
 
 def _state_values(s: EndpointState) -> dict[str, Any]:
@@ -79,25 +44,6 @@ def _state_values(s: EndpointState) -> dict[str, Any]:
         "next_language": s.next_language,
         "next_language_since": s.next_language_since,
     }
-
-
-def quarantine_row(row: Row[Any]) -> QuarantineRow:
-    return QuarantineRow(
-        id=row.id,
-        model=row.model,
-        tag=row.tag,
-        started_at=row.started_at,
-        until=row.until,
-        released_at=row.released_at,
-        release_why=row.release_why,
-        step=row.step,
-        reason=row.reason,
-        evidence=tuple(row.evidence or ()),
-        causes=tuple(row.causes or ()),
-        withheld_at=row.withheld_at,
-        policy_version=row.policy_version,
-        round_id=row.round_id,
-    )
 
 
 def audit_values(
@@ -136,12 +82,8 @@ class StateMixin(StoreBase):
         return self.load_states_of([model])[model]
 
     def load_states_of(self, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]:
-        stmt = select(t.endpoint_state).where(t.endpoint_state.c.model.in_(models))
-        out: dict[str, dict[str, EndpointState]] = {m: {} for m in models}
         with self._read() as conn:
-            for r in conn.execute(stmt):
-                out[r.model][r.tag] = _state(r)
-        return out
+            return plain_reads.states_of(plain(conn), models)
 
     def apply_decision(
         self,
@@ -216,16 +158,8 @@ class StateMixin(StoreBase):
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None
     ) -> list[QuarantineRow]:
         """Quarantine rows, newest first. Active: not released and (given ``now``) not over."""
-        c = t.quarantines.c
-        stmt = select(t.quarantines).order_by(c.started_at.desc(), c.id.desc())
-        if model is not None:
-            stmt = stmt.where(c.model == model)
-        if active_only:
-            stmt = stmt.where(c.released_at.is_(None))
-            if now is not None:
-                stmt = stmt.where(c.until > now)
         with self._read() as conn:
-            return [quarantine_row(r) for r in conn.execute(stmt)]
+            return plain_reads.quarantines(plain(conn), model, active_only, now)
 
     def active_quarantines(self, model: str | None, now: datetime) -> list[Exclusion]:
         return [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from enum import Enum
@@ -19,18 +19,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+from canary.store.plain import SQLITE_BUSY_TIMEOUT_MS, Dialect, Reader, normalise_url
+
 # What "the store is unreachable" looks like; anything else is a bug and must not pass for it.
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, OSError)
 _WRITE = "canary_write"
-
-
-def normalise_url(url: str) -> str:
-    """``postgresql://`` and ``postgres://`` mean psycopg 3 here."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
 
 
 def _json_default(value: Any) -> Any:
@@ -94,8 +87,29 @@ def insert_ignoring_conflict(conn: Connection, table: Table, **target: Any) -> A
     return sqlite_insert(table).on_conflict_do_nothing(**target)
 
 
+class SaTransport:
+    """Plain SQL (:mod:`canary.store.plain`) on one of the store's connections, in whatever
+    transaction it is in."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self.dialect: Dialect = "postgresql" if conn.dialect.name == "postgresql" else "sqlite"
+
+    def fetch(
+        self, sql: str, params: Mapping[str, object]
+    ) -> tuple[Sequence[str], Sequence[Sequence[Any]]]:
+        result = self._conn.exec_driver_sql(sql, dict(params))
+        return list(result.keys()), result.all()
+
+
+def plain(conn: Connection) -> Reader:
+    return Reader(SaTransport(conn))
+
+
 class StoreBase:
     """The engine and the transaction helpers the store's parts share."""
+
+    errors: tuple[type[Exception], ...] = STORE_ERRORS  # what "unreachable" raises
 
     def __init__(self, url: str) -> None:
         self.url = normalise_url(url)

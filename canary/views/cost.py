@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from canary.views.records import iso
 
 if TYPE_CHECKING:
-    from canary.store.repository import Store
+    from canary.store.plain_reads import StoreReads
     from canary.store.rows import RoundRow
 
 
@@ -53,7 +53,7 @@ def last_round_json(row: RoundRow | None) -> dict[str, Any] | None:
 
 
 def cost_view(
-    store: Store, models: Iterable[str], now: datetime, daily_budget_usd: float | None
+    store: StoreReads, models: Iterable[str], now: datetime, daily_budget_usd: float | None
 ) -> dict[str, Any]:
     """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
     start = day_start(now)

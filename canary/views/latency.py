@@ -18,7 +18,7 @@ from canary.core.drift import ttft_health
 from canary.core.stats import Histogram
 
 if TYPE_CHECKING:
-    from canary.store.repository import Store
+    from canary.store.plain_reads import StoreReads
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
@@ -88,7 +88,7 @@ def latencies(
 
 
 def fleet_latencies(
-    store: Store,
+    store: StoreReads,
     models: Sequence[str],
     now: datetime,
     bound_p95_s: float,

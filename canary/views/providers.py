@@ -14,7 +14,7 @@ from canary.views.latency import Latency, fleet_latencies
 from canary.views.records import iso, jsonable
 
 if TYPE_CHECKING:
-    from canary.store.repository import Store
+    from canary.store.plain_reads import StoreReads
     from canary.store.rows import ContractResultRow, QuarantineRow
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
@@ -98,7 +98,7 @@ def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) ->
 
 
 def provider_views(
-    store: Store,
+    store: StoreReads,
     model: str,
     *,
     builtin: Sequence[Exclusion],
@@ -114,7 +114,7 @@ def provider_views(
 
 
 def provider_views_of(
-    store: Store,
+    store: StoreReads,
     models: Sequence[str],
     *,
     builtin: Sequence[Exclusion],

@@ -12,7 +12,7 @@ from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, strong_etag
-from canary.store._layers import ModelLayers
+from canary.store.plain_reads import ModelLayers
 
 M = "acme/one"
 
@@ -20,6 +20,8 @@ M = "acme/one"
 class LayerStore:
     """A stand-in for the store read the service makes; it can be told to fail on either half
     (runtime entries, then quarantines: a failure after the first half is a partial read)."""
+
+    errors = (OSError,)  # what the store's "unreachable" looks like (ConnectionError among it)
 
     def __init__(self) -> None:
         self.runtime: list[Exclusion] = []

@@ -1,0 +1,208 @@
+"""Reads written as plain SQL, run through SQLAlchemy or straight through the database driver.
+
+The reads an operator's ``canary status`` needs are written once, here and in
+:mod:`canary.store.plain_reads`, as portable SQL. The store runs them on its SQLAlchemy
+connections (inside its transactions, like every other read); :class:`canary.store.light.LightStore`
+runs them on a driver connection of its own, so that a command which only reads never imports
+SQLAlchemy (a third of such a command's start-up).
+
+What SQLAlchemy's column types do on the way out is done here from :data:`KINDS`, the kind of
+each column that needs converting (a test checks it against :mod:`canary.store.tables`):
+SQLite keeps times as naive UTC text and JSON as text; PostgreSQL's driver returns aware times
+and parsed JSON. Times are bound the same way: naive UTC text on SQLite (in SQLAlchemy's format,
+so that they compare with what it wrote), aware on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+Kind = Literal["time", "json", "bool"]
+Dialect = Literal["sqlite", "postgresql"]
+
+# Per table, the columns whose values need converting (every other value is used as the driver
+# returns it). Kept in step with canary.store.tables by tests/store/test_store_plain.py.
+KINDS: dict[str, dict[str, Kind]] = {
+    "rounds": {
+        "scheduled_at": "time", "started_at": "time", "finished_at": "time",
+        "heartbeat_at": "time", "checksums": "json", "skipped": "json", "detail": "json",
+    },
+    "probes": {"attribution_ok": "bool", "ttft_censored": "bool", "at": "time"},
+    "ttft_buckets": {"hour": "time"},
+    "contract_results": {"language_anomaly": "bool"},
+    "round_verdicts": {},
+    "endpoint_state": {
+        "streaks": "json", "recovery_evidence": "json", "quarantined_since": "time",
+        "quarantined_until": "time", "causes": "json", "last_quarantine_at": "time",
+        "next_language_since": "time", "updated_at": "time", "counted_slot": "time",
+    },
+    "quarantines": {
+        "started_at": "time", "until": "time", "released_at": "time", "evidence": "json",
+        "causes": "json", "withheld_at": "time",
+    },
+    "floor_episodes": {"opened_at": "time", "closed_at": "time", "detail": "json"},
+    "model_guards": {},
+    "exclusions": {
+        "created_at": "time", "until": "time", "removed_at": "time",
+    },
+    "audit": {
+        "at": "time", "detail": "json", "evidence": "json", "notified_at": "time",
+        "next_attempt_at": "time",
+    },
+    "endpoint_snapshots": {"at": "time", "meta": "json"},
+    "drift_events": {"at": "time", "old": "json", "new": "json", "alert": "bool"},
+    "budget_days": {"alerted_at": "time"},
+    "leases": {"acquired_at": "time", "expires_at": "time"},
+}  # fmt: skip
+
+
+class SqlRow(Protocol):
+    """A row read by name (``row.model``), as SQLAlchemy's rows are."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class Transport(Protocol):
+    """Where plain SQL runs: one connection, inside whatever transaction it is in."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def fetch(
+        self, sql: str, params: Mapping[str, object]
+    ) -> tuple[Sequence[str], Sequence[Sequence[Any]]]:
+        """The result's column names and rows; ``sql`` in the driver's own parameter style."""
+        ...
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3 here."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def utc(value: Any) -> datetime | None:
+    """A stored time as an aware UTC datetime (SQLite: naive UTC text)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+    return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _bool(value: Any) -> Any:
+    return None if value is None else bool(value)
+
+
+_CONVERT = {"time": utc, "json": _json, "bool": _bool}
+
+
+def sqlite_time(value: datetime) -> str:
+    """A time as SQLAlchemy writes it to SQLite (naive UTC, microseconds always shown)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"naive datetime {value.isoformat()} given to the store: pass an aware one"
+        )
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+class Reader:
+    """Runs plain SQL with ``:name`` parameters on a :class:`Transport`, converting values."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.dialect: Dialect = transport.dialect
+        self._row_types: dict[tuple[str, ...], type] = {}
+
+    def rows(
+        self,
+        sql: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        table: str | None = None,
+        kinds: Mapping[str, Kind] | None = None,
+    ) -> list[SqlRow]:
+        """The rows of ``sql``; values of the columns named in ``KINDS[table]`` and ``kinds``
+        converted as SQLAlchemy's column types would."""
+        names, raw = self.transport.fetch(self._driver_sql(sql), self._bind(params or {}))
+        wanted = {**(KINDS[table] if table else {}), **(kinds or {})}
+        converters = [(i, _CONVERT[wanted[n]]) for i, n in enumerate(names) if n in wanted]
+        key = tuple(names)
+        row_type = self._row_types.get(key)
+        if row_type is None:
+            row_type = self._row_types[key] = namedtuple("Row", names, rename=True)  # noqa: PYI024
+        out: list[SqlRow] = []
+        for values in raw:
+            if converters:
+                values = list(values)
+                for i, convert in converters:
+                    values[i] = convert(values[i])
+            out.append(row_type(*values))
+        return out
+
+    def values(
+        self, sql: str, params: Mapping[str, object] | None = None
+    ) -> Sequence[Sequence[Any]]:
+        """The rows of ``sql`` as the driver returns them (no value converted)."""
+        return self.transport.fetch(self._driver_sql(sql), self._bind(params or {}))[1]
+
+    def scalars(self, sql: str, params: Mapping[str, object] | None = None) -> list[Any]:
+        return [values[0] for values in self.values(sql, params)]
+
+    def _driver_sql(self, sql: str) -> str:
+        if self.dialect == "sqlite":
+            return sql  # sqlite3 reads :name itself
+        if "%" in sql:
+            raise ValueError("plain SQL for PostgreSQL must not contain '%'")
+        return _to_pyformat(sql)
+
+    def _bind(self, params: Mapping[str, object]) -> dict[str, object]:
+        if self.dialect != "sqlite":
+            return dict(params)
+        return {k: sqlite_time(v) if isinstance(v, datetime) else v for k, v in params.items()}
+
+
+def _to_pyformat(sql: str) -> str:
+    """``:name`` to psycopg's ``%(name)s``, leaving ``::`` casts alone."""
+    out = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch == ":" and i + 1 < n and sql[i + 1] == ":":
+            out.append("::")
+            i += 2
+            continue
+        if ch == ":" and i + 1 < n and (sql[i + 1].isalpha() or sql[i + 1] == "_"):
+            j = i + 1
+            while j < n and (sql[j].isalnum() or sql[j] == "_"):
+                j += 1
+            out.append(f"%({sql[i + 1 : j]})s")
+            i = j
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def in_list(name: str, values: Iterable[object], params: dict[str, object]) -> str:
+    """``(:name_0, :name_1, ...)`` for ``values``, added to ``params`` (``(NULL)`` when empty:
+    ``x IN (NULL)`` is never true)."""
+    names = []
+    for i, value in enumerate(values):
+        params[f"{name}_{i}"] = value
+        names.append(f":{name}_{i}")
+    return "(" + (", ".join(names) or "NULL") + ")"

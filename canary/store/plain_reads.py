@@ -1,0 +1,469 @@
+"""The reads behind a model's publication and ``canary status``, in plain SQL (see
+:mod:`canary.store.plain`): run by the store on its connections and by
+:class:`canary.store.light.LightStore` on a driver connection. No SQLAlchemy here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from canary.core.floor import FloorRecord, Publication, publish
+from canary.core.identity import Listed
+from canary.core.model import Contract, EndpointState, Exclusion, Layer, Streak
+from canary.core.stats import Histogram
+from canary.store.plain import Reader, SqlRow, in_list
+from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow, SkippedEndpoint
+from canary.store.ttft import hour_of
+
+EMPTY_LISTING = ""  # marker tag of a snapshot row that records an empty endpoints list
+
+# --- rows ----------------------------------------------------------------------------------------
+
+
+def _skipped_of(item: Any) -> SkippedEndpoint:
+    """A stored skipped entry: ``{provider, reason}``, or a ``[provider, reason]`` pair."""
+    if isinstance(item, Mapping):
+        return SkippedEndpoint(
+            provider=str(item.get("provider")), reason=str(item.get("reason") or "")
+        )
+    if isinstance(item, list) and len(item) == 2:
+        return SkippedEndpoint(provider=str(item[0]), reason=str(item[1]))
+    return SkippedEndpoint(provider=str(item), reason="")
+
+
+def round_row(row: SqlRow) -> RoundRow:
+    return RoundRow(
+        id=row.id,
+        model=row.model,
+        scheduled_at=row.scheduled_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        status=row.status,
+        policy_version=row.policy_version,
+        runner_id=row.runner_id,
+        checksums=dict(row.checksums or {}),
+        cost_usd=row.cost_usd,
+        skipped=tuple(_skipped_of(s) for s in row.skipped or ()),
+        detail=dict(row.detail or {}),
+        heartbeat_at=row.heartbeat_at,
+    )
+
+
+def contract_result_row(row: SqlRow, at: datetime | None = None) -> ContractResultRow:
+    return ContractResultRow(
+        round_id=row.round_id,
+        model=row.model,
+        tag=row.tag,
+        contract=row.contract,
+        result=row.result,
+        detail=row.detail,
+        figure=row.figure,
+        reason=row.reason,
+        sample=row.sample,
+        language=row.language,
+        language_anomaly=bool(row.language_anomaly),
+        at=at,
+    )
+
+
+def quarantine_row(row: SqlRow) -> QuarantineRow:
+    return QuarantineRow(
+        id=row.id,
+        model=row.model,
+        tag=row.tag,
+        started_at=row.started_at,
+        until=row.until,
+        released_at=row.released_at,
+        release_why=row.release_why,
+        step=row.step,
+        reason=row.reason,
+        evidence=tuple(row.evidence or ()),
+        causes=tuple(row.causes or ()),
+        withheld_at=row.withheld_at,
+        policy_version=row.policy_version,
+        round_id=row.round_id,
+    )
+
+
+def _as_utc(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _streaks(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Streak, ...]:
+    return tuple(
+        Streak(
+            contract=Contract(s["contract"]),
+            count=int(s["count"]),
+            last_fail_at=_as_utc(s.get("last_fail_at")),
+            evidence=tuple(s.get("evidence") or ()),
+            warned=bool(s.get("warned")),
+        )
+        for s in raw or ()
+    )
+
+
+def endpoint_state(row: SqlRow) -> EndpointState:
+    return EndpointState(
+        model=row.model,
+        tag=row.tag,
+        streaks=_streaks(row.streaks),
+        recovery_streak=row.recovery_streak,
+        recovery_evidence=tuple(row.recovery_evidence or ()),
+        quarantined_since=row.quarantined_since,
+        quarantined_until=row.quarantined_until,
+        causes=tuple(row.causes or ()),
+        ladder_step=row.ladder_step,
+        last_quarantine_at=row.last_quarantine_at,
+        next_language=row.next_language,
+        next_language_since=row.next_language_since,
+        version=row.version,
+    )
+
+
+def runtime_exclusion(row: SqlRow) -> Exclusion:
+    return Exclusion(
+        model=row.model,
+        tag=row.tag,
+        layer=Layer.runtime,
+        reason=row.reason,
+        since=row.created_at,
+        until=row.until,
+        id=row.id,
+    )
+
+
+def listing_of(snapshot: dict[str, dict[str, Any]] | None) -> tuple[Listed, ...] | None:
+    if snapshot is None:
+        return None
+    return tuple(Listed(tag, meta.get("service_tier")) for tag, meta in sorted(snapshot.items()))
+
+
+@dataclass(frozen=True)
+class ModelLayers:
+    """What a model's publication is computed from, read at one moment."""
+
+    listing: tuple[Listed, ...] | None
+    runtime: tuple[Exclusion, ...]
+    quarantines: tuple[Exclusion, ...]
+    record: FloorRecord
+
+    def publish(
+        self, model: str, builtin: Sequence[Exclusion], floor: int, now: datetime
+    ) -> Publication:
+        return publish(
+            model, self.listing, builtin, self.runtime, self.quarantines, floor=floor, now=now
+        )
+
+
+# --- queries -------------------------------------------------------------------------------------
+
+# Distinct values read by hopping along an index, one step a value, instead of reading every row
+# (neither SQLite nor PostgreSQL does this on their own): the models of ``rounds``, and one
+# model's tags in ``endpoint_snapshots`` and ``round_verdicts`` with each tag's latest round.
+DISTINCT_ROUND_MODELS = (
+    "WITH RECURSIVE m(model) AS ("
+    " SELECT min(model) FROM rounds"
+    " UNION ALL"
+    " SELECT (SELECT min(r.model) FROM rounds r WHERE r.model > m.model) FROM m"
+    " WHERE m.model IS NOT NULL"
+    ") SELECT model FROM m WHERE model IS NOT NULL"
+)
+LISTED_TAGS = (
+    "WITH RECURSIVE d(tag) AS ("
+    " SELECT min(tag) FROM endpoint_snapshots WHERE model = :model"
+    " UNION ALL"
+    " SELECT (SELECT min(s.tag) FROM endpoint_snapshots s WHERE s.model = :model AND s.tag > d.tag)"
+    " FROM d WHERE d.tag IS NOT NULL"
+    ") SELECT tag FROM d WHERE tag IS NOT NULL"
+)
+# each tag's latest verdict of a round not abandoned: down the (model, tag, round_id) index
+LATEST_JUDGED_ROUNDS = (
+    "WITH RECURSIVE d(tag) AS ("
+    " SELECT min(tag) FROM round_verdicts WHERE model = :model"
+    " UNION ALL"
+    " SELECT (SELECT min(v.tag) FROM round_verdicts v WHERE v.model = :model AND v.tag > d.tag)"
+    " FROM d WHERE d.tag IS NOT NULL"
+    ") SELECT tag, (SELECT v.round_id FROM round_verdicts v"
+    " WHERE v.model = :model AND v.tag = d.tag AND NOT EXISTS (SELECT 1 FROM rounds r"
+    " WHERE r.id = v.round_id AND r.status = 'abandoned')"  # ix_rounds_abandoned, not a join
+    " ORDER BY v.round_id DESC LIMIT 1) AS round_id FROM d WHERE tag IS NOT NULL"
+)
+# no ORDER BY: it lets SQLite walk the model's (model, tag) index through every snapshot
+_LATEST_SNAPSHOT = (
+    "SELECT tag, meta, id FROM endpoint_snapshots WHERE model = :model"
+    " AND at = (SELECT max(at) FROM endpoint_snapshots WHERE model = :model)"
+)
+_ACTIVE_RUNTIME = (
+    "SELECT * FROM exclusions WHERE removed_at IS NULL AND (until IS NULL OR until > :now)"
+)
+_MODEL_QUARANTINES = (
+    "SELECT * FROM quarantines WHERE model = :model AND released_at IS NULL AND until > :now"
+    " ORDER BY tag, id"
+)
+_OPEN_EPISODE = "SELECT id FROM floor_episodes WHERE open_model = :model"
+
+
+def known_models(r: Reader) -> list[str]:
+    """Models with an endpoint state or a round (every snapshot belongs to a round)."""
+    states = set(r.scalars("SELECT DISTINCT model FROM endpoint_state"))
+    return sorted(states | set(r.scalars(DISTINCT_ROUND_MODELS)))
+
+
+def known_tags_of(r: Reader, models: Sequence[str]) -> dict[str, list[str]]:
+    """Each model's endpoint tags that have a state or were ever listed."""
+    out: dict[str, set[str]] = {m: set() for m in models}
+    params: dict[str, object] = {}
+    sql = f"SELECT model, tag FROM endpoint_state WHERE model IN {in_list('m', out, params)}"
+    for row in r.rows(sql, params):
+        out[row.model].add(row.tag)
+    for model in out:
+        out[model].update(r.scalars(LISTED_TAGS, {"model": model}))
+    return {m: sorted(tags - {EMPTY_LISTING}) for m, tags in out.items()}
+
+
+def snapshot_on(r: Reader, model: str) -> dict[str, dict[str, Any]] | None:
+    """The model's latest snapshot: meta by tag; None when never listed."""
+    rows = sorted(
+        r.rows(_LATEST_SNAPSHOT, {"model": model}, table="endpoint_snapshots"),
+        key=lambda row: (row.tag, row.id),
+    )
+    if not rows:
+        return None
+    return {row.tag: dict(row.meta) for row in rows if row.tag != EMPTY_LISTING}
+
+
+def latest_snapshots(
+    r: Reader, models: Sequence[str]
+) -> dict[str, dict[str, dict[str, Any]] | None]:
+    return {model: snapshot_on(r, model) for model in dict.fromkeys(models)}
+
+
+def latest_listings(r: Reader, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
+    return {m: listing_of(snapshot_on(r, m)) for m in dict.fromkeys(models)}
+
+
+def active_runtime(r: Reader, model: str | None, now: datetime) -> list[Exclusion]:
+    sql = _ACTIVE_RUNTIME
+    params: dict[str, object] = {"now": now}
+    if model is not None:
+        sql, params["model"] = sql + " AND model = :model", model
+    rows = r.rows(sql + " ORDER BY model, tag, id", params, table="exclusions")
+    return [runtime_exclusion(row) for row in rows]
+
+
+def layers_on(r: Reader, model: str, now: datetime) -> ModelLayers:
+    rows = [
+        quarantine_row(row)
+        for row in r.rows(_MODEL_QUARANTINES, {"model": model, "now": now}, table="quarantines")
+    ]
+    quarantines = tuple(
+        Exclusion(
+            model=q.model,
+            tag=q.tag,
+            layer=Layer.quarantine,
+            reason=q.reason,
+            since=q.started_at,
+            until=q.until,
+            evidence=q.evidence,
+            id=q.id,
+            causes=q.causes,
+        )
+        for q in rows
+    )
+    episode_open = bool(r.scalars(_OPEN_EPISODE, {"model": model}))
+    record = FloorRecord({q.id: q.tag for q in rows if q.withheld_at is not None}, episode_open)
+    return ModelLayers(
+        listing_of(snapshot_on(r, model)), tuple(active_runtime(r, model, now)), quarantines, record
+    )
+
+
+def model_layers(r: Reader, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+    """Listing, runtime entries, active quarantines and the floor record of each model."""
+    return {m: layers_on(r, m, now) for m in dict.fromkeys(models)}
+
+
+def quarantines(
+    r: Reader, model: str | None, active_only: bool, now: datetime | None
+) -> list[QuarantineRow]:
+    """Quarantine rows, newest first. Active: not released and (given ``now``) not over."""
+    where: list[str] = []
+    params: dict[str, object] = {}
+    if model is not None:
+        where.append("model = :model")
+        params["model"] = model
+    if active_only:
+        where.append("released_at IS NULL")
+        if now is not None:
+            where.append("until > :now")
+            params["now"] = now
+    sql = "SELECT * FROM quarantines" + (" WHERE " + " AND ".join(where) if where else "")
+    rows = r.rows(sql + " ORDER BY started_at DESC, id DESC", params, table="quarantines")
+    return [quarantine_row(row) for row in rows]
+
+
+def states_of(r: Reader, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]:
+    out: dict[str, dict[str, EndpointState]] = {m: {} for m in models}
+    params: dict[str, object] = {}
+    sql = f"SELECT * FROM endpoint_state WHERE model IN {in_list('m', out, params)}"
+    for row in r.rows(sql, params, table="endpoint_state"):
+        out[row.model][row.tag] = endpoint_state(row)
+    return out
+
+
+def recent_rounds(r: Reader, model: str | None, limit: int) -> list[RoundRow]:
+    where = " WHERE model = :model" if model is not None else ""
+    sql = f"SELECT * FROM rounds{where} ORDER BY scheduled_at DESC, id DESC LIMIT :limit"
+    params: dict[str, object] = {"limit": limit}
+    if model is not None:
+        params["model"] = model
+    rows = r.rows(sql, params, table="rounds")
+    return [round_row(row) for row in rows]
+
+
+def round_spend(r: Reader, since: datetime, model: str | None) -> dict[str, float]:
+    """USD per model of the rounds started since ``since`` (``rounds.cost_usd``: reported
+    costs, estimated from prices where a probe had none). Running rounds count once closed."""
+    params: dict[str, object] = {"since": since}
+    where = ""
+    if model is not None:
+        where, params["model"] = " AND model = :model", model
+    sql = (
+        "SELECT model, coalesce(sum(cost_usd), 0.0) FROM rounds"
+        f" WHERE started_at >= :since AND cost_usd IS NOT NULL{where}"
+        " GROUP BY model ORDER BY model"
+    )
+    return {values[0]: float(values[1]) for values in r.values(sql, params)}
+
+
+def last_closed_rounds(r: Reader, model: str | None) -> dict[str, RoundRow]:
+    """Per model, its latest round that has ended (finished or abandoned)."""
+    params: dict[str, object] = {}
+    where = ""
+    if model is not None:
+        where, params["model"] = " AND model = :model", model
+    sql = (
+        "SELECT r.* FROM rounds r JOIN (SELECT model, max(scheduled_at) AS scheduled_at"
+        f" FROM rounds WHERE finished_at IS NOT NULL{where} GROUP BY model) s"
+        " ON s.model = r.model AND s.scheduled_at = r.scheduled_at ORDER BY r.model, r.id"
+    )
+    return {row.model: round_row(row) for row in r.rows(sql, params, table="rounds")}
+
+
+def latest_results_of(
+    r: Reader, models: Sequence[str]
+) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
+    """For each endpoint of each model, its contract results from the latest round that judged
+    it: two queries in all. An abandoned attempt's verdicts are left out (its decision never
+    came)."""
+    out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
+    latest = {
+        (model, row.tag): row.round_id
+        for model in out
+        for row in r.rows(LATEST_JUDGED_ROUNDS, {"model": model})
+        if row.round_id is not None
+    }
+    if not latest:
+        return out
+    params: dict[str, object] = {}
+    rounds = in_list("r", sorted(set(latest.values())), params)
+    sql = (
+        "SELECT c.*, r.scheduled_at AS scheduled_at FROM contract_results c"
+        " JOIN rounds r ON r.id = c.round_id"
+        f" WHERE c.round_id IN {rounds} AND c.model IN {in_list('m', out, params)}"
+    )
+    # by round first: the (round_id, model, tag) index finds a handful of rows; sorted here, since
+    # an ORDER BY lets SQLite prefer walking every result of the models
+    rows = r.rows(sql, params, table="contract_results", kinds={"scheduled_at": "time"})
+    for row in sorted(rows, key=lambda row: row.id):
+        if latest.get((row.model, row.tag)) == row.round_id:
+            out[row.model].setdefault(row.tag, {})[row.contract] = contract_result_row(
+                row, row.scheduled_at
+            )
+    return out
+
+
+_HISTOGRAMS = (
+    "SELECT tag, bucket, sum(n), max(top), sum(CASE WHEN hour >= :day THEN n ELSE 0 END),"
+    " max(CASE WHEN hour >= :day THEN top END) FROM ttft_buckets"
+    " WHERE model = :model AND hour >= :week GROUP BY tag, bucket"
+)
+
+
+def ttft_histograms_of(
+    r: Reader, models: Sequence[str], day_since: datetime, week_since: datetime
+) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]:
+    """Per model, each tag's latency histogram since ``day_since`` and since ``week_since``
+    (whole hours: each bound is taken back to the start of its hour); one query per model
+    (grouping one model at a time sorts far less than all at once)."""
+    out: dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]] = {}
+    bounds = {"day": hour_of(day_since), "week": hour_of(week_since)}
+    for model in dict.fromkeys(models):
+        day: dict[str, Histogram] = {}
+        week: dict[str, Histogram] = {}
+        for tag, bucket, n, top, day_n, day_top in r.values(
+            _HISTOGRAMS, {**bounds, "model": model}
+        ):
+            week.setdefault(tag, {})[bucket] = (int(n), float(top))
+            if day_n:
+                day.setdefault(tag, {})[bucket] = (int(day_n), float(day_top))
+        out[model] = (day, week)
+    return out
+
+
+_RECENT_TTFT = (
+    "SELECT tag, ttft_s FROM (SELECT p.tag AS tag, p.ttft_s AS ttft_s, p.at AS at, p.id AS id,"
+    " row_number() OVER (PARTITION BY p.tag ORDER BY p.at DESC, p.id DESC) AS rank"
+    " FROM probes p JOIN rounds r ON r.id = p.round_id"
+    " WHERE p.model = :model AND p.at >= :since AND p.ttft_s IS NOT NULL"
+    " AND p.attribution_ok = :yes AND r.status = 'finished') recent"
+    " WHERE rank <= :per_tag ORDER BY tag, at, id"
+)
+
+
+def ttft_recent(r: Reader, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
+    """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first:
+    those of finished rounds, what the histograms count (never an abandoned attempt's)."""
+    out: dict[str, list[float]] = {}
+    params = {"model": model, "since": since, "per_tag": per_tag, "yes": True}
+    for tag, seconds in r.values(_RECENT_TTFT, params):
+        out.setdefault(tag, []).append(float(seconds))
+    return out
+
+
+class StoreReads(Protocol):
+    """What the read models (:mod:`canary.views`) and the ignore list read: the store itself, or
+    a :class:`canary.store.light.LightStore` for a command that only reads."""
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What "the store is unreachable" raises (anything else is a bug)."""
+        ...
+
+    def known_models(self) -> list[str]: ...
+    def known_tags(self, model: str) -> list[str]: ...
+    def known_tags_of(self, models: Sequence[str]) -> dict[str, list[str]]: ...
+    def recent_rounds(self, model: str | None = None, limit: int = 20) -> list[RoundRow]: ...
+    def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]: ...
+    def round_spend(self, since: datetime, model: str | None = None) -> dict[str, float]: ...
+    def last_closed_rounds(self, model: str | None = None) -> dict[str, RoundRow]: ...
+    def load_states_of(self, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]: ...
+    def latest_results_of(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, ContractResultRow]]]: ...
+    def quarantines(
+        self, model: str | None = None, active_only: bool = True, now: datetime | None = None
+    ) -> list[QuarantineRow]: ...
+    def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]: ...
+    def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]: ...
+    def latest_snapshots(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, Any]] | None]: ...
+    def ttft_histograms_of(
+        self, models: Sequence[str], day_since: datetime, week_since: datetime
+    ) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]: ...
+    def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]: ...
