@@ -56,8 +56,37 @@ def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
 
 def test_option_values_are_named_in_help() -> None:
     probe = run("probe", "-h").stdout
-    assert re.search(r"--provider\s+PROVIDER", probe)
+    assert re.search(r"--provider\s+-p\s+PROVIDER", probe)
     assert re.search(r"--config\s+FILE", run("-h").stdout)
+
+
+def _options_of(path: list[str]) -> list[list[str]]:
+    import typer.main
+
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]  # type: ignore[attr-defined]
+    return [list(p.opts) for p in command.params if p.param_type_name == "option"]
+
+
+SHORT_OF = {"--model": "-m", "--provider": "-p"}
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "canary")
+def test_model_and_provider_options_take_the_same_short_names_everywhere(
+    path: list[str],
+) -> None:
+    for opts in _options_of(path):
+        for long, short in SHORT_OF.items():
+            if long in opts:
+                assert short in opts, (path, opts)
+            elif short in opts:
+                raise AssertionError(f"{short} names {opts} in {path}, not {long}")
+
+
+def test_probe_takes_m_and_p_like_the_other_commands() -> None:
+    assert ["--model", "-m"] in _options_of(["probe"])
+    assert ["--provider", "-p"] in _options_of(["probe"])
 
 
 def test_shell_completion_is_offered() -> None:
