@@ -1,0 +1,99 @@
+"""`canary round` as cron runs it: the installed command in its own process. A store it cannot
+open is one line (the password never in it), whether PostgreSQL is down or a SQLite path cannot
+be opened."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from canary.net import free_port
+
+CANARY = Path(sys.executable).parent / "canary"
+PASSWORD = "pg-pass-s3cret"
+
+
+def canary(
+    args: list[str], cwd: Path, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The installed command, with only the settings given here (none from the test's shell)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CANARY_", "OPENROUTER_"))}
+    return subprocess.run(
+        [str(CANARY), *args],
+        cwd=cwd,
+        env={**base, "CANARY_LOG_FORMAT": "json", "OPENROUTER_API_KEY": "sk-or-round", **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_postgresql_down_is_one_line_without_the_password(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there: a PostgreSQL that is down
+    done = canary(
+        ["round"],
+        tmp_path,
+        CANARY_DATABASE_URL=f"postgresql+psycopg://canary:{PASSWORD}@127.0.0.1:{port}/canary",
+        CANARY_STARTUP_WAIT_S="0",
+        CANARY_MODELS="acme/round-pg",
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        f"canary: cannot reach the store at postgresql+psycopg://canary:***@127.0.0.1:{port}/canary"
+        " (tried once in 0 s): connection failed: "
+    ), done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+
+
+def test_postgresql_down_is_retried_for_the_startup_wait_like_serve(tmp_path: Path) -> None:
+    port = free_port()
+    done = canary(
+        ["round"],
+        tmp_path,
+        CANARY_DATABASE_URL=f"postgresql+psycopg://canary:{PASSWORD}@127.0.0.1:{port}/canary",
+        CANARY_STARTUP_WAIT_S="1",
+        CANARY_MODELS="acme/round-pg",
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1
+    assert [line for line in lines if '"store_unreachable"' in line][:2], lines  # retried
+    assert re.fullmatch(
+        r"canary: cannot reach the store at \S+ \(tried \d+ times in 1 s\): connection failed: .+",
+        lines[-1],
+    ), lines
+    assert not [line for line in lines if "Traceback" in line]
+    assert PASSWORD not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("missing/canary.db", "directory {tmp}/missing does not exist"),
+        # a dangling link passes every path check; SQLite cannot open it
+        ("dangling.db", "unable to open database file"),
+    ],
+    ids=["missing folder", "dangling link"],
+)
+def test_an_unopenable_sqlite_path_is_one_line_at_once(
+    path: str, problem: str, tmp_path: Path
+) -> None:
+    (tmp_path / "dangling.db").symlink_to(tmp_path / "gone" / "canary.db")
+    url = f"sqlite:///{tmp_path / path}"
+    # a minute of retries would outlast the timeout: a local file is never waited for
+    done = canary(
+        ["round"], tmp_path, timeout=30, CANARY_DATABASE_URL=url, CANARY_STARTUP_WAIT_S="60",
+        CANARY_MODELS="acme/round-sqlite",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"canary: cannot open the store at {url}: {problem.format(tmp=tmp_path)}\n"
+    )
