@@ -418,7 +418,7 @@ class RoundRunner:
             at=self.clock(),
             holder=self.holder,
         )
-        report.status = "abandoned"
+        report.status, report.error = "abandoned", str(exc)
         log.warning("listing_failed", model=model.id, transport=exc.transport.value)
 
     def _prepare(

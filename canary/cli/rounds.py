@@ -40,8 +40,10 @@ def round_now(
     ] = False,
 ) -> None:
     from canary.aio import run as run_to_completion
+    from canary.core.oneshot import unfinished
     from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
+    from canary.logs import scrub
     from canary.runner import RoundRunner, runner_id
     from canary.scheduler import round_turn
     from canary.settings import redact_url
@@ -95,9 +97,9 @@ def round_now(
             tracer.shutdown()  # flushes the round's spans
         wiring.store.dispose()
     _print_reports(reports, earlier, json_output)
-    failed = [f"{r.model}: {r.error}" for r in reports if r.error is not None]
+    failed = unfinished(reports)
     if failed:
-        fail("round failed: " + "; ".join(failed), code=1)
+        fail("round not done: " + scrub("; ".join(failed)), code=1)
 
 
 def _open_wiring(settings: Settings) -> Wiring:

@@ -1,6 +1,6 @@
 """`canary round` as cron runs it: the installed command in its own process. A store it cannot
 open is one line (the password never in it), whether PostgreSQL is down or a SQLite path cannot
-be opened."""
+be opened; an abandoned round exits 1."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from canary.net import free_port
+from canary.store.repository import Store
 
 CANARY = Path(sys.executable).parent / "canary"
 PASSWORD = "pg-pass-s3cret"
@@ -97,3 +98,28 @@ def test_an_unopenable_sqlite_path_is_one_line_at_once(
     assert done.stderr == (
         f"canary: cannot open the store at {url}: {problem.format(tmp=tmp_path)}\n"
     )
+
+
+def test_an_abandoned_round_exits_1_naming_the_model_and_why(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'canary.db'}"
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'database_url = "{url}"\n'
+        '[openrouter]\nbase_url = "http://127.0.0.1:{port}/api/v1"\n'
+        "connect_timeout_s = 0.2\nlisting_deadline_s = 0.3\n"
+        '[[models]]\nid = "acme/round-down"\n'.replace("{port}", str(free_port())),
+        encoding="utf-8",
+    )
+    done = canary(["--config", str(config), "round"], tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert re.fullmatch(
+        r"acme/round-down: round \d+ abandoned; verdicts -; decisions -; cost \$0\.000000\n",
+        done.stdout,
+    )
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(
+        "canary: round not done: acme/round-down: round abandoned: listing endpoints of "
+        "acme/round-down failed ("
+    ), done.stderr
+    with Store(url) as store:
+        assert [r.status for r in store.recent_rounds("acme/round-down")] == ["abandoned"]
