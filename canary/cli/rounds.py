@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,7 +14,6 @@ from canary.cli.common import fail, first_line, print_json, settings_from, to_se
 if TYPE_CHECKING:
     from canary.runner import ModelRound
     from canary.settings import Settings
-    from canary.store.repository import Store
     from canary.store.rows import RoundRow
     from canary.wiring import Wiring
 
@@ -81,11 +81,13 @@ def round_now(
             fail("another replica holds the round lease: it runs the rounds now", code=1)
         reports = result or []
         _refresh_and_notify(wiring)
-        earlier = {
-            r.model: _slot_run(wiring.store, r.model, slot_of(r.at, settings.interval_minutes))
-            for r in reports
-            if r.round_id is None
-        }
+        # a slot another replica (or an earlier run) claimed: its round, found by the slot
+        elsewhere = [r.model for r in reports if r.round_id is None]
+        earlier = (
+            wiring.store.live_rounds(elsewhere, slot_of(reports[0].at, settings.interval_minutes))
+            if elsewhere
+            else {}
+        )
     except STORE_ERRORS as exc:
         fail(
             f"the store at {redact_url(settings.database_url)} failed during the round: "
@@ -129,13 +131,8 @@ def _pause(seconds: float) -> bool:
     return False
 
 
-def _slot_run(store: Store, model: str, slot: datetime) -> RoundRow | None:
-    """The round that ran ``model``'s ``slot`` (another replica, or an earlier run)."""
-    return next((r for r in store.recent_rounds(model, limit=5) if r.scheduled_at == slot), None)
-
-
 def _print_reports(
-    reports: list[ModelRound], earlier: dict[str, RoundRow | None], json_output: bool
+    reports: list[ModelRound], earlier: Mapping[str, RoundRow], json_output: bool
 ) -> None:
     from canary.daemon import round_summary
     from canary.drill import round_events

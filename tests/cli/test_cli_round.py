@@ -1,6 +1,7 @@
 """`canary round` as cron runs it: the installed command in its own process. A store it cannot
 open is one line (the password never in it), whether PostgreSQL is down or a SQLite path cannot
-be opened; an abandoned round exits 1."""
+be opened; an abandoned round exits 1; a slot that already ran says when and by which replica,
+even after many extra rounds."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from canary.cli.main import app
+from canary.core.plan import slot_of
 from canary.net import free_port
 from canary.store.repository import Store
 
 CANARY = Path(sys.executable).parent / "canary"
+INTERVAL = timedelta(minutes=30)
 PASSWORD = "pg-pass-s3cret"
+OTHER = "other-host:41"
 
 
 def canary(
@@ -123,3 +130,53 @@ def test_an_abandoned_round_exits_1_naming_the_model_and_why(tmp_path: Path) -> 
     ), done.stderr
     with Store(url) as store:
         assert [r.status for r in store.recent_rounds("acme/round-down")] == ["abandoned"]
+
+
+def _seed_ran(store: Store, model: str, slot: datetime) -> int:
+    """The round of ``slot`` run by another replica, started 4 s and finished 9 s into it."""
+    rid = store.claim_round(model, slot, OTHER, "p", {}, started_at=slot + timedelta(seconds=4))
+    assert rid is not None
+    store.finish_round(rid, "finished", at=slot + timedelta(seconds=9))
+    return rid
+
+
+def _already_ran(model: str, rid: int, slot: datetime) -> str:
+    stamp = slot.strftime("%Y-%m-%dT%H:%M")
+    return (
+        f"{model}: this slot ({stamp}:00Z) already ran: round {rid}, started {stamp}:04Z by "
+        f"{OTHER}, finished at {stamp}:09Z; the next round runs at the next slot\n"
+    )
+
+
+def _seed_slots(url: str, model: str, extra_rounds: int = 0) -> list[str]:
+    """This slot and the next one already ran elsewhere (the run may start in either), each
+    followed by ``extra_rounds`` extra rounds; the line each slot's run must print."""
+    expected = []
+    with Store(url) as store:
+        store.upgrade()
+        slot = slot_of(datetime.now(UTC), INTERVAL.total_seconds() / 60)
+        for at in (slot, slot + INTERVAL):
+            rid = _seed_ran(store, model, at)
+            expected.append(_already_ran(model, rid, at))
+            for k in range(1, extra_rounds + 1):
+                extra_at = at + timedelta(minutes=k)
+                xid = store.claim_round(model, extra_at, "me:1", "p", {}, extra=True)
+                assert xid is not None
+                store.finish_round(xid, "finished", detail={"extra": True}, at=extra_at)
+    return expected
+
+
+def test_the_slot_round_is_found_after_many_extra_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'canary.db'}"
+    expected = _seed_slots(url, "acme/ran-extra", extra_rounds=7)
+    for name, value in {
+        "CANARY_DATABASE_URL": url,
+        "CANARY_MODELS": "acme/ran-extra",
+        "CANARY_OPENROUTER_BASE_URL": f"http://127.0.0.1:{free_port()}/api/v1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["round"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout in expected
