@@ -1,7 +1,7 @@
 """`canary round` as cron runs it: the installed command in its own process. A store it cannot
 open is one line (the password never in it), whether PostgreSQL is down or a SQLite path cannot
-be opened; an abandoned round exits 1; a slot that already ran says when and by which replica,
-even after many extra rounds."""
+be opened; an abandoned round exits 1; a slot that already ran says when and by which replica
+and exits 0, even after many extra rounds."""
 
 from __future__ import annotations
 
@@ -164,6 +164,23 @@ def _seed_slots(url: str, model: str, extra_rounds: int = 0) -> list[str]:
                 assert xid is not None
                 store.finish_round(xid, "finished", detail={"extra": True}, at=extra_at)
     return expected
+
+
+def test_round_in_a_slot_that_already_ran_says_when_and_by_whom_as_a_process(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'canary.db'}"
+    expected = _seed_slots(url, "acme/ran-process")
+    done = canary(
+        ["round"],
+        tmp_path,
+        CANARY_DATABASE_URL=url,
+        CANARY_MODELS="acme/ran-process",
+        CANARY_OPENROUTER_BASE_URL=f"http://127.0.0.1:{free_port()}/api/v1",  # never asked
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout in expected
+    assert not [line for line in done.stderr.splitlines() if line.startswith("canary:")]
 
 
 def test_the_slot_round_is_found_after_many_extra_rounds(

@@ -105,6 +105,39 @@ def test_shell_completion_is_offered() -> None:
     assert "_CANARY_COMPLETE=complete_bash" in shown.stdout
 
 
+def canary(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed command in its own process, with no setting from the test's shell."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANARY_", "OPENROUTER_"))}
+    return subprocess.run(
+        [str(CANARY), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_installed_command_prints_its_version(tmp_path: Path) -> None:
+    done = canary(["--version"], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"canary {__version__}\n", "")
+
+
+def test_the_installed_command_answers_to_h(tmp_path: Path) -> None:
+    short, long = canary(["-h"], tmp_path), canary(["--help"], tmp_path)
+    assert short.returncode == 0 and short.stderr == ""
+    assert short.stdout == long.stdout
+    assert "Usage: canary [OPTIONS] COMMAND [ARGS]..." in short.stdout
+    for command in ("round", "serve", "status", "probe", "history"):
+        assert re.search(rf"^│ {command}\s", short.stdout, re.MULTILINE), command
+
+
+def test_the_installed_command_reads_an_empty_folder_without_creating_a_database(
+    tmp_path: Path,
+) -> None:
+    done = canary(["status"], tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("canary: no database at canary.db (sqlite:///canary.db): ")
+    assert done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 READ_ONLY = [
     ["status"],
     ["quarantine", "list"],
