@@ -12,6 +12,7 @@ from canary.core.model import Endpoint
 from canary.core.stats import Histogram
 from canary.store import tables as t
 from canary.store._claims import require_held
+from canary.store._extra import DECIDING
 from canary.store._rounds import contract_result_row, round_row
 from canary.store.engine import StoreBase
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
@@ -178,7 +179,12 @@ class ReadsMixin(StoreBase):
         """The endpoint's round verdicts with their contract results, newest round first."""
         v, r = t.round_verdicts.c, t.rounds.c
         verdicts_stmt = (
-            select(t.round_verdicts, r.scheduled_at)
+            select(
+                t.round_verdicts,
+                r.scheduled_at,
+                r.status.label("round_status"),
+                (~DECIDING).label("extra"),
+            )
             .join(t.rounds, r.id == v.round_id)
             .where(v.model == model, v.tag == tag)
             .order_by(r.scheduled_at.desc(), v.round_id.desc())
@@ -212,6 +218,8 @@ class ReadsMixin(StoreBase):
                 verdict=row.verdict,
                 language_anomaly_in=row.language_anomaly_in,
                 results=tuple(by_round.get(row.round_id, ())),
+                round_status=row.round_status,
+                extra=bool(row.extra),
             )
             for row in verdicts
         ]
