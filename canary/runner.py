@@ -440,7 +440,8 @@ class RoundRunner:
             at=self.clock(),
             holder=self.holder,
         )
-        report.status, report.error_type = "abandoned", f"listing_{exc.transport.value}"
+        report.status, report.error = "abandoned", str(exc)
+        report.error_type = f"listing_{exc.transport.value}"
         log.warning("listing_failed", model=model.id, transport=exc.transport.value)
 
     def _prepare(

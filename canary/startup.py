@@ -57,10 +57,11 @@ def open_store(
     wait: Callable[[float], bool],
     clock: Callable[[], float] = time.monotonic,
 ) -> Store:
-    """The store, migrated to head. An unreachable store is retried with exponential backoff
-    (``wait(delay)`` returns True when start-up should give up at once, e.g. on SIGTERM: then
-    :class:`StoppedDuringStartup`) until ``startup_wait_s`` has passed; any other store problem
-    fails at once."""
+    """The store, migrated to head. An unreachable PostgreSQL is retried with exponential
+    backoff (``wait(delay)`` returns True when start-up should give up at once, e.g. on SIGTERM:
+    then :class:`StoppedDuringStartup`) until ``startup_wait_s`` has passed; any other store
+    problem fails at once, and so does a SQLite file that cannot be opened (a local file does
+    not come back by waiting)."""
     from sqlalchemy.exc import DBAPIError, OperationalError
 
     from canary.logs import first_line
@@ -71,6 +72,7 @@ def open_store(
     problem = sqlite_path_problem(settings.database_url)
     if problem:
         raise StartupError(f"cannot open the store at {shown}: {problem}")
+    server = not _is_sqlite(settings.database_url)
     deadline = clock() + settings.startup_wait_s
     delay = FIRST_RETRY_S
     attempt = 0
@@ -82,10 +84,14 @@ def open_store(
             return store
         except OperationalError as exc:
             store.dispose()
+            if not server:
+                raise StartupError(
+                    f"cannot open the store at {shown}: {first_line(exc.orig or exc)}"
+                ) from None
             left = deadline - clock()
             if left <= 0:
                 raise StartupError(
-                    f"cannot reach the store at {shown} (tried {attempt} times in "
+                    f"cannot reach the store at {shown} (tried {_times(attempt)} in "
                     f"{settings.startup_wait_s:g} s): {first_line(exc.orig or exc)}"
                 ) from None
             log.warning(
@@ -104,6 +110,16 @@ def open_store(
             raise StartupError(f"cannot open the store at {shown}: {first_line(exc)}") from None
 
 
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _is_sqlite(url: str) -> bool:
+    from sqlalchemy import make_url
+
+    return make_url(url).get_backend_name() == "sqlite"
+
+
 def sqlite_path_problem(url: str) -> str | None:
     """Why a SQLite database file cannot be created or written, or None (PostgreSQL: None)."""
     import os
@@ -115,6 +131,8 @@ def sqlite_path_problem(url: str) -> str | None:
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
     path = Path(parsed.database).expanduser().absolute()
+    if path.is_dir():
+        return f"{path} is a directory"
     if path.exists():
         return None if os.access(path, os.R_OK | os.W_OK) else f"{path} is not writable"
     if not path.parent.is_dir():

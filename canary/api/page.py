@@ -62,22 +62,21 @@ STATE_MEANING = {
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
+    """How long ago ``then`` was, or how long until it is ("in ..."), in minutes."""
     if then is None:
         return "never"
-    seconds = int((now - then).total_seconds())
+    seconds = (now - then).total_seconds()
     if seconds < 0:
-        return "in " + _span(-seconds)
-    return _span(seconds) + " ago"
+        return "in " + _minutes(-seconds)
+    return _minutes(seconds) + " ago"
 
 
-def _span(seconds: int) -> str:
-    if seconds < 90:
-        return f"{seconds} s"
-    if seconds < 5400:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+def _minutes(seconds: float) -> str:
+    """A span of time in whole minutes, the one unit of the page's times ("under 1 min" below a
+    minute: the page refreshes every 30 s); a quarantine's end also shows its date."""
+    if seconds < 60:
+        return "under 1 min"
+    return f"{int(seconds // 60):,} min"
 
 
 def _until(now: datetime, until: datetime | None) -> str:
@@ -357,7 +356,7 @@ def _events(section: ModelSection, now: datetime) -> str:
         detail = e.get("detail") or {}
         why = detail.get("reason") or detail.get("why") or ""
         items.append(
-            f"<li><span class=muted>{escape(_ago(now, at))}</span> "
+            f'<li><span class=muted title="{escape(e["at"] or "")}">{escape(_ago(now, at))}</span> '
             f"<b>{escape(EVENT_LABELS.get(e['event'], e['event']))}</b>"
             f"{' <code>' + escape(e['provider']) + '</code>' if e.get('provider') else ''}"
             f" <span class=muted>by {escape(str(e.get('actor') or ''))}</span> "
@@ -393,7 +392,9 @@ LEGEND = (
     + " ".join(f"{_pill(state)} {escape(STATE_MEANING[state])}" for state in STATES)
     + "</p><p>Contract marks: ✓ pass · ✗ fail · ? inconclusive · ⚡ transport error (no evidence "
     "either way) · – not applicable. Latency is information only: it never changes a state. "
-    "Times are in seconds; TTFT is the time to the first answer token.</p></section>"
+    "Units: how long ago or until something happens is in minutes (min; hover a decision for "
+    "its time); time to first token (TTFT, the wait for the first answer token) is in seconds "
+    "(s), over windows of 24 hours (24 h) and 7 days (7 d); dates are UTC.</p></section>"
 )
 
 

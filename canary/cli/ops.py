@@ -23,9 +23,11 @@ from canary.cli.ops_base import (
     ReasonOpt,
     actor,
     console,
+    history_notes,
     ignore_service,
     names,
     ops_context,
+    round_status,
     show,
     when,
 )
@@ -318,7 +320,8 @@ def history(
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 30,
     as_json: JsonOpt = False,
 ) -> None:
-    """A provider's round verdicts and contract results, newest first."""
+    """A provider's round verdicts and contract results, newest first; an extra round
+    (`canary round --now`) and a round that did not finish are marked as such."""
     from canary.views.records import history_json
 
     with ops_context(ctx) as ops:
@@ -330,11 +333,12 @@ def history(
         return
     show(
         f"history of {provider} ({model})",
-        ("Round", "At", "Verdict", "Results"),
+        ("Round", "At", "Status", "Verdict", "Results"),
         [
             (
                 r["round_id"],
                 r["at"],
+                round_status(r["round_status"], extra=r["extra"]),
                 r["verdict"],
                 "  ".join(
                     f"{c['contract']} {RESULT_MARKS.get(c['result'], '·')}" for c in r["results"]
@@ -344,6 +348,9 @@ def history(
         ],  # fmt: skip
         f"no round has judged {provider} yet",
     )
+    notes = history_notes([(r["round_status"], r["extra"]) for r in records])
+    if notes:
+        console().print(notes, markup=False)
 
 
 def audit(

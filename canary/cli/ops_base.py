@@ -246,6 +246,25 @@ def show(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], e
     console().print(table)
 
 
+ROUND_NOTES = {
+    "extra": "extra: a round run with `canary round --now`, judged and shown, deciding nothing",
+    "abandoned": "abandoned: a round that ended before its decision; it counts for nothing",
+    "running": "running: a round not finished yet",
+}
+
+
+def round_status(status: str, *, extra: bool) -> str:
+    """A round's status in a table: ``finished``, ``abandoned``, ``extra, finished``..."""
+    return f"extra, {status}" if extra else status
+
+
+def history_notes(rounds: Sequence[tuple[str, bool]]) -> str:
+    """What the marks of the rounds shown (status, extra) mean, one line each; "" when every
+    round shown is a finished scheduled one."""
+    shown = {status for status, _ in rounds} | ({"extra"} if any(x for _, x in rounds) else set())
+    return "\n".join(note for mark, note in ROUND_NOTES.items() if mark in shown)
+
+
 def s(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 

@@ -49,9 +49,12 @@ def register(app: typer.Typer) -> None:
 
 def probe(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option(help="Model id (author/slug).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model id (author/slug).")
+    ] = None,
     provider: Annotated[
-        list[str] | None, typer.Option(help="Only these endpoint tags (repeatable).")
+        list[str] | None,
+        typer.Option("--provider", "-p", help="Only these endpoint tags (repeatable)."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     estimate: Annotated[

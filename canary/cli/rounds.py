@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json, settings_from, to_second
+from canary.cli.common import fail, first_line, print_json, settings_from, to_second
 
 if TYPE_CHECKING:
     from canary.runner import ModelRound
-    from canary.store.repository import Store
+    from canary.settings import Settings
     from canary.store.rows import RoundRow
     from canary.wiring import Wiring
 
@@ -39,29 +40,34 @@ def round_now(
     ] = False,
 ) -> None:
     from canary.aio import run as run_to_completion
+    from canary.core.oneshot import unfinished
     from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
+    from canary.logs import scrub
     from canary.runner import RoundRunner, runner_id
     from canary.scheduler import round_turn
+    from canary.settings import redact_url
+    from canary.store.engine import STORE_ERRORS
     from canary.tracing import TracingUnavailable
-    from canary.wiring import build_wiring, openrouter_client
+    from canary.wiring import openrouter_client
 
     settings = settings_from(ctx)
     if not settings.models:
         fail("no models to watch: set [[models]] in the settings file or CANARY_MODELS")
-    wiring = build_wiring(settings)
-    try:
-        tracer = wiring.tracer
-    except TracingUnavailable as exc:
-        fail(str(exc), code=2)
+    wiring = _open_wiring(settings)
 
-    async def work() -> list[Any]:
+    async def work() -> list[ModelRound]:
         async with openrouter_client(settings) as client:
             runner = RoundRunner(wiring, client, holder=holder, decides=not extra)
             return await runner.run(scheduled_at=datetime.now(UTC) if extra else None)
 
     holder = runner_id()
+    tracer = None
     try:
+        try:
+            tracer = wiring.tracer
+        except TracingUnavailable as exc:
+            fail(str(exc), code=2)
         ran, result = run_to_completion(
             round_turn(
                 wiring.store,
@@ -75,28 +81,58 @@ def round_now(
             fail("another replica holds the round lease: it runs the rounds now", code=1)
         reports = result or []
         _refresh_and_notify(wiring)
-        earlier = {
-            r.model: _slot_run(wiring.store, r.model, slot_of(r.at, settings.interval_minutes))
-            for r in reports
-            if r.round_id is None
-        }
-        _print_reports(reports, earlier, json_output)
+        # a slot another replica (or an earlier run) claimed: its round, found by the slot
+        elsewhere = [r.model for r in reports if r.round_id is None]
+        earlier = (
+            wiring.store.live_rounds(elsewhere, slot_of(reports[0].at, settings.interval_minutes))
+            if elsewhere
+            else {}
+        )
+    except STORE_ERRORS as exc:
+        fail(
+            f"the store at {redact_url(settings.database_url)} failed during the round: "
+            f"{type(exc).__name__}: {first_line(exc)}",
+            code=1,
+        )
     finally:
         if tracer is not None:
             tracer.shutdown()  # flushes the round's spans
         wiring.store.dispose()
-    failed = [f"{r.model}: {r.error}" for r in reports if r.error is not None]
+    _print_reports(reports, earlier, json_output)
+    failed = unfinished(reports)
     if failed:
-        fail("round failed: " + "; ".join(failed), code=1)
+        fail("round not done: " + scrub("; ".join(failed)), code=1)
 
 
-def _slot_run(store: Store, model: str, slot: datetime) -> RoundRow | None:
-    """The round that ran ``model``'s ``slot`` (another replica, or an earlier run)."""
-    return next((r for r in store.recent_rounds(model, limit=5) if r.scheduled_at == slot), None)
+def _open_wiring(settings: Settings) -> Wiring:
+    """The probe definitions, then the store, migrated: each failure is one line. The store is
+    retried while unreachable, as `canary serve` does, for ``startup_wait_s``: a PostgreSQL
+    restart does not cost cron its slot (``CANARY_STARTUP_WAIT_S=0`` fails at once)."""
+    from canary.probes import ProbeDefinitionError, load_probes
+    from canary.startup import StartupError, open_store
+    from canary.wiring import Wiring
+
+    try:
+        probes = load_probes(settings.probes_dir, settings.languages)
+    except ProbeDefinitionError as exc:
+        fail(f"probe definitions: {exc}", code=1)  # as `canary serve` says it
+    try:
+        store = open_store(settings, wait=_pause)
+    except StartupError as exc:
+        fail(str(exc), code=1)
+    return Wiring(settings, store, probes)
+
+
+def _pause(seconds: float) -> bool:
+    """Between tries of the store (Ctrl-C ends it). False: keep trying."""
+    import time
+
+    time.sleep(seconds)
+    return False
 
 
 def _print_reports(
-    reports: list[ModelRound], earlier: dict[str, RoundRow | None], json_output: bool
+    reports: list[ModelRound], earlier: Mapping[str, RoundRow], json_output: bool
 ) -> None:
     from canary.daemon import round_summary
     from canary.drill import round_events

@@ -13,6 +13,7 @@ from canary.core.stats import Histogram
 from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._claims import require_held
+from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase, plain
 from canary.store.plain_reads import EMPTY_LISTING, contract_result_row
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
@@ -67,7 +68,12 @@ class ReadsMixin(StoreBase):
         """The endpoint's round verdicts with their contract results, newest round first."""
         v, r = t.round_verdicts.c, t.rounds.c
         verdicts_stmt = (
-            select(t.round_verdicts, r.scheduled_at)
+            select(
+                t.round_verdicts,
+                r.scheduled_at,
+                r.status.label("round_status"),
+                (~DECIDING).label("extra"),
+            )
             .join(t.rounds, r.id == v.round_id)
             .where(v.model == model, v.tag == tag)
             .order_by(r.scheduled_at.desc(), v.round_id.desc())
@@ -101,6 +107,8 @@ class ReadsMixin(StoreBase):
                 verdict=row.verdict,
                 language_anomaly_in=row.language_anomaly_in,
                 results=tuple(by_round.get(row.round_id, ())),
+                round_status=row.round_status,
+                extra=bool(row.extra),
             )
             for row in verdicts
         ]

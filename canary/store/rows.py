@@ -155,6 +155,8 @@ class HistoryRow:
     verdict: str
     language_anomaly_in: str | None
     results: tuple[ContractResultRow, ...] = ()
+    round_status: str = "finished"  # running | finished | abandoned: only a finished one counts
+    extra: bool = False  # an extra round (`canary round --now`): judged, but it decides nothing
 
 
 @dataclass(frozen=True)

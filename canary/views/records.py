@@ -109,6 +109,8 @@ def history_json(row: HistoryRow) -> dict[str, Any]:
     return {
         "round_id": row.round_id,
         "at": iso(row.at),
+        "round_status": row.round_status,
+        "extra": row.extra,
         "verdict": row.verdict,
         "language_anomaly_in": row.language_anomaly_in,
         "results": [

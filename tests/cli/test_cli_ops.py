@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -263,6 +264,50 @@ def test_history_lists_verdicts_and_results_newest_first(fleet: Fleet) -> None:
     }
     table = run(fleet, "history", "--model", fleet.model, "--provider", "charlie/fp8")
     assert table.exit_code == 0 and "fail" in table.stdout
+
+
+def test_history_marks_extra_rounds_and_rounds_that_did_not_finish(fleet: Fleet) -> None:
+    from canary.core.model import RoundVerdict, Verdict
+
+    store, model = fleet.store, fleet.model
+    now = datetime.now(UTC)
+    marked = {}
+    for kind, minutes in (("extra", 20), ("abandoned", 10)):
+        rid = store.claim_round(
+            model, now - timedelta(minutes=minutes), "me:1", "p", {}, extra=kind == "extra"
+        )
+        assert rid is not None
+        store.record_verdicts(
+            rid, model, {"alpha": RoundVerdict(model, "alpha", Verdict.passed, ())}
+        )
+        if kind == "extra":
+            store.finish_round(rid, "finished", detail={"extra": True})
+        else:
+            store.finish_round(rid, "abandoned")
+        marked[kind] = rid
+    rows = run_json(fleet, "history", "-m", model, "-p", "alpha")
+    assert [(r["round_id"], r["round_status"], r["extra"]) for r in rows] == [
+        (marked["abandoned"], "abandoned", False),
+        (marked["extra"], "finished", True),
+        *((rid, "finished", False) for rid in sorted(fleet.seeded.rounds, reverse=True)),
+    ]
+    table = run(fleet, "history", "-m", model, "-p", "alpha").stdout
+    lines = table.splitlines()
+    assert "Status" in next(line for line in lines if "Round" in line and "Verdict" in line)
+    for rid, status in (
+        (marked["extra"], "extra, finished"),
+        (marked["abandoned"], "abandoned"),
+        (fleet.seeded.rounds[0], "finished"),
+    ):
+        line = next(x for x in lines if re.match(rf"\W*{rid}\b", x))
+        assert status in line, line
+    assert "extra: a round run with `canary round --now`" in table
+    assert "abandoned: a round that ended before its decision" in table
+
+
+def test_history_of_scheduled_finished_rounds_needs_no_notes(fleet: Fleet) -> None:
+    table = run(fleet, "history", "-m", fleet.model, "-p", "alpha").stdout
+    assert "finished" in table and "extra" not in table and "abandoned" not in table
 
 
 def test_history_of_an_unknown_provider_names_the_known_ones(fleet: Fleet) -> None:

@@ -56,8 +56,37 @@ def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
 
 def test_option_values_are_named_in_help() -> None:
     probe = run("probe", "-h").stdout
-    assert re.search(r"--provider\s+PROVIDER", probe)
+    assert re.search(r"--provider\s+-p\s+PROVIDER", probe)
     assert re.search(r"--config\s+FILE", run("-h").stdout)
+
+
+def _options_of(path: list[str]) -> list[list[str]]:
+    import typer.main
+
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]  # type: ignore[attr-defined]
+    return [list(p.opts) for p in command.params if p.param_type_name == "option"]
+
+
+SHORT_OF = {"--model": "-m", "--provider": "-p"}
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "canary")
+def test_model_and_provider_options_take_the_same_short_names_everywhere(
+    path: list[str],
+) -> None:
+    for opts in _options_of(path):
+        for long, short in SHORT_OF.items():
+            if long in opts:
+                assert short in opts, (path, opts)
+            elif short in opts:
+                raise AssertionError(f"{short} names {opts} in {path}, not {long}")
+
+
+def test_probe_takes_m_and_p_like_the_other_commands() -> None:
+    assert ["--model", "-m"] in _options_of(["probe"])
+    assert ["--provider", "-p"] in _options_of(["probe"])
 
 
 def test_shell_completion_is_offered() -> None:
@@ -74,6 +103,39 @@ def test_shell_completion_is_offered() -> None:
     )
     assert shown.returncode == 0
     assert "_CANARY_COMPLETE=complete_bash" in shown.stdout
+
+
+def canary(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed command in its own process, with no setting from the test's shell."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANARY_", "OPENROUTER_"))}
+    return subprocess.run(
+        [str(CANARY), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_installed_command_prints_its_version(tmp_path: Path) -> None:
+    done = canary(["--version"], tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"canary {__version__}\n", "")
+
+
+def test_the_installed_command_answers_to_h(tmp_path: Path) -> None:
+    short, long = canary(["-h"], tmp_path), canary(["--help"], tmp_path)
+    assert short.returncode == 0 and short.stderr == ""
+    assert short.stdout == long.stdout
+    assert "Usage: canary [OPTIONS] COMMAND [ARGS]..." in short.stdout
+    for command in ("round", "serve", "status", "probe", "history"):
+        assert re.search(rf"^│ {command}\s", short.stdout, re.MULTILINE), command
+
+
+def test_the_installed_command_reads_an_empty_folder_without_creating_a_database(
+    tmp_path: Path,
+) -> None:
+    done = canary(["status"], tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("canary: no database at canary.db (sqlite:///canary.db): ")
+    assert done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 READ_ONLY = [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "48a7ad492abe8b98120b397d01407c4ff22da272dcfbdfaf3cca4544a720f6f4")
+PINNED = (5, "3c8806bf689df49f82631335c950d022c0ef7e7a1d40860bc30c3667115bca69")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

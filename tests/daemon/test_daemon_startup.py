@@ -50,6 +50,14 @@ def test_an_unreachable_store_is_retried_with_doubling_delays_until_the_wait_run
     assert "(tried 6 times in 10 s)" in str(caught.value)
 
 
+def test_a_store_tried_once_says_so() -> None:
+    url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
+    fake = FakeTime()
+    with pytest.raises(StartupError, match=r"\(tried once in 0 s\)"):
+        open_store(Settings(database_url=url, startup_wait_s=0), wait=fake.wait, clock=fake)
+    assert fake.waits == []
+
+
 def test_a_stop_signal_while_waiting_ends_start_up_at_once() -> None:
     url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
     asked: list[float] = []
@@ -120,8 +128,27 @@ def test_sqlite_paths_that_cannot_hold_a_database_are_named(tmp_path: Path) -> N
     assert sqlite_path_problem(f"sqlite:///{tmp_path / 'a-file' / 'c.db'}") == (
         f"directory {tmp_path / 'a-file'} does not exist"
     )
+    assert sqlite_path_problem(f"sqlite:///{tmp_path}") == f"{tmp_path} is a directory"
     assert sqlite_path_problem("postgresql+psycopg://u@h/db") is None
     assert sqlite_path_problem("sqlite://") is None
+
+
+def test_a_sqlite_file_that_cannot_be_opened_fails_at_once_without_retrying(
+    tmp_path: Path,
+) -> None:
+    link = tmp_path / "dangling.db"  # passes the path checks; SQLite cannot open it
+    link.symlink_to(tmp_path / "gone" / "c.db")
+    fake = FakeTime()
+    with pytest.raises(StartupError) as caught:
+        open_store(
+            Settings(database_url=f"sqlite:///{link}", startup_wait_s=60),
+            wait=fake.wait,
+            clock=fake,
+        )
+    assert fake.waits == []
+    assert str(caught.value) == (
+        f"cannot open the store at sqlite:///{link}: unable to open database file"
+    )
 
 
 def test_the_daemon_prunes_old_evidence_once_per_lease(tmp_path: Path) -> None:

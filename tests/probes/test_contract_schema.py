@@ -107,3 +107,16 @@ def test_parse_json_accepts_surrounding_whitespace_only() -> None:
     assert parse_json(' {"a": 1}\n') == ({"a": 1}, None)
     value, problem = parse_json('{"a": 1} trailing')
     assert value is None and problem is not None and "Extra data" in problem
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"mood": "calm', "not valid JSON: Unterminated string starting at line 1 column 10"),
+        ('{"mood" "calm"}', "not valid JSON: Expecting ':' delimiter at line 1 column 9"),
+        ('{"mood": "a\x01"}', "not valid JSON: Invalid control character at line 1 column 12"),
+        ("```json\n{}\n```", "a Markdown code fence: Expecting value at line 1 column 1"),
+    ],
+)
+def test_parse_json_says_where_the_document_breaks_in_plain_words(text: str, problem: str) -> None:
+    assert parse_json(text) == (None, problem)

@@ -220,6 +220,28 @@ def test_history_and_latest_results_follow_the_rounds(store: Store, model: str) 
     assert latest["alpha"]["language"].result == "pass"
 
 
+def test_history_says_each_round_status_and_marks_extra_rounds(store: Store, model: str) -> None:
+    scheduled = store.claim_round(model, T0, "r", "p-1", {})
+    extra = store.claim_round(model, T0 + timedelta(minutes=5), "r", "p-1", {}, extra=True)
+    dropped = store.claim_round(model, T0 + timedelta(minutes=30), "r", "p-1", {})
+    running = store.claim_round(model, T0 + timedelta(minutes=60), "r", "p-1", {})
+    assert None not in (scheduled, extra, dropped, running)
+    for rid in (scheduled, extra, dropped, running):
+        assert rid is not None
+        store.record_verdicts(rid, model, {"alpha": _verdict(model, "alpha")})
+    assert scheduled is not None and extra is not None and dropped is not None
+    store.finish_round(scheduled, "finished")
+    store.finish_round(extra, "finished", detail={"extra": True})
+    store.finish_round(dropped, "abandoned")
+    history = store.history(model, "alpha", 10)
+    assert [(h.round_id, h.round_status, h.extra) for h in history] == [
+        (running, "running", False),
+        (dropped, "abandoned", False),
+        (extra, "finished", True),
+        (scheduled, "finished", False),
+    ]
+
+
 def test_snapshots_and_drift(store: Store, model: str) -> None:
     round_id = store.claim_round(model, T0, "r", "p-1", {})
     endpoints = [

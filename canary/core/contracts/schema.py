@@ -44,7 +44,9 @@ def parse_json(text: str) -> tuple[Any, str | None]:
         return json.loads(stripped), None
     except json.JSONDecodeError as exc:
         what = "a Markdown code fence" if stripped.startswith("```") else "not valid JSON"
-        return None, f"{what}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        # some of the parser's messages end in "at" already ("Unterminated string starting at")
+        where = f"at line {exc.lineno} column {exc.colno}"
+        return None, f"{what}: {exc.msg.removesuffix(' at')} {where}"
 
 
 def _judge_one(o: Observation, schema: dict[str, Any]) -> tuple[str | None, str]:
