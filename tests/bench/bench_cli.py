@@ -19,7 +19,9 @@ afterwards. With `--api` it also starts `canary serve` on each seeded store and 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -54,8 +56,17 @@ PASSING = tuple(
 )
 
 
-def seed(store: Store, models: int, providers: int, days: float, now: datetime) -> int:
-    """Rounds every 30 minutes up to `now`; returns how many probe rows were written."""
+def seed(
+    store: Store, models: int, providers: int, days: float, now: datetime, spread: float = 0.35
+) -> int:
+    """Rounds every 30 minutes up to `now`; returns how many probe rows were written.
+
+    Each probe's time to first token is its endpoint's typical time (0.3-1.1 s) times a
+    log-normal factor of sigma `spread`, as real hosts vary from answer to answer (0.35: about
+    0.6x to 1.8x between the 5th and the 95th percentile); that is what fills the latency
+    histograms with many buckets per endpoint and hour, as in production. 0: every probe of an
+    endpoint and round takes the same time (few buckets: a flattering store)."""
+    rng = random.Random(7)
     rounds = int(days * 48)
     written = 0
     for m in range(models):
@@ -81,7 +92,11 @@ def seed(store: Store, models: int, providers: int, days: float, now: datetime) 
                     contract=contract,
                     tag=tag,
                     transport=Transport.ok,
-                    ttft_s=0.3 + (p % 5) * 0.2 + (r % 7) * 0.01,
+                    ttft_s=round(
+                        (0.3 + (p % 5) * 0.2 + (r % 7) * 0.01)
+                        * (math.exp(rng.gauss(0.0, spread)) if spread else 1.0),
+                        4,
+                    ),
                     nonce=f"{rid}-{tag}-{contract}-{sample}",
                     attempt=sample + 1,
                 )
@@ -190,6 +205,12 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--api", action="store_true", help="also time GET /v1/providers")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=0.35,
+        help="sigma of each probe's log-normal time to first token (0: constant per round)",
+    )
     args = parser.parse_args()
     now = datetime.now(UTC).replace(microsecond=0)
     print(
@@ -214,7 +235,7 @@ def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: s
     try:
         store.upgrade()
         started = time.perf_counter()
-        rows = seed(store, args.models, args.providers, args.days, now)
+        rows = seed(store, args.models, args.providers, args.days, now, args.spread)
         seeded = time.perf_counter() - started
         if store.is_postgres:
             # A running PostgreSQL has statistics and, for a table that only grows, the visibility
