@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from canary.store._audit_rows import AuditRows
 from canary.store.repository import Store
 from canary.store.rows import (
     AuditRow,
@@ -22,6 +23,7 @@ from canary.store.rows import (
 
 __all__ = [
     "AuditRow",
+    "AuditRows",
     "ContractResultRow",
     "DriftChange",
     "DriftRow",

@@ -29,9 +29,10 @@ from canary.core.floor import (
 from canary.core.identity import Listed
 from canary.core.model import Event, Exclusion, Layer
 from canary.store import tables as t
+from canary.store._audit_rows import write_audit
 from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store._reads import snapshot_on
-from canary.store._state import quarantine_row, write_audit
+from canary.store._state import quarantine_row
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.rows import ExclusionRow, FloorRefused, UnknownExclusion
 

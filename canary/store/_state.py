@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from canary.core.model import Contract, EndpointState, Event, Exclusion, Layer, Streak
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import tables as t
+from canary.store._audit_rows import write_audit
 from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store._rounds import finish_decided
 from canary.store.engine import StoreBase
@@ -98,37 +99,6 @@ def quarantine_row(row: Row[Any]) -> QuarantineRow:
         policy_version=row.policy_version,
         round_id=row.round_id,
     )
-
-
-def audit_values(
-    event: Event, actor: str, policy_version: str | None, at: datetime, round_id: int | None
-) -> dict[str, Any]:
-    return {
-        "at": at,
-        "actor": actor,
-        "event": str(event.kind),
-        "model": event.model,
-        "tag": event.tag,
-        "detail": dict(event.detail),
-        "evidence": list(event.evidence),
-        "policy_version": policy_version,
-        "round_id": round_id,
-        "notify_attempts": 0,
-    }
-
-
-def write_audit(
-    conn: Connection,
-    events: Sequence[Event],
-    actor: str,
-    policy_version: str | None,
-    at: datetime,
-    round_id: int | None = None,
-) -> None:
-    if events:
-        conn.execute(
-            insert(t.audit), [audit_values(e, actor, policy_version, at, round_id) for e in events]
-        )
 
 
 class StateMixin(StoreBase):

@@ -11,15 +11,12 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from canary.core.budget import day_start
 from canary.views.records import iso
 
 if TYPE_CHECKING:
     from canary.store.repository import Store
     from canary.store.rows import RoundRow
-
-
-def day_start(now: datetime) -> datetime:
-    return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _usd(value: float | None) -> float | None:

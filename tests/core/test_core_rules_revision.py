@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "48a7ad492abe8b98120b397d01407c4ff22da272dcfbdfaf3cca4544a720f6f4")
+PINNED = (5, "e947b44ed33e2c9566b4c86e0372090159c3bc4aa7adff5336198df498882dc1")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
