@@ -297,11 +297,10 @@ def ignore_list(
     if as_json:
         print_json(doc)
         return
-    keys = ("provider", "layer", "reason", "since", "until")
     show(
         f"ignore list of {model}  (policy {doc['policy_version']})",
-        [k.title() for k in keys],
-        [[e[k] for k in keys] for e in doc["entries"]],
+        ["Provider", "Layer", "Reason", "Since", "Until"],
+        [[e["provider"], e["layer"], e["reason"], e["since"], e["until"]] for e in doc["entries"]],
         f"nothing ignored for {model}",
     )
     console().print(f"provider: {json.dumps({'ignore': doc['ignore']})}", markup=False)

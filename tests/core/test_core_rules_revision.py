@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "e947b44ed33e2c9566b4c86e0372090159c3bc4aa7adff5336198df498882dc1")
+PINNED = (5, "31c32fe47e7b79e91eefc0433794872409312e970f8d4cd2cb880a0161a439ba")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -47,7 +47,8 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import delete, func, select
 
-from canary.core.floor import Publication, ignore_document
+from canary.core.document import ignore_document
+from canary.core.floor import Publication
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,
