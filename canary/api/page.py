@@ -136,8 +136,7 @@ def _cost_line(section: ModelSection, day: CostDay | None) -> str:
 
 
 def _pill(state: str) -> str:
-    colour = STATE_COLOURS.get(state, "#6e7781")
-    return f'<span class="pill" style="background:{colour}">{escape(state)}</span>'
+    return _coloured_pill(state, STATE_COLOURS.get(state, "#6e7781"))
 
 
 def _chips(results: dict[str, dict[str, Any]]) -> str:
@@ -277,13 +276,18 @@ def _ignore_block(section: ModelSection, now: datetime) -> str:
     if published is None:
         return '<div class="list warn">The ignore list has not been read from the store yet.</div>'
     doc = published.document
-    freshness = (
-        f'<span class="pill" style="background:#cf222e">stale</span> last good list built '
-        f"{_ago(now, published.generated_at)}: the store is unreachable"
-        if published.stale
-        else '<span class="pill" style="background:#1a7f37">fresh</span> built '
-        f"{_ago(now, published.generated_at)}"
-    )
+    built = _ago(now, published.generated_at)
+    breached = doc["floor_breached"]
+    head = [_coloured_pill("floor breached", FLOOR_BREACHED_COLOUR)] if breached else []
+    if published.stale:
+        head.append(
+            f"{_coloured_pill('stale', '#cf222e')} last good list built {built}: "
+            "the store is unreachable"
+        )
+    elif breached:  # read fresh from the store, but nothing about this list is well
+        head.append(f'<span class="muted">up to date, built {built}</span>')
+    else:
+        head.append(f"{_coloured_pill('fresh', '#1a7f37')} built {built}")
     entries = "".join(
         f'<li><code>{escape(e["provider"])}</code> <span class="layer layer-{escape(e["layer"])}">'
         f"{escape(e['layer'])}</span> {escape(e['reason'])}"
@@ -295,15 +299,19 @@ def _ignore_block(section: ModelSection, now: datetime) -> str:
         if entries
         else '<p class="muted">Nothing ignored: every provider is routable.</p>'
     )
-    warn = published.stale or doc["floor_breached"]
+    warn = published.stale or breached
     return (
         f'<div class="list{" warn" if warn else ""}">'
         '<div class="listhead"><b>Published ignore list</b> '
-        f"{freshness} · policy <code>{escape(doc['policy_version'])}</code></div>"
+        f"{' '.join(head)} · policy <code>{escape(doc['policy_version'])}</code></div>"
         f"{_floor_block(doc)}"
         f"<div><code>provider.ignore = {escape(json.dumps(doc['ignore']))}</code></div>"
         f"{body}</div>"
     )
+
+
+def _coloured_pill(text: str, colour: str) -> str:
+    return f'<span class="pill" style="background:{colour}">{escape(text)}</span>'
 
 
 def _floor_block(doc: IgnoreDocument) -> str:
@@ -314,9 +322,8 @@ def _floor_block(doc: IgnoreDocument) -> str:
         return f'<div class="floor muted">capacity floor {floor}: not listed yet</div>'
     if doc["floor_breached"]:
         return (
-            f'<div class="floor breached"><span class="pill" style="background:{FLOOR_BREACHED_COLOUR}">'
-            f"floor breached</span> {usable} usable endpoint(s), below the capacity floor of "
-            f"{floor}{held}</div>"
+            f'<div class="floor breached">{usable} usable endpoint(s), below the capacity floor '
+            f"of {floor}{held}</div>"
         )
     return f'<div class="floor">capacity floor {floor}: {usable} usable endpoint(s){held}</div>'
 
