@@ -18,12 +18,13 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from canary.core.floor import Publication
 from canary.core.model import Exclusion
 
 if TYPE_CHECKING:
+    from canary.core.document import IgnoreDocument
     from canary.store.plain_reads import ModelLayers
 
 
@@ -68,7 +69,7 @@ class Published:
     """One model's served document, its canonical body and strong ETag."""
 
     model: str
-    document: dict[str, Any]
+    document: IgnoreDocument
     body: bytes
     etag: str
     generated_at: datetime
@@ -79,7 +80,7 @@ class Published:
     builtin: tuple[Exclusion, ...] = ()  # the model's built-in entries it was published with
 
 
-def canonical_body(document: dict[str, Any]) -> bytes:
+def canonical_body(document: IgnoreDocument) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -172,7 +173,7 @@ class IgnoreListService:
 
     def document(
         self, model: str, needs: frozenset[str] = frozenset()
-    ) -> tuple[dict[str, Any], str]:
+    ) -> tuple[IgnoreDocument, str]:
         """The model's document and its strong ETag; raises UnknownModel or ListUnavailable."""
         published = self.published(model, needs)
         return published.document, published.etag
@@ -245,7 +246,7 @@ class IgnoreListService:
     def _variant(self, base: Published, needs: frozenset[str]) -> Published:
         """The list of an app with ``needs``, published on its own from the layers ``base`` was
         published from (same moment, same floor): the floor is held on the variant itself."""
-        from canary.core.floor import ignore_document
+        from canary.core.document import ignore_document
         from canary.core.needs import publish_for_needs
 
         layers, full = base.layers, base.publication
@@ -282,7 +283,7 @@ class IgnoreListService:
     def _build(
         self, model: str, layers: ModelLayers, now: datetime, generated_at: datetime, stale: bool
     ) -> Published:
-        from canary.core.floor import ignore_document
+        from canary.core.document import ignore_document
 
         builtin = tuple(e for e in self._builtin if e.model == model)
         publication = layers.publish(model, builtin, self._floor_of(model), now)

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from canary.core.budget import day_start
 from canary.core.model import Exclusion, Layer
 from canary.ignorelist import IgnoreListService, ListUnavailable
 from canary.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
-from canary.views.cost import day_start
 from canary.views.latency import Latency
 from canary.views.providers import ProviderView, provider_views_of
 

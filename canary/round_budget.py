@@ -4,7 +4,8 @@ For each model it claims, a replica reads what all replicas reserved today, asks
 (:func:`canary.core.budget.plan_budget`) what fits in the rest, and reserves that estimate by
 compare-and-set, planning again when another replica reserved in between; a finished model gives
 back what its estimate did not use. So replicas together never plan more than the day's budget.
-The day's alert goes out once whichever replica sees the first skip (the store picks one).
+The day's alert (:func:`canary.core.alerts.budget_alert`) goes out once, whichever replica sees
+the first skip: the store records it with its audit row by compare-and-set on the last alert.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from canary.core.alerts import budget_alert
-from canary.core.budget import BudgetCandidate, BudgetPlan, plan_budget
+from canary.core.budget import BudgetCandidate, BudgetPlan, day_start, plan_budget
 from canary.core.model import Event
 from canary.store.repository import Store
 
@@ -34,9 +35,9 @@ class DayBudget:
 
     @classmethod
     def of(cls, store: Store, limit_usd: float, now: datetime) -> DayBudget:
-        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = sum(store.round_spend(day_start).values())  # as status and the API count it
-        return cls(store, limit_usd, day_start.date().isoformat(), spent)
+        start = day_start(now)
+        spent = sum(store.round_spend(start).values())  # as status and the API count it
+        return cls(store, limit_usd, start.date().isoformat(), spent)
 
     def reserve(self, candidates: Sequence[BudgetCandidate], rng_seed: int) -> BudgetPlan:
         """Plan one model's probes on what is left today and reserve their estimate."""
@@ -53,9 +54,33 @@ class DayBudget:
         """Give back the part of a finished model's reservation it did not spend."""
         self.store.release_budget(self.day, reserved_usd - spent_usd)
 
-    def alert(self, model: str, skipped: Sequence[tuple[str, str]], now: datetime) -> Event | None:
-        """The day's budget alert, from the one replica the store lets send it."""
-        event = budget_alert(model, skipped, self.limit_usd, None, now)
-        if event is None or not self.store.claim_budget_alert(self.day, now):
-            return None
-        return event
+    def alert(
+        self,
+        model: str,
+        skipped: Sequence[tuple[str, str]],
+        now: datetime,
+        *,
+        actor: str,
+        policy_version: str,
+        round_id: int | None = None,
+    ) -> Event | None:
+        """The budget alert of a round that skipped endpoints, recorded (with its audit row), or
+        None when the day's alert went out already. Decided on the last alert the store knows
+        and recorded only if it is still the last: a replica that lost the race decides again on
+        the winner's alert, which is today's."""
+        for _ in range(_ATTEMPTS):
+            last = self.store.last_budget_alert()
+            event = budget_alert(model, skipped, self.limit_usd, last, now)
+            if event is None:
+                return None
+            if self.store.record_budget_alert(
+                self.day,
+                event,
+                last_alert_at=last,
+                actor=actor,
+                policy_version=policy_version,
+                at=now,
+                round_id=round_id,
+            ):
+                return event
+        raise BudgetContention(f"the budget alert of {self.day} kept changing while deciding")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from canary.core.alerts import (
     DAY,
+    drift_audit,
     drift_events,
     listing_alert,
     once_a_day,
@@ -47,12 +48,14 @@ from canary.core.model import (
 from canary.core.plan import round_index, slot_of
 from canary.core.served import served_model, served_model_changes
 from canary.core.verdict import judge_round
+from canary.deciding import ACTOR
 from canary.dispatch import provider_of
 from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.prober import EndpointProbing, Prober
 from canary.round_budget import DayBudget
 from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
+from canary.store import AuditRows
 from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
 from canary.store.rows import RoundRow, SkippedEndpoint
@@ -428,18 +431,16 @@ class RoundRunner:
         exc: ListingError,
     ) -> None:
         alert = listing_alert(model.id, exc.transport, str(exc))
-        if alert is not None:
-            self.w.store.record_audit(
-                alert, "canary", self.w.policy_version, now, round_id=round_id
-            )
-            report.events.append(alert)
         self.w.store.finish_round(
             round_id,
             "abandoned",
             detail={"listing": exc.transport.value},
             at=self.clock(),
             holder=self.holder,
+            audit=None if alert is None else self._audit_rows([alert]),
         )
+        if alert is not None:
+            report.events.append(alert)
         report.status, report.error = "abandoned", str(exc)
         report.error_type = f"listing_{exc.transport.value}"
         log.warning("listing_failed", model=model.id, transport=exc.transport.value)
@@ -529,9 +530,15 @@ class RoundRunner:
         events = [self._gate_daily(e, now) for e in outcome.events]
         events += self._record_identity(model.id, round_id, served_before, served, now)
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
-        if budget is not None:
-            events += [e for e in (budget.alert(model.id, skipped, now),) if e is not None]
         report.events += events
+        if budget is not None:
+            # Recorded apart from the decision: the alert is the budget day's, not this model's
+            # round's, and its compare-and-set on the day's row must not make a decision retry.
+            alert = budget.alert(
+                model.id, skipped, now, actor=ACTOR, policy_version=self.w.policy_version,
+                round_id=round_id,
+            )  # fmt: skip
+            report.events += [alert] if alert is not None else []
         decisions = self.w.decisions
         decision = decisions.decide_round(
             model.id,
@@ -594,12 +601,14 @@ class RoundRunner:
             quantization_order=QUANTIZATION_ORDER,
         )
         store.record_snapshots(round_id, model.id, endpoints, now, holder=self.holder)
-        store.record_drift(round_id, model.id, changes, now, holder=self.holder)
-        events = drift_events(model.id, changes, round_id)
-        for event in events:
-            if event.detail["alert"]:
-                store.record_audit(event, "canary", self.w.policy_version, now, round_id=round_id)
-        return events
+        # Before probing, apart from the decision (made after it): what the listing showed is
+        # recorded whatever the round then finds, with the audit rows of its alerts.
+        audit = self._audit_rows(drift_audit(model.id, changes, round_id))
+        store.record_drift(round_id, model.id, changes, now, holder=self.holder, audit=audit)
+        return drift_events(model.id, changes, round_id)
+
+    def _audit_rows(self, events: Sequence[Event]) -> AuditRows:
+        return AuditRows(events, ACTOR, self.w.policy_version)
 
     # -- budget ------------------------------------------------------------------------------
 

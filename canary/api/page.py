@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
+from canary.core.document import IgnoreDocument
+from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
 from canary.views.records import iso, parse_when
 
@@ -110,31 +112,30 @@ def _usd(value: Any) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
-def _cost_line(section: ModelSection, day: dict[str, Any] | None) -> str:
+def _cost_line(section: ModelSection, day: CostDay | None) -> str:
     cost = section.cost
     if cost is None:
         return ""
-    last = cost.get("last_round") or {}
+    last = cost["last_round"]
     parts = [
-        f"last round {_usd(last.get('cost_usd'))}",
-        f"24 h {_usd(cost.get('last_24h_usd'))}",
-        f"today {_usd(cost.get('today_usd'))}",
+        f"last round {_usd(last['cost_usd'] if last else None)}",
+        f"24 h {_usd(cost['last_24h_usd'])}",
+        f"today {_usd(cost['today_usd'])}",
     ]
-    if day is not None and day.get("daily_budget_usd") is not None:
+    if day is not None and day["daily_budget_usd"] is not None:
         parts.append(
             f"budget {_usd(day['daily_budget_usd'])}/day (all models), "
-            f"{_usd(day.get('budget_left_usd'))} left"
+            f"{_usd(day['budget_left_usd'])} left"
         )
-    skipped = last.get("skipped") or []
+    skipped = last["skipped"] if last else []
     if skipped:
-        names = ", ".join(str(s.get("provider")) for s in skipped)
-        parts.append(f"skipped last round: {names} ({skipped[0].get('reason') or 'budget'})")
+        names = ", ".join(str(s["provider"]) for s in skipped)
+        parts.append(f"skipped last round: {names} ({skipped[0]['reason'] or 'budget'})")
     return f'<p class="cost">Probe cost: {escape(" · ".join(parts))}</p>'
 
 
 def _pill(state: str) -> str:
-    colour = STATE_COLOURS.get(state, "#6e7781")
-    return f'<span class="pill" style="background:{colour}">{escape(state)}</span>'
+    return _coloured_pill(state, STATE_COLOURS.get(state, "#6e7781"))
 
 
 def _chips(results: dict[str, dict[str, Any]]) -> str:
@@ -274,36 +275,45 @@ def _ignore_block(section: ModelSection, now: datetime) -> str:
     if published is None:
         return '<div class="list warn">The ignore list has not been read from the store yet.</div>'
     doc = published.document
-    freshness = (
-        f'<span class="pill" style="background:#cf222e">stale</span> last good list built '
-        f"{_ago(now, published.generated_at)}: the store is unreachable"
-        if published.stale
-        else '<span class="pill" style="background:#1a7f37">fresh</span> built '
-        f"{_ago(now, published.generated_at)}"
-    )
+    built = _ago(now, published.generated_at)
+    breached = doc["floor_breached"]
+    head = [_coloured_pill("floor breached", FLOOR_BREACHED_COLOUR)] if breached else []
+    if published.stale:
+        head.append(
+            f"{_coloured_pill('stale', '#cf222e')} last good list built {built}: "
+            "the store is unreachable"
+        )
+    elif breached:  # read fresh from the store, but nothing about this list is well
+        head.append(f'<span class="muted">up to date, built {built}</span>')
+    else:
+        head.append(f"{_coloured_pill('fresh', '#1a7f37')} built {built}")
     entries = "".join(
         f'<li><code>{escape(e["provider"])}</code> <span class="layer layer-{escape(e["layer"])}">'
-        f"{escape(e['layer'])}</span> {escape(e.get('reason') or '')}"
-        f"{' · until ' + escape(e['until']) if e.get('until') else ''}</li>"
-        for e in doc.get("entries", [])
+        f"{escape(e['layer'])}</span> {escape(e['reason'])}"
+        f"{' · until ' + escape(e['until']) if e['until'] else ''}</li>"
+        for e in doc["entries"]
     )
     body = (
         f"<ul>{entries}</ul>"
         if entries
         else '<p class="muted">Nothing ignored: every provider is routable.</p>'
     )
-    warn = published.stale or doc["floor_breached"]
+    warn = published.stale or breached
     return (
         f'<div class="list{" warn" if warn else ""}">'
         '<div class="listhead"><b>Published ignore list</b> '
-        f"{freshness} · policy <code>{escape(str(doc.get('policy_version')))}</code></div>"
+        f"{' '.join(head)} · policy <code>{escape(doc['policy_version'])}</code></div>"
         f"{_floor_block(doc)}"
-        f"<div><code>provider.ignore = {escape(json.dumps(doc.get('ignore')))}</code></div>"
+        f"<div><code>provider.ignore = {escape(json.dumps(doc['ignore']))}</code></div>"
         f"{body}</div>"
     )
 
 
-def _floor_block(doc: dict[str, Any]) -> str:
+def _coloured_pill(text: str, colour: str) -> str:
+    return f'<span class="pill" style="background:{colour}">{escape(text)}</span>'
+
+
+def _floor_block(doc: IgnoreDocument) -> str:
     usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
     withheld = doc["withheld"]
     held = f" · withheld to hold it: {escape(', '.join(withheld))}" if withheld else ""
@@ -311,9 +321,8 @@ def _floor_block(doc: dict[str, Any]) -> str:
         return f'<div class="floor muted">capacity floor {floor}: not listed yet</div>'
     if doc["floor_breached"]:
         return (
-            f'<div class="floor breached"><span class="pill" style="background:{FLOOR_BREACHED_COLOUR}">'
-            f"floor breached</span> {usable} usable endpoint(s), below the capacity floor of "
-            f"{floor}{held}</div>"
+            f'<div class="floor breached">{usable} usable endpoint(s), below the capacity floor '
+            f"of {floor}{held}</div>"
         )
     return f'<div class="floor">capacity floor {floor}: {usable} usable endpoint(s){held}</div>'
 
@@ -366,7 +375,7 @@ def _events(section: ModelSection, now: datetime) -> str:
 
 
 def _section(
-    section: ModelSection, now: datetime, bound: float, slow: float, day: dict[str, Any] | None
+    section: ModelSection, now: datetime, bound: float, slow: float, day: CostDay | None
 ) -> str:
     counts: dict[str, int] = {}
     for p in section.providers:
@@ -409,7 +418,7 @@ def render(context: PageContext) -> str:
         _section(s, now, bound_s, context.slow_s, context.cost_day) for s in context.sections
     )
     day = context.cost_day
-    spend = f" · probes today {_usd(day.get('today_usd'))}" if day else ""
+    spend = f" · probes today {_usd(day['today_usd'])}" if day else ""
     if not sections:
         sections = (
             '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'

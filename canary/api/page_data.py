@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from canary.core.plan import slot_of
 from canary.ignorelist import IgnoreListService, Published
 from canary.store.engine import STORE_ERRORS
-from canary.views.cost import cost_view
+from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
 from canary.views.records import audit_json, quarantine_json
@@ -30,7 +30,7 @@ class ModelSection:
     quarantines: list[dict[str, Any]]
     events: list[dict[str, Any]]
     error: str | None
-    cost: dict[str, Any] | None = None  # {last_round, last_24h_usd, today_usd}
+    cost: ModelSpend | None = None
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class PageContext:
     last_refresh_at: datetime | None
     ttft_bound_s: float = 10.0
     slow_s: float = 5.0
-    cost_day: dict[str, Any] | None = None  # {today_usd, daily_budget_usd, budget_left_usd}
+    cost_day: CostDay | None = None
     last_round_at: datetime | None = None  # the latest finished round of any model
     next_round_at: datetime | None = None  # the next slot
 
@@ -57,7 +57,7 @@ def gather(
         models = known_models(settings.model_ids, store)
     except STORE_ERRORS:
         store_ok, models = False, sorted({*settings.model_ids, *ignore.models})
-    spend: dict[str, Any] | None = None
+    spend: CostView | None = None
     if store_ok:
         try:
             spend = cost_view(store, models, now, settings.daily_budget_usd)

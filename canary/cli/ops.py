@@ -299,13 +299,12 @@ def ignore_list(
     if as_json:
         print_json(doc)
         return
-    keys = ("provider", "layer", "reason", "since", "until")
     needs_line = ", ".join(doc.get("needs") or ())  # the capabilities the list was cut for
     cut = f" for needs {needs_line}" if needs_line else ""
     show(
         f"ignore list of {model}{cut}  (policy {doc['policy_version']})",
-        [k.title() for k in keys],
-        [[e[k] for k in keys] for e in doc["entries"]],
+        ["Provider", "Layer", "Reason", "Since", "Until"],
+        [[e["provider"], e["layer"], e["reason"], e["since"], e["until"]] for e in doc["entries"]],
         f"nothing ignored for {model}",
     )
     if needs_line:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -25,6 +25,8 @@ from canary.cli.ops_base import (
 from canary.cli.plain_table import Cell, Span, cell, colour_wanted, render, styled, write
 
 if TYPE_CHECKING:
+    from canary.core.document import IgnoreDocument
+    from canary.views.cost import CostDay, ModelCost
     from canary.views.latency import Latency
     from canary.views.providers import ProviderView
 
@@ -90,12 +92,12 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
 @dataclass(frozen=True)
 class _ModelStatus:
     model: str
-    ignore: dict[str, Any]  # the published ignore-list document
+    ignore: IgnoreDocument
     providers: list[ProviderView]
-    cost: dict[str, Any]  # canary.views.cost.model_cost
+    cost: ModelCost
 
 
-def floor_line(doc: dict[str, Any]) -> Cell:
+def floor_line(doc: IgnoreDocument) -> Cell:
     """The capacity floor on the published list: red when breached."""
     usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
     if usable is None:
@@ -169,28 +171,28 @@ def latency_cell(latency: Latency) -> Cell:
     )
 
 
-def cost_line(cost: dict[str, Any]) -> Cell:
-    last = cost.get("last_round")
+def cost_line(cost: ModelCost) -> Cell:
+    last = cost["last_round"]
     parts = [
         f"last round {usd(last['cost_usd']) if last else '– (no round yet)'}",
-        f"last 24 h {usd(cost.get('last_24h_usd'))}",
-        f"today {usd(cost.get('today_usd'))}",
+        f"last 24 h {usd(cost['last_24h_usd'])}",
+        f"today {usd(cost['today_usd'])}",
     ]
     spans = [Span("probe cost: " + ", ".join(parts))]
-    skipped = (last or {}).get("skipped") or []
+    skipped = last["skipped"] if last else []
     if skipped:
-        names = ", ".join(str(s.get("provider")) for s in skipped)
-        why = skipped[0].get("reason") or "?"
+        names = ", ".join(str(s["provider"]) for s in skipped)
+        why = skipped[0]["reason"] or "?"
         spans += [Span("\n"), Span("skipped last round", "dark_orange"), Span(f": {names} ({why})")]
     return spans
 
 
-def day_line(day: dict[str, Any]) -> str:
-    text = f"probes today (UTC, all models): {usd(day.get('today_usd'))}"
-    if day.get("daily_budget_usd") is not None:
+def day_line(day: CostDay) -> str:
+    text = f"probes today (UTC, all models): {usd(day['today_usd'])}"
+    if day["daily_budget_usd"] is not None:
         text += (
             f" of the daily budget {usd(day['daily_budget_usd'])}, "
-            f"{usd(day.get('budget_left_usd'))} left"
+            f"{usd(day['budget_left_usd'])} left"
         )
     else:
         text += " (no daily budget set)"

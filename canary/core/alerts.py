@@ -2,9 +2,11 @@
 
 - :func:`operator_alert` — auth/config or bad-request answers: our problem, never a provider's.
 - :func:`listing_alert` — the endpoints list itself failed for one of those reasons.
-- :func:`budget_alert` — the daily budget made a round skip endpoints (once a day).
+- :func:`budget_alert` — the daily budget made a round skip endpoints: one alert per budget day
+  (UTC), whichever replica and model see the first skip.
 - :func:`once_a_day` — marks an event as an alert only when none was sent in the last day.
-- :func:`drift_events` — metadata changes as audit events (alerts where they break routing).
+- :func:`drift_events` — metadata changes as events; :func:`drift_audit` — the ones recorded as
+  audit rows (and notified): those that can break routing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from canary.core.budget import day_start
 from canary.core.drift import DriftChange
 from canary.core.model import OPERATOR_TRANSPORTS, Event, EventKind, Observation, Transport
 
@@ -50,8 +53,11 @@ def budget_alert(
     last_alert_at: datetime | None,
     now: datetime,
 ) -> Event | None:
-    """One alert a day when the budget made a round skip endpoints."""
-    if not skipped or not _due(last_alert_at, now):
+    """The alert of a round the budget made skip endpoints (``skipped``: tag, reason), unless a
+    budget alert went out on ``now``'s budget day already (``last_alert_at``: the latest one,
+    sent by any replica for any model). The budget is a day's (UTC), so is its alert: a new day
+    alerts again, however soon after the last alert."""
+    if not skipped or (last_alert_at is not None and last_alert_at >= day_start(now)):
         return None
     return Event(
         EventKind.budget,
@@ -92,3 +98,9 @@ def drift_events(model: str, changes: Sequence[DriftChange], round_id: int) -> l
         )
         for change in changes
     ]
+
+
+def drift_audit(model: str, changes: Sequence[DriftChange], round_id: int) -> list[Event]:
+    """The audit rows of a round's drift: the changes that can break routing (alerts). The
+    others are kept in the drift log only."""
+    return drift_events(model, [c for c in changes if c.alert], round_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from canary.core.model import EndpointState
 
@@ -38,6 +39,11 @@ def priority_of(
     if state is not None and state.failing_streak > 0:
         return SUSPECT
     return REST
+
+
+def day_start(now: datetime) -> datetime:
+    """The start of ``now``'s budget day: the budget is a UTC day's."""
+    return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 @dataclass(frozen=True)

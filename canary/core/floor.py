@@ -26,13 +26,12 @@ is neither held nor breached.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from canary.core.identity import Listed, excluded_by, usable
-from canary.core.layers import exclusion_key, iso_utc, merge_layers
+from canary.core.layers import iso_utc, merge_layers
 from canary.core.model import Event, EventKind, Exclusion, Layer
 
 
@@ -87,48 +86,6 @@ def publish(
         left = usable(listing, published, now)
     listed = tuple(sorted(listing, key=lambda e: e.tag))
     return Publication(model, now, tuple(published), tuple(withheld), listed, left, floor)
-
-
-def ignore_document(
-    publication: Publication,
-    *,
-    generated_at: datetime,
-    stale: bool,
-    policy_version: str,
-    needs: Collection[str] | None = None,
-) -> dict[str, Any]:
-    """The published ignore list of one model: what apps put into ``provider.ignore``.
-
-    ``needs``: the capabilities the list was cut for (:mod:`canary.core.needs`); None for the
-    full list.
-    Times are ISO-8601 UTC strings with a ``Z`` suffix, null when missing. ``floor_breached`` is
-    true exactly when fewer listed endpoints than the capacity floor are usable even with every
-    quarantine that would help withheld (``withheld`` names those).
-    """
-    tags = publication.ignore
-    return {
-        "model": publication.model,
-        "ignore": tags,
-        "provider": {"ignore": list(tags)},
-        "entries": [
-            {
-                "provider": e.tag,
-                "layer": e.layer.value,
-                "reason": e.reason,
-                "since": iso_utc(e.since),
-                "until": iso_utc(e.until),
-            }
-            for e in sorted(publication.entries, key=exclusion_key)
-        ],
-        "withheld": sorted({e.tag for e in publication.withheld}),
-        "capacity_floor": publication.floor,
-        "usable_endpoints": None if publication.usable is None else len(publication.usable),
-        "floor_breached": publication.breached,
-        "needs": None if needs is None else sorted(needs),
-        "generated_at": iso_utc(generated_at),
-        "stale": stale,
-        "policy_version": policy_version,
-    }
 
 
 def _most_recent_first(entry: Exclusion) -> tuple[float, int, str]:

@@ -26,10 +26,12 @@ from canary.store.rows import (
 )
 
 if TYPE_CHECKING:
+    from canary.store._audit_rows import AuditRows
     from canary.store.repository import Store
 
 __all__ = [
     "AuditRow",
+    "AuditRows",
     "ContractResultRow",
     "DriftChange",
     "DriftRow",
@@ -52,4 +54,8 @@ def __getattr__(name: str) -> object:
         from canary.store.repository import Store
 
         return Store
+    if name == "AuditRows":
+        from canary.store._audit_rows import AuditRows
+
+        return AuditRows
     raise AttributeError(f"module 'canary.store' has no attribute {name!r}")

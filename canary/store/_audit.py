@@ -10,7 +10,7 @@ from sqlalchemy import Row, case, delete, insert, or_, select, update
 
 from canary.core.model import Event
 from canary.store import tables as t
-from canary.store._state import audit_values
+from canary.store._audit_rows import audit_values
 from canary.store.engine import StoreBase
 from canary.store.rows import AuditRow, LeaseRow
 

@@ -11,7 +11,8 @@ round is never abandoned nor claimed again: only a running one is.
 
 The budget: a row per UTC day holds what the replicas reserved (the estimate of each round they
 claimed, less what a finished round did not use), changed by compare-and-set, so replicas
-together never plan more than the day's budget.
+together never plan more than the day's budget; and when the day's budget alert went out, set
+by compare-and-set with the alert's audit row, so one replica records it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, text, update
 
+from canary.core.model import Event
 from canary.store import tables as t
+from canary.store._audit_rows import write_audit
 from canary.store._extra import abandoned_detail
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.rows import RoundRow
@@ -198,13 +201,37 @@ class ClaimsMixin(StoreBase):
                 .values(reserved_usd=b.reserved_usd - amount)
             )
 
-    def claim_budget_alert(self, day: str, at: datetime) -> bool:
-        """True for the one caller that sends ``day``'s budget alert."""
+    def last_budget_alert(self) -> datetime | None:
+        """When the latest budget alert went out (any day, any replica); None: never."""
         b = t.budget_days.c
+        with self._read() as conn:
+            last: datetime | None = conn.execute(select(func.max(b.alerted_at))).scalar_one()
+        return last
+
+    def record_budget_alert(
+        self,
+        day: str,
+        event: Event,
+        *,
+        last_alert_at: datetime | None,
+        actor: str,
+        policy_version: str | None,
+        at: datetime,
+        round_id: int | None = None,
+    ) -> bool:
+        """Record ``day``'s budget alert and its audit row in ONE transaction, if no budget alert
+        went out after ``last_alert_at`` (what :func:`canary.core.alerts.budget_alert` decided
+        on): a compare-and-set on ``day``'s row, which the round reserved from, so of replicas
+        deciding on the same last alert exactly one records it. False, and nothing written,
+        otherwise."""
+        b = t.budget_days.c
+        unchanged: ColumnElement[bool] = b.alerted_at.is_(None)
+        if last_alert_at is not None:
+            unchanged = or_(unchanged, b.alerted_at <= last_alert_at)
         with self._write() as conn:
             done = conn.execute(
-                update(t.budget_days)
-                .where(b.day == day, b.alerted_at.is_(None))
-                .values(alerted_at=at)
+                update(t.budget_days).where(b.day == day, unchanged).values(alerted_at=at)
             ).rowcount
+            if done:
+                write_audit(conn, [event], actor, policy_version, at, round_id)
         return bool(done)

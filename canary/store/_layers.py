@@ -27,8 +27,8 @@ from canary.core.identity import Listed
 from canary.core.model import Event, Exclusion, Layer
 from canary.store import plain_reads
 from canary.store import tables as t
+from canary.store._audit_rows import write_audit
 from canary.store._guard import bump_guard, guard_version, lock_guard
-from canary.store._state import write_audit
 from canary.store.engine import StoreBase, insert_ignoring_conflict, plain
 from canary.store.plain_reads import (
     ModelLayers,

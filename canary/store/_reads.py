@@ -12,6 +12,7 @@ from canary.core.model import Endpoint
 from canary.core.stats import Histogram
 from canary.store import plain_reads
 from canary.store import tables as t
+from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import require_held
 from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase, plain
@@ -203,13 +204,17 @@ class ReadsMixin(StoreBase):
         at: datetime,
         *,
         holder: str | None = None,
+        audit: AuditRows | None = None,
     ) -> list[int]:
-        """One row per change. With ``holder``, only while that claimer still runs the round
-        (:class:`RoundLost`, nothing written, otherwise)."""
+        """One row per change, and ``audit``'s rows (the alerts among them), in one transaction.
+        With ``holder``, only while that claimer still runs the round (:class:`RoundLost`,
+        nothing written, otherwise)."""
         if not changes:
             return []
         with self._write() as conn:
             require_held(conn, round_id, holder)
+            if audit is not None:
+                write_audit(conn, audit.events, audit.actor, audit.policy_version, at, round_id)
             return [
                 conn.execute(
                     insert(t.drift_events)

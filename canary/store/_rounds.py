@@ -29,6 +29,7 @@ from sqlalchemy import (
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
 from canary.store import plain_reads
 from canary.store import tables as t
+from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import RoundLost, require_held
 from canary.store._extra import DECIDING, abandoned_detail
 from canary.store.engine import StoreBase, plain
@@ -75,11 +76,13 @@ class RoundsMixin(StoreBase):
         detail: Mapping[str, Any] | None = None,
         at: datetime | None = None,
         holder: str | None = None,
+        audit: AuditRows | None = None,
     ) -> None:
         """End a round, with its cost, skipped endpoints and detail. Only a running round
         changes status: one its decision already finished stays finished (whatever ``status``
         says), an abandoned one stays abandoned. With ``holder``, only while that claimer holds
-        it (running, or finished by its decision): :class:`RoundLost` otherwise."""
+        it (running, or finished by its decision): :class:`RoundLost` otherwise. ``audit``: rows
+        written with the end (why the round was abandoned), stamped with the round."""
         if status not in ("finished", "abandoned"):
             raise ValueError(f"a round ends finished or abandoned, not {status!r}")
         r = t.rounds.c
@@ -105,6 +108,11 @@ class RoundsMixin(StoreBase):
             )
             if row.status == "running" and ended == "finished":
                 count_latency(conn, round_id)
+            if audit is not None:
+                ended_at = at or _utcnow()
+                write_audit(
+                    conn, audit.events, audit.actor, audit.policy_version, ended_at, round_id
+                )
 
     def abandon_stale_rounds(self, older_than: datetime, *, now: datetime | None = None) -> int:
         """Mark running rounds started, and last beating, before ``older_than`` abandoned

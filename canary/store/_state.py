@@ -14,6 +14,7 @@ from canary.core.model import EndpointState, Event, Exclusion, Layer
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import plain_reads
 from canary.store import tables as t
+from canary.store._audit_rows import write_audit
 from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store._rounds import finish_decided
 from canary.store.engine import StoreBase, plain
@@ -44,37 +45,6 @@ def _state_values(s: EndpointState) -> dict[str, Any]:
         "next_language": s.next_language,
         "next_language_since": s.next_language_since,
     }
-
-
-def audit_values(
-    event: Event, actor: str, policy_version: str | None, at: datetime, round_id: int | None
-) -> dict[str, Any]:
-    return {
-        "at": at,
-        "actor": actor,
-        "event": str(event.kind),
-        "model": event.model,
-        "tag": event.tag,
-        "detail": dict(event.detail),
-        "evidence": list(event.evidence),
-        "policy_version": policy_version,
-        "round_id": round_id,
-        "notify_attempts": 0,
-    }
-
-
-def write_audit(
-    conn: Connection,
-    events: Sequence[Event],
-    actor: str,
-    policy_version: str | None,
-    at: datetime,
-    round_id: int | None = None,
-) -> None:
-    if events:
-        conn.execute(
-            insert(t.audit), [audit_values(e, actor, policy_version, at, round_id) for e in events]
-        )
 
 
 class StateMixin(StoreBase):

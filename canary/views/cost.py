@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from canary.core.budget import day_start
 from canary.views.records import iso
 
 if TYPE_CHECKING:
@@ -18,17 +19,55 @@ if TYPE_CHECKING:
     from canary.store.rows import RoundRow
 
 
-def day_start(now: datetime) -> datetime:
-    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+class SkippedEndpoint(TypedDict):
+    provider: str | None
+    reason: str | None
+
+
+class LastRound(TypedDict):
+    id: int
+    scheduled_at: str | None
+    finished_at: str | None
+    status: str
+    cost_usd: float | None
+    skipped: list[SkippedEndpoint]
+
+
+class CostDay(TypedDict):
+    day_start: str | None
+    today_usd: float | None
+    daily_budget_usd: float | None
+    budget_left_usd: float | None  # None without a daily budget
+
+
+class ModelSpend(TypedDict):
+    model: str
+    last_round: LastRound | None
+    last_24h_usd: float | None
+    today_usd: float | None
+
+
+class CostView(TypedDict):
+    day: CostDay
+    models: list[ModelSpend]
+
+
+class ModelCost(TypedDict):
+    """One model's spend with the day block beside it."""
+
+    last_round: LastRound | None
+    last_24h_usd: float | None
+    today_usd: float | None
+    day: CostDay
 
 
 def _usd(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def skipped_json(skipped: Iterable[Any]) -> list[dict[str, Any]]:
+def skipped_json(skipped: Iterable[Any]) -> list[SkippedEndpoint]:
     """A round's skipped endpoints as ``[{provider, reason}]`` whatever shape they were kept in."""
-    out = []
+    out: list[SkippedEndpoint] = []
     for item in skipped:
         if isinstance(item, Mapping):
             out.append({"provider": item.get("provider"), "reason": item.get("reason")})
@@ -39,7 +78,7 @@ def skipped_json(skipped: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def last_round_json(row: RoundRow | None) -> dict[str, Any] | None:
+def last_round_json(row: RoundRow | None) -> LastRound | None:
     if row is None:
         return None
     return {
@@ -54,14 +93,14 @@ def last_round_json(row: RoundRow | None) -> dict[str, Any] | None:
 
 def cost_view(
     store: StoreReads, models: Iterable[str], now: datetime, daily_budget_usd: float | None
-) -> dict[str, Any]:
+) -> CostView:
     """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
     start = day_start(now)
     today = store.round_spend(start)
     last_24h = store.round_spend(now - timedelta(hours=24))
     last = store.last_closed_rounds()
     spent = sum(today.values())
-    day = {
+    day: CostDay = {
         "day_start": iso(start),
         "today_usd": _usd(spent),
         "daily_budget_usd": daily_budget_usd,
@@ -83,7 +122,12 @@ def cost_view(
     }
 
 
-def model_cost(view: Mapping[str, Any], model: str) -> dict[str, Any]:
+def model_cost(view: CostView, model: str) -> ModelCost:
     """One model's entry of a :func:`cost_view`, with the day block beside it."""
     entry = next(m for m in view["models"] if m["model"] == model)
-    return {k: v for k, v in entry.items() if k != "model"} | {"day": view["day"]}
+    return {
+        "last_round": entry["last_round"],
+        "last_24h_usd": entry["last_24h_usd"],
+        "today_usd": entry["today_usd"],
+        "day": view["day"],
+    }

@@ -190,6 +190,20 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
     return Seeded(model=model, rounds=evidence, exclusion_id=exclusion_id, quarantine_until=until)
 
 
+def relist(store: Store, model: str, tags: tuple[str, ...], at: datetime) -> None:
+    """A finished round at ``at`` whose listing has these endpoints only (the latest listing)."""
+    rid = store.claim_round(model, at, "seed", POLICY, {}, started_at=at)
+    assert rid is not None
+    endpoints = [
+        Endpoint(
+            model=model, tag=t, provider_name=t.split("/")[0].title(), pricing=Pricing(1e-7, 2e-7)
+        )
+        for t in tags
+    ]
+    store.record_snapshots(rid, model, endpoints, at)
+    store.finish_round(rid, "finished", at=at)
+
+
 _models = itertools.count(1)
 
 

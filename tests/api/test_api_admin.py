@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from ops_seed import Api
+from ops_seed import Api, relist
 
 ADMIN_CALLS = [
     ("post", "/v1/quarantines/release", {"model": "acme/x", "provider": "bravo", "reason": "r"}),
@@ -217,6 +218,33 @@ def test_an_exclusion_below_the_capacity_floor_is_409_unless_forced(api: Api) ->
     [episode] = api.store.floor_episodes(api.model)
     assert episode.policy_version == api.service.policy_version
     assert episode.detail["action"]["tag"] == "charlie/fp8" and episode.detail["action"]["force"]
+
+
+def test_a_provider_slug_is_weighed_against_the_floor_with_every_endpoint_it_names(
+    api: Api,
+) -> None:
+    # deepinfra names two of the three listed endpoints: excluding it leaves 1, floor 2
+    relist(api.store, api.model, ("alpha", "deepinfra/fp8", "deepinfra/turbo"), api.clock.now)
+    assert api.service.refresh()
+
+    def add(**extra: object) -> Any:
+        body = {"model": api.model, "provider": "deepinfra", "reason": "incident", **extra}
+        return api.client.post("/v1/exclusions", json=body, headers=api.admin())
+
+    refused = add()
+    assert refused.status_code == 409
+    message = refused.json()["error"]
+    assert "excluding deepinfra leaves 1 usable endpoint(s)" in message
+    assert "(now 3)" in message and "floor of 2" in message
+    assert "deepinfra" not in api.ignore()
+    assert api.store.audit(api.model, events=["floor_breached"]) == []
+    forced = add(force=True)
+    assert forced.status_code == 201 and forced.json()["usable_after"] == 1
+    document = api.client.get("/v1/ignore-list", params={"model": api.model}).json()
+    assert "deepinfra" in document["ignore"]
+    assert document["floor_breached"] is True and document["usable_endpoints"] == 1
+    [episode] = api.store.floor_episodes(api.model)
+    assert episode.detail["action"]["tag"] == "deepinfra" and episode.detail["action"]["force"]
 
 
 def test_an_exclusion_of_a_provider_slug_names_every_endpoint_of_it(api: Api) -> None:

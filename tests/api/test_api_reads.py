@@ -10,6 +10,7 @@ from typing import Any
 from ops_seed import POLICY, TAGS, Api
 
 from canary import metrics
+from canary.api.page import FLOOR_BREACHED_COLOUR
 
 
 def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: Api) -> None:
@@ -262,6 +263,32 @@ def test_status_page_shows_every_provider_with_its_state_and_uses_no_external_as
     assert '<meta http-equiv="refresh"' in html and "<svg" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "<script" not in html and "<link" not in html
+
+
+def listhead(html: str) -> str:
+    found = re.search(r'<div class="listhead">.*?</div>', html, re.S)
+    assert found, "no list head on the page"
+    return found.group(0)
+
+
+def test_a_fresh_list_with_the_floor_held_is_shown_fresh_in_green(api: Api) -> None:
+    head = listhead(api.client.get("/").text)
+    assert '<span class="pill" style="background:#1a7f37">fresh</span>' in head
+    assert "floor breached" not in head
+
+
+def test_a_breached_floor_is_never_shown_next_to_a_green_fresh_pill(api: Api) -> None:
+    for tag in ("alpha", "charlie/fp8", "foxtrot"):  # one usable endpoint left, floor 2
+        api.store.add_exclusion(
+            api.model, tag, "incident", "ops", None, api.clock.now, builtin=(), floor=2, force=True
+        )
+    assert api.service.refresh()
+    html = api.client.get("/").text
+    head = listhead(html)
+    assert f'background:{FLOOR_BREACHED_COLOUR}">floor breached</span>' in head
+    assert ">fresh</span>" not in head and "#1a7f37" not in head
+    assert "up to date, built" in head  # the freshness is still said, without the all-clear
+    assert '<div class="floor breached">1 usable endpoint(s), below the capacity floor' in html
 
 
 def test_unknown_paths_and_methods_answer_json(api: Api) -> None:

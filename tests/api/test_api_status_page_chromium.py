@@ -171,9 +171,10 @@ def breached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_a_breached_floor_is_shown_in_red(breached: str, tmp_path: Path) -> None:
     done = _chromium("--dump-dom", breached)
     assert done.returncode == 0, done.stderr[-500:]
-    assert re.search(
-        r'class="floor breached".*?floor breached</span> 1 usable endpoint', done.stdout, re.S
-    )
+    head = re.search(r'<div class="listhead">.*?</div>', done.stdout, re.S)
+    assert head and "floor breached</span>" in head.group(0)
+    assert ">fresh</span>" not in head.group(0) and "up to date, built" in head.group(0)
+    assert re.search(r'class="floor breached">1 usable endpoint', done.stdout)
     assert "withheld to hold it: bravo" in done.stdout  # its quarantine gave capacity back first
     assert "Legend" in done.stdout and "last round" in done.stdout
     shot = tmp_path / "breached.png"

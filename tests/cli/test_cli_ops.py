@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
+from ops_seed import relist
 from typer.testing import CliRunner
 
 from canary.cli.main import app
@@ -181,6 +182,41 @@ def test_exclude_add_list_remove_round_trip_with_audit(fleet: Fleet) -> None:
     assert events == [("exclusion_removed", "incident over"), ("exclusion_added", "incident 9")]
     again = run(fleet, "exclude", "remove", str(new_id))
     assert again.exit_code == 2 and f"no active runtime exclusion with id {new_id}" in again.stderr
+
+
+LISTED = ("alpha", "deepinfra/fp8", "deepinfra/turbo")  # deepinfra names two of them
+
+
+def exclude_deepinfra(fleet: Fleet, *extra: str) -> Any:
+    args = ["--model", fleet.model, "--provider", "deepinfra", "--reason", "incident 12"]
+    return run(fleet, "exclude", "add", *args, *extra)
+
+
+def test_exclude_add_of_a_provider_slug_counts_every_endpoint_it_names(fleet: Fleet) -> None:
+    relist(fleet.store, fleet.model, LISTED + ("foxtrot",), datetime.now(UTC))
+    added = exclude_deepinfra(fleet)
+    assert added.exit_code == 0, added.output
+    assert "2 usable endpoint(s)" in added.stdout and "floor 2" in added.stdout
+    assert "deepinfra" in run_json(fleet, "ignore-list", "--model", fleet.model)["ignore"]
+
+
+def test_exclude_add_of_a_provider_slug_below_the_floor_exits_4_unless_forced(
+    fleet: Fleet,
+) -> None:
+    relist(fleet.store, fleet.model, LISTED, datetime.now(UTC))
+    refused = exclude_deepinfra(fleet)
+    assert refused.exit_code == 4
+    message = " ".join(refused.stderr.split())
+    assert "excluding deepinfra leaves 1 usable endpoint(s)" in message
+    assert "floor of 2" in message and "--force" in message
+    assert "deepinfra" not in run_json(fleet, "ignore-list", "--model", fleet.model)["ignore"]
+    forced = exclude_deepinfra(fleet, "--force")
+    assert forced.exit_code == 0, forced.output
+    document = run_json(fleet, "ignore-list", "--model", fleet.model)
+    assert "deepinfra" in document["ignore"]
+    assert document["floor_breached"] is True and document["usable_endpoints"] == 1
+    [breach] = fleet.store.audit(fleet.model, events=["floor_breached"])
+    assert breach.actor.startswith("cli:") and breach.detail["action"]["tag"] == "deepinfra"
 
 
 def test_exclude_list_table(fleet: Fleet) -> None:

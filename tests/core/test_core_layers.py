@@ -8,7 +8,8 @@ from typing import Any
 
 from core_builders import MODEL, T0
 
-from canary.core.floor import ignore_document, publish
+from canary.core.document import ignore_document
+from canary.core.floor import publish
 from canary.core.identity import Listed
 from canary.core.layers import iso_utc, merge_layers
 from canary.core.model import Exclusion, Layer

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "3c8806bf689df49f82631335c950d022c0ef7e7a1d40860bc30c3667115bca69")
+PINNED = (5, "5a347643a9864c4fae3be5e17603391aca4384e3331fee7ff552d43be2e3cd12")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -58,10 +58,10 @@ def with_floor(floor: int, **changes: Any) -> Settings:
     return settings(model=ModelSettings(id=MODEL, capacity_floor=floor), **changes)
 
 
-def language_of(tag: str, round_no: int) -> str:
+def language_of(tag: str, round_no: int, languages: tuple[str, ...] = LANGUAGES) -> str:
     """The language the rotation gives ``tag`` in drill round ``round_no`` (no anomaly pending)."""
     at = DRILL_START + (round_no - 1) * timedelta(minutes=30)
-    return pick_language(tag, round_index(at.timestamp(), 30), LANGUAGES, None)
+    return pick_language(tag, round_index(at.timestamp(), 30), languages, None)
 
 
 # 1 -------------------------------------------------------------------------------------------
@@ -256,7 +256,10 @@ def test_a_control_missing_from_the_listing_is_said_and_weakens_the_refusal_prob
 
 
 def test_an_inconclusive_repeat_keeps_the_pending_language() -> None:
-    k = next(r for r in range(1, 10) if language_of("bravo", r) == "en")
+    # Three languages: with two, the rotation itself would come back to en in round k + 2.
+    three = ("en", "es", "pt")
+    k = next(r for r in range(1, 10) if language_of("bravo", r, three) == "en")
+    assert language_of("bravo", k + 2, three) != "en"  # only the pending language repeats it
     drift = fault("language_drift", to="pt", when_language="en")
     fleet = scenario(
         provider("alpha"),
@@ -269,7 +272,7 @@ def test_an_inconclusive_repeat_keeps_the_pending_language() -> None:
             faults_at(k + 2, "bravo", drift),
         ],
     )
-    result = drill(fleet, k + 2)
+    result = drill(fleet, k + 2, base=settings(languages=three))
     lines = [verdict_line(result, r, "bravo") for r in (k, k + 1, k + 2)]
     assert [line["language"] for line in lines] == ["en", "en", "en"]
     assert [line["contracts"]["language"]["result"] for line in lines] == [

@@ -155,6 +155,13 @@ def test_a_broken_listing_abandons_the_round_cleanly(
         (row,) = wiring.store.recent_rounds(model)
         assert row.status == "abandoned" and row.finished_at is not None
         assert wiring.store.quarantines(model, active_only=False) == []
+        alerts = wiring.store.audit(model, events=["operator_alert"])
+        if behaviour.status == 401:  # our key: the operators are told, with the round it ended
+            [alert] = alerts
+            assert alert.round_id == row.id and "listing" in alert.detail
+            assert [e.kind.value for e in report.events] == ["operator_alert"]
+        else:  # the provider side: nothing to raise
+            assert alerts == []
     finally:
         wiring.store.dispose()
 

@@ -7,15 +7,20 @@ operator exclusions with and without force, manual releases, housekeeping and cl
 to 20 days. After every step it checks, against oracles written here rather than the code under
 test:
 
-- no quarantine that would give capacity back is published while usable < floor, no unforced
-  operator action lowered usable below the floor or kept it only by withholding a published
-  quarantine, and a forced one that breached it opened the episode with a row describing it;
+- no quarantine starts that would at once have to be withheld (with it counted, usable stays at
+  or over the floor), no quarantine that would give capacity back is published while usable <
+  floor, and every withheld quarantine was needed (publishing it again would drop usable below
+  the floor);
+- no unforced operator action lowered usable below the floor or kept it only by withholding a
+  published quarantine, none was admitted before the model's first listing, and a forced one
+  that breached it opened the episode with a row describing it;
 - ``floor_breached`` is in the document exactly when usable < floor, with one audit row per
   episode and an episode open exactly while the floor is breached (once recorded);
 - no quarantine without the evidence rule: each cause failed this round and in the previous
   conclusive round of that contract, within the max age, since the endpoint's last release;
 - ``until`` never moves earlier except by a release;
-- one audit row per quarantine start and end, exclusion add and remove;
+- one audit row per quarantine start and end, exclusion add and remove, and one ``floor_held``
+  row per withholding of a quarantine (one ``republished`` row per publishing again);
 - the list is the merge of the published layers.
 
 What the invariants read is read once per step (:class:`StoreView`): every invariant checks the
@@ -26,9 +31,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import pytest
 from hypothesis import HealthCheck, event, settings
@@ -41,7 +47,8 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import delete, func, select
 
-from canary.core.floor import Publication, ignore_document
+from canary.core.document import ignore_document
+from canary.core.floor import Publication
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,
@@ -55,11 +62,13 @@ from canary.core.model import (
     Result,
 )
 from canary.core.policy import PolicyRules
+from canary.core.quarantine import QuarantineStart
 from canary.core.verdict import judge_round
 from canary.deciding import ModelDecisions
 from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
-from canary.store._layers import FloorEpisodeRow
+from canary.store._layers import FloorEpisodeRow, floor_episode_row
+from canary.store._state import quarantine_row
 
 MODEL = "acme/safety-1"
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
@@ -80,6 +89,7 @@ RESULTS = (
 RULES = PolicyRules(mode=Mode.enforce)
 MAX_AGE = RULES.streak_max_age
 POLICY = "p-safety"
+WITHHOLDING_ROWS = (str(EventKind.floor_held), str(EventKind.republished))
 EXAMPLES = 500
 
 
@@ -96,6 +106,22 @@ def safety_store() -> Iterator[Store]:
 def names(entry: str, tag: str) -> bool:
     """The identity rule, restated: the full tag, or the base slug of a tier-less endpoint."""
     return entry == tag or ("/" not in entry and tag.split("/")[0] == entry and tag not in TIERED)
+
+
+def active_at(entry: Exclusion, now: datetime) -> bool:
+    return (entry.since is None or entry.since <= now) and (
+        entry.until is None or now < entry.until
+    )
+
+
+class Named(Protocol):
+    @property
+    def tag(self) -> str: ...
+
+
+def usable_of(listed: Iterable[str], entries: Sequence[Named]) -> set[str]:
+    """The listed endpoints no entry names (``entries``: the ones that count)."""
+    return {tag for tag in listed if not any(names(e.tag, tag) for e in entries)}
 
 
 @dataclass
@@ -124,41 +150,61 @@ class StoreView:
     ended: int  # quarantine rows ended by a release (not superseded)
     exclusion_rows: int
     removed: int
+    withheld_mark: dict[int, bool]  # every quarantine row: is it recorded withheld?
+    withholdings: Counter[tuple[str, int]]  # (floor_held | republished, quarantine id) -> rows
+
+
+# Built once: a view is read after every step that changed the store.
+_A, _Q, _X = t.audit.c, t.quarantines.c, t.exclusions.c
+_ABOUT = _A.detail["quarantine_id"].as_integer()
+AUDIT_ROWS = select(_A.event, func.count()).where(_A.model == MODEL).group_by(_A.event)
+WITHHOLDINGS = (
+    select(_A.event, _ABOUT, func.count())
+    .where(_A.model == MODEL, _A.event.in_(WITHHOLDING_ROWS), _ABOUT.is_not(None))
+    .group_by(_A.event, _ABOUT)
+)
+QUARANTINES = (
+    select(t.quarantines).where(_Q.model == MODEL).order_by(_Q.started_at.desc(), _Q.id.desc())
+)
+EXCLUSIONS = select(_X.id, _X.tag, _X.until, _X.removed_at).where(_X.model == MODEL).order_by(_X.id)
+EPISODES = (
+    select(t.floor_episodes)
+    .where(t.floor_episodes.c.model == MODEL)
+    .order_by(t.floor_episodes.c.opened_at, t.floor_episodes.c.id)
+)
 
 
 def read_view(machine: SafetyMachine, at: datetime) -> StoreView:
-    store = machine.store
+    """Every row the invariants count, on one connection; the runtime layer is worked out here
+    from the exclusion rows (not asked of the store)."""
     publication = machine.publication(at)
-    q, x, a = t.quarantines.c, t.exclusions.c, t.audit.c
-    with store.engine.connect() as conn:
-        audit = Counter(
-            {
-                event: n
-                for event, n in conn.execute(
-                    select(a.event, func.count()).where(a.model == MODEL).group_by(a.event)
-                )
-            }
-        )
-        quarantine_rows, ended = conn.execute(
-            select(
-                func.count(),
-                func.count().filter(q.released_at.is_not(None), q.release_why != "superseded"),
-            ).where(q.model == MODEL)
-        ).one()
-        exclusion_rows, removed = conn.execute(
-            select(func.count(), func.count(x.removed_at)).where(x.model == MODEL)
-        ).one()
+    with machine.store.engine.connect() as conn:
+        audit = Counter({event: n for event, n in conn.execute(AUDIT_ROWS)})
+        quarantines = [quarantine_row(r) for r in conn.execute(QUARANTINES)]
+        exclusions = conn.execute(EXCLUSIONS).all()
+        episodes = tuple(floor_episode_row(r) for r in conn.execute(EPISODES))
+        withholdings: Counter[tuple[str, int]] = Counter()
+        if quarantines:
+            for event, quarantine_id, n in conn.execute(WITHHOLDINGS):
+                withholdings[(event, quarantine_id)] = n
+    runtime = tuple(
+        Exclusion(MODEL, x.tag, Layer.runtime, "", until=x.until, id=x.id)
+        for x in exclusions
+        if x.removed_at is None and (x.until is None or x.until > at)
+    )
     return StoreView(
         publication=publication,
         listing=publication.listing,  # the store's latest listing, as the publication read it
-        runtime=tuple(store.active_exclusions(MODEL, at)),
-        open_quarantines=tuple(store.quarantines(MODEL, active_only=True)),
-        episodes=tuple(store.floor_episodes(MODEL)),
+        runtime=runtime,
+        open_quarantines=tuple(q for q in quarantines if q.released_at is None),
+        episodes=episodes,
         audit=audit,
-        quarantine_rows=quarantine_rows,
-        ended=ended,
-        exclusion_rows=exclusion_rows,
-        removed=removed,
+        quarantine_rows=len(quarantines),
+        ended=sum(1 for q in quarantines if q.released_at and q.release_why != "superseded"),
+        exclusion_rows=len(exclusions),
+        removed=sum(1 for x in exclusions if x.removed_at is not None),
+        withheld_mark={q.id: q.withheld_at is not None for q in quarantines},
+        withholdings=withholdings,
     )
 
 
@@ -274,6 +320,8 @@ class SafetyMachine(RuleBasedStateMachine):
             event("a quarantine started")
             self.check_evidence(start.tag, start.causes, outcome.verdicts[start.tag].results)
             assert start.tag not in in_force, f"{start.tag} quarantined again while quarantined"
+        if decision.quarantines:
+            self.check_started_above_the_floor(decision.quarantines)
         for tag, verdict in outcome.verdicts.items():
             for r in verdict.results:
                 if r.result in (Result.passed, Result.fail):
@@ -305,6 +353,24 @@ class SafetyMachine(RuleBasedStateMachine):
                 f"{tag}: {cause} had no failing round in a row before ({history[-3:]})"
             )
 
+    def check_started_above_the_floor(self, starts: Sequence[QuarantineStart]) -> None:
+        """No quarantine starts where it would at once have to be withheld: with it and every
+        quarantine in force counted (none withheld), usable stays at or over the floor. One of an
+        endpoint a human entry already names takes no capacity, so the floor does not stop it."""
+        human = [
+            *(e for e in self.builtin if active_at(e, self.now)),
+            *self.store.active_exclusions(MODEL, self.now),
+        ]
+        in_force = [q for q in self.store.quarantines(MODEL) if q.until > self.now]
+        usable = usable_of(self.listed, [*human, *in_force])
+        for start in starts:
+            if any(names(h.tag, start.tag) for h in human):
+                continue
+            assert len(usable) >= self.floor, (
+                f"{start.tag} quarantined below the floor: {len(usable)} usable with it counted, "
+                f"floor {self.floor}"
+            )
+
     @rule(tag=st.sampled_from(TAGS))
     def endpoint_appears_or_vanishes(self, tag: str) -> None:
         self.listed ^= {tag}  # seen by the next round's listing
@@ -323,6 +389,16 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @rule(tag=st.sampled_from(ENTRY_TAGS), force=st.booleans())
     def operator_excludes(self, tag: str, force: bool) -> None:
+        self.exclude(tag, force)
+
+    @rule(data=st.data())
+    def operator_forces_out_a_usable_endpoint(self, data: st.DataObject) -> None:
+        """The way floor episodes are opened by hand: a usable endpoint excluded with force."""
+        usable = self.view().publication.usable
+        if usable:
+            self.exclude(data.draw(st.sampled_from(usable)), force=True)
+
+    def exclude(self, tag: str, force: bool) -> None:
         before = self.publication()
         episode_open = any(e.open for e in self.view().episodes)
         try:
@@ -333,8 +409,11 @@ class SafetyMachine(RuleBasedStateMachine):
             )  # fmt: skip
         except FloorRefused:
             event("an exclusion was refused by the floor")
+            if self.rounds == 0:
+                event("an exclusion before the first listing was refused")
             assert not force
             return
+        assert force or self.rounds > 0, f"{tag} excluded unforced before the first listing"
         self.changed()
         self.synced_at = self.now  # an add records the floor of its publication, in its transaction
         after = self.publication()
@@ -407,10 +486,16 @@ class SafetyMachine(RuleBasedStateMachine):
             assert document["floor_breached"] is False and document["usable_endpoints"] is None
             return
         listed = {e.tag for e in listing}
-        published = [e for e in p.entries]
-        usable = {tag for tag in listed if not any(names(e.tag, tag) for e in published)}
+        published = list(p.entries)
+        usable = usable_of(listed, published)
         assert document["usable_endpoints"] == len(usable)
         assert document["floor_breached"] is (len(usable) < self.floor)
+        for entry in p.withheld:
+            again = usable_of(listed, [*published, entry])
+            assert len(again) < self.floor, (
+                f"{entry.tag} withheld, though {len(again)} would be usable with it published "
+                f"(floor {self.floor})"
+            )
         if p.withheld:
             event("a quarantine was withheld")
         if p.breached:
@@ -431,6 +516,27 @@ class SafetyMachine(RuleBasedStateMachine):
         if self.synced_at is not None and view.listing is not None:
             open_now = any(e.open for e in episodes)
             assert open_now is self.publication(self.synced_at).breached
+
+    @invariant()
+    def one_floor_held_row_per_withholding(self) -> None:
+        view = self.view()
+        held, back = WITHHOLDING_ROWS
+        for quarantine_id, withheld in view.withheld_mark.items():
+            rows = (
+                view.withholdings[(held, quarantine_id)],
+                view.withholdings[(back, quarantine_id)],
+            )
+            assert rows[0] == rows[1] + withheld, (
+                f"quarantine {quarantine_id}: {rows[0]} floor_held and {rows[1]} republished rows, "
+                f"{'' if withheld else 'not '}withheld now"
+            )
+        if self.synced_at is not None and view.listing is not None:
+            marked = {
+                q.id
+                for q in view.open_quarantines
+                if view.withheld_mark[q.id] and q.until > self.synced_at
+            }
+            assert marked == {e.id for e in self.publication(self.synced_at).withheld}
 
     @invariant()
     def until_never_moves_earlier_except_by_a_release(self) -> None:

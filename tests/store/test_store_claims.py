@@ -3,11 +3,15 @@ the same tests on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import pytest
+from racing import race
 
-from canary.core.model import Contract, EndpointState, Streak
+from canary.core.model import Contract, EndpointState, Event, EventKind, Streak
+from canary.round_budget import DayBudget
 from canary.store import Store
 from canary.store._claims import RoundLost
 
@@ -61,4 +65,63 @@ def test_the_days_budget_is_reserved_by_compare_and_set(store: Store, model: str
     assert store.budget_reserved(day, 0.0) == 0.75
     store.release_budget(day, 0.1)
     assert store.budget_reserved(day, 0.0) == pytest.approx(0.65)
-    assert store.claim_budget_alert(day, T0) and not store.claim_budget_alert(day, T0)
+
+
+def test_the_days_budget_alert_is_recorded_once_with_its_audit_row(
+    store: Store, model: str
+) -> None:
+    day = "2026-05-02"
+    store.budget_reserved(day, 0.0)  # the round reserved from the day's row first
+    event = Event(EventKind.budget, model, None, {"skipped": ["a"], "alert": True})
+    last = store.last_budget_alert()
+    at = datetime(2026, 5, 2, 9, 0, tzinfo=UTC)
+
+    def record(decided_on: datetime | None) -> bool:
+        return store.record_budget_alert(
+            day, event, last_alert_at=decided_on, actor="canary", policy_version="p-1", at=at
+        )
+
+    assert record(last)
+    assert not record(last)  # another replica decided on the same last alert: nothing written
+    assert store.last_budget_alert() == at
+    [row] = store.audit(model, events=["budget"])
+    assert row.at == at and row.actor == "canary" and row.policy_version == "p-1"
+
+
+class DecideTogether:
+    """The real store, except that each replica's first read of the last budget alert returns
+    only once every replica has read it: all decide on the same last alert, then race to record
+    it (without this, threads started together still mostly run one after the other)."""
+
+    def __init__(self, store: Store, barrier: threading.Barrier) -> None:
+        self._store = store
+        self._barrier = barrier
+        self._first = True
+
+    def last_budget_alert(self) -> datetime | None:
+        last = self._store.last_budget_alert()
+        if self._first:
+            self._first = False
+            self._barrier.wait(timeout=30)
+        return last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_replicas_racing_for_the_days_budget_alert_record_it_once(store: Store, model: str) -> None:
+    day = "2026-05-03"
+    store.budget_reserved(day, 0.0)
+    now = datetime(2026, 5, 3, 10, 0, tzinfo=UTC)
+    skipped = [("rest-a", "budget: not sampled")]
+    replicas = 4
+    together = threading.Barrier(replicas)
+
+    def replica(i: int) -> bool:
+        seen = cast(Store, DecideTogether(store, together))
+        budget = DayBudget(seen, 1.0, day, 0.0)
+        sent = budget.alert(model, skipped, now, actor=f"replica-{i}", policy_version="p-1")
+        return sent is not None
+
+    assert sorted(race(replicas, replica)) == [False] * (replicas - 1) + [True]
+    assert len(store.audit(model, events=["budget"])) == 1

@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+
+from racing import race
 
 from canary.core.model import Event, EventKind
 from canary.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-R = TypeVar("R")
-
-
-def _race(n: int, work: Callable[[int], R]) -> list[R]:
-    """Run work(i) in n threads released together; return their results in thread order."""
-    barrier = threading.Barrier(n)
-    results: list[R | None] = [None] * n
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = work(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(60)
-    if errors:
-        raise errors[0]
-    return [r for r in results if r is not None]
 
 
 def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, model: str) -> None:
@@ -89,7 +64,7 @@ def test_two_notifiers_never_claim_the_same_row(store: Store, model: str) -> Non
         store.record_audit(Event(EventKind.model_wide, model, None, {"i": i}), "r", "p-1", T0)
         for i in range(40)
     }
-    batches = _race(
+    batches = race(
         2, lambda _i: [r.id for r in store.pending_notifications(T0, 25, {"model_wide"})]
     )
     claimed = [i for batch in batches for i in batch]
@@ -125,7 +100,7 @@ def test_the_lease_is_held_until_it_expires_then_taken_over(store: Store, model:
 def test_racing_holders_exactly_one_wins_each_lease(store: Store, model: str) -> None:
     names = [f"race:{model}:{i}" for i in range(10)]
     for name in names:
-        winners = _race(
+        winners = race(
             4,
             lambda i, name=name: (
                 f"holder-{i}" if store.try_acquire_lease(name, f"holder-{i}", T0, 60) else ""
