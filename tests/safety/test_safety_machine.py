@@ -68,7 +68,7 @@ from canary.deciding import ModelDecisions
 from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
 from canary.store._layers import FloorEpisodeRow, floor_episode_row
-from canary.store._state import quarantine_row
+from canary.store.plain_reads import quarantine_row
 
 MODEL = "acme/safety-1"
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
