@@ -228,6 +228,7 @@ class Daemon:
                 round_verdicts=pruned.round_verdicts,
                 endpoint_snapshots=pruned.endpoint_snapshots,
                 ttft_buckets=pruned.ttft_buckets,
+                latency_figures=pruned.latency_figures,
                 complete=pruned.complete,
                 duration_s=round(time.monotonic() - started, 3),
             )

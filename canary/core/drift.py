@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from canary.core.model import Endpoint
-from canary.core.stats import histogram_percentiles
+from canary.core.stats import window_figures
 
 PRESENCE = "presence"
 CAPACITY = "capacity"
@@ -213,22 +213,26 @@ def _capacity_change(model: str, was: int, now: int, floor: int) -> DriftChange 
 def ttft_health(
     histogram: Mapping[int, tuple[int, float]], bound_p95_s: float, *, min_samples: int = 1
 ) -> tuple[str, dict[str, float | int | None]]:
-    """Our own time-to-first-token figures for one endpoint over a window, and a state.
-
-    ``degraded`` when p95 is over ``bound_p95_s``, ``healthy`` otherwise, ``unknown`` with fewer
-    than ``min_samples`` samples. Information only: it never quarantines on its own. The window's
-    samples come as a latency histogram (:func:`canary.core.stats.histogram_of`); percentiles are
-    nearest-rank over it (:func:`canary.core.stats.histogram_percentiles`).
+    """Our own time-to-first-token figures for one endpoint over a window, and a state
+    (:func:`ttft_state`). The window's samples come as a latency histogram
+    (:func:`canary.core.stats.histogram_of`); percentiles are nearest-rank over it
+    (:func:`canary.core.stats.histogram_percentiles`).
     """
-    n = sum(count for count, _ in histogram.values())
-    figures: dict[str, float | int | None] = {
-        **histogram_percentiles(histogram, (50, 95, 99)),
-        "n": n,
-    }
+    figures = window_figures(histogram)
+    return ttft_state(figures, bound_p95_s, min_samples=min_samples), figures
+
+
+def ttft_state(
+    figures: Mapping[str, float | int | None], bound_p95_s: float, *, min_samples: int = 1
+) -> str:
+    """``degraded`` when the window's p95 is over ``bound_p95_s``, ``healthy`` otherwise,
+    ``unknown`` with fewer than ``min_samples`` samples. Information only: it never quarantines
+    on its own."""
+    n = figures.get("n") or 0
     if not n or n < min_samples:
-        return "unknown", figures
-    p95 = figures["p95"]
-    return ("degraded" if p95 is not None and p95 > bound_p95_s else "healthy"), figures
+        return "unknown"
+    p95 = figures.get("p95")
+    return "degraded" if p95 is not None and p95 > bound_p95_s else "healthy"
 
 
 def _fmt(value: float) -> str:

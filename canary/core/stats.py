@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
 
 def percentiles(
@@ -87,3 +88,13 @@ def _at_rank(ordered: Sequence[tuple[int, int, float]], rank: int) -> float | No
         if seen >= rank:
             return top
     return None
+
+
+# The windows of the latency figures, by name.
+LATENCY_WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+
+
+def window_figures(histogram: Mapping[int, tuple[int, float]]) -> dict[str, float | int | None]:
+    """``{p50, p95, p99, n}`` of one window's histogram (percentiles None without samples)."""
+    n = sum(count for count, _ in histogram.values())
+    return {**histogram_percentiles(histogram, (50, 95, 99)), "n": n}

@@ -16,7 +16,7 @@ from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import require_held
 from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase, plain
-from canary.store.plain_reads import EMPTY_LISTING, contract_result_row
+from canary.store.plain_reads import EMPTY_LISTING, WindowFigures, contract_result_row
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
 
 
@@ -58,6 +58,13 @@ class ReadsMixin(StoreBase):
         (whole hours), read on one connection."""
         with self._read() as conn:
             return plain_reads.ttft_histograms_of(plain(conn), models, day_since, week_since)
+
+    def latency_figures_of(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, WindowFigures]]]:
+        """Per model and tag, the latency figures by window as of the model's latest round."""
+        with self._read() as conn:
+            return plain_reads.latency_figures_of(plain(conn), models)
 
     def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
         """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first:

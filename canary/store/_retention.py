@@ -52,6 +52,7 @@ class Pruned:
     round_verdicts: int = 0
     endpoint_snapshots: int = 0
     ttft_buckets: int = 0
+    latency_figures: int = 0
     complete: bool = True
 
     @property
@@ -90,6 +91,11 @@ class RetentionMixin(AuditMixin):
             counts[table.name] = self._prune_by_round(table, cutoff, should_stop)
         counts["endpoint_snapshots"] = self._prune_snapshots(cutoff, should_stop)
         counts["ttft_buckets"] = self._prune_histograms(cutoff, should_stop)
+        with self._write() as conn:  # one row per endpoint and window: figures of gone endpoints
+            figures = t.latency_figures
+            counts["latency_figures"] = conn.execute(
+                delete(figures).where(figures.c.at < cutoff)
+            ).rowcount
         return Pruned(**counts, complete=not should_stop())
 
     def _prune_by_round(

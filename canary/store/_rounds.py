@@ -33,6 +33,7 @@ from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import RoundLost, require_held
 from canary.store._extra import DECIDING, abandoned_detail
 from canary.store.engine import StoreBase, plain
+from canary.store.latency import refresh_latency_figures
 from canary.store.plain_reads import contract_result_row, round_row
 from canary.store.rows import (
     ContractResultRow,
@@ -95,21 +96,21 @@ class RoundsMixin(StoreBase):
             if holder is not None and (row.runner_id != holder or row.status == "abandoned"):
                 raise RoundLost(round_id, holder)
             ended = status if row.status == "running" else row.status
+            ended_at = at or _utcnow()
             conn.execute(
                 update(t.rounds)
                 .where(r.id == round_id)
                 .values(
                     status=ended,
-                    finished_at=at or _utcnow(),
+                    finished_at=ended_at,
                     cost_usd=cost_usd,
                     skipped=[dict(s) for s in skipped],
                     detail={**(row.detail or {}), **(detail or {})},
                 )
             )
             if row.status == "running" and ended == "finished":
-                count_latency(conn, round_id)
+                count_latency(conn, round_id, ended_at)
             if audit is not None:
-                ended_at = at or _utcnow()
                 write_audit(
                     conn, audit.events, audit.actor, audit.policy_version, ended_at, round_id
                 )
@@ -354,24 +355,29 @@ def finish_decided(
         conn.execute(
             update(t.rounds).where(r.id == round_id).values(status="finished", finished_at=at)
         )
-        count_latency(conn, round_id)
+        count_latency(conn, round_id, at)
     slot: datetime = row.scheduled_at
     return slot
 
 
-def count_latency(conn: Connection, round_id: int) -> None:
+def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
     """Count a finishing round's times to first token (attributed probes only) into
-    ``ttft_buckets``, in the transaction that finishes it: once per round, and never for an
-    abandoned attempt."""
+    ``ttft_buckets``, and bring its model's latency figures up to ``at``, in the transaction
+    that finishes it: once per round, and never for an abandoned attempt."""
+    model = conn.execute(select(t.rounds.c.model).where(t.rounds.c.id == round_id)).scalar_one()
     p = t.probes.c
     samples = conn.execute(
         select(p.model, p.tag, p.at, p.ttft_s).where(
             p.round_id == round_id, p.ttft_s.is_not(None), p.attribution_ok.is_(True)
         )
     )
-    buckets = bucket_rows((m, tag, at, float(s)) for m, tag, at, s in samples)
-    if not buckets:
-        return
+    buckets = bucket_rows((m, tag, when, float(s)) for m, tag, when, s in samples)
+    if buckets:
+        _count_buckets(conn, buckets)
+    refresh_latency_figures(conn, model, at)
+
+
+def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
     table = t.ttft_buckets
     stmt = _upsert(conn, table)
     stmt = stmt.on_conflict_do_update(

@@ -19,10 +19,9 @@ from urllib.parse import unquote
 
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
-from canary.core.stats import Histogram
 from canary.store import plain_reads
 from canary.store.plain import SQLITE_BUSY_TIMEOUT_MS, Dialect, Reader, normalise_url
-from canary.store.plain_reads import ModelLayers
+from canary.store.plain_reads import ModelLayers, WindowFigures
 from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow
 
 if TYPE_CHECKING:
@@ -200,11 +199,11 @@ class LightStore:
         with self._read() as r:
             return plain_reads.latest_snapshots(r, models)
 
-    def ttft_histograms_of(
-        self, models: Sequence[str], day_since: datetime, week_since: datetime
-    ) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]:
+    def latency_figures_of(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, WindowFigures]]]:
         with self._read() as r:
-            return plain_reads.ttft_histograms_of(r, models, day_since, week_since)
+            return plain_reads.latency_figures_of(r, models)
 
     def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]:
         with self._read() as r:

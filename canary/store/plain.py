@@ -35,6 +35,7 @@ KINDS: dict[str, dict[str, Kind]] = {
     },
     "probes": {"attribution_ok": "bool", "ttft_censored": "bool", "at": "time"},
     "ttft_buckets": {"hour": "time"},
+    "latency_figures": {"at": "time"},
     "contract_results": {"language_anomaly": "bool"},
     "round_verdicts": {},
     "endpoint_state": {

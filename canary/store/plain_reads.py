@@ -163,8 +163,9 @@ class ModelLayers:
 # --- queries -------------------------------------------------------------------------------------
 
 # Distinct values read by hopping along an index, one step a value, instead of reading every row
-# (neither SQLite nor PostgreSQL does this on their own): the models of ``rounds``, and one
-# model's tags in ``endpoint_snapshots`` and ``round_verdicts`` with each tag's latest round.
+# (neither SQLite nor PostgreSQL does this on their own): the models of ``rounds``; and, for each
+# model of a list, its tags in ``endpoint_snapshots`` and ``round_verdicts`` (with each tag's
+# latest judged round), all models in one statement.
 DISTINCT_ROUND_MODELS = (
     "WITH RECURSIVE m(model) AS ("
     " SELECT min(model) FROM rounds"
@@ -173,39 +174,39 @@ DISTINCT_ROUND_MODELS = (
     " WHERE m.model IS NOT NULL"
     ") SELECT model FROM m WHERE model IS NOT NULL"
 )
-LISTED_TAGS = (
-    "WITH RECURSIVE d(tag) AS ("
-    " SELECT min(tag) FROM endpoint_snapshots WHERE model = :model"
-    " UNION ALL"
-    " SELECT (SELECT min(s.tag) FROM endpoint_snapshots s WHERE s.model = :model AND s.tag > d.tag)"
-    " FROM d WHERE d.tag IS NOT NULL"
-    ") SELECT tag FROM d WHERE tag IS NOT NULL"
-)
+
+
+def _models_table(models: Sequence[str], params: dict[str, object]) -> str:
+    """A derived table ``(model)`` of ``models``: ``SELECT ... UNION ALL SELECT ...``."""
+    selects = []
+    for i, model in enumerate(models):
+        params[f"mt_{i}"] = model
+        selects.append(f"SELECT CAST(:mt_{i} AS VARCHAR(200)) AS model")
+    return " UNION ALL ".join(selects)
+
+
+def _tags_walk(table: str, models: Sequence[str], params: dict[str, object]) -> str:
+    """``d(model, tag)``: each model's distinct tags in ``table``, down its (model, tag) index."""
+    return (
+        f"WITH RECURSIVE m(model) AS ({_models_table(models, params)}),"
+        " d(model, tag) AS ("
+        f" SELECT m.model, (SELECT min(x.tag) FROM {table} x WHERE x.model = m.model) FROM m"
+        " UNION ALL"
+        f" SELECT d.model, (SELECT min(x.tag) FROM {table} x"
+        " WHERE x.model = d.model AND x.tag > d.tag) FROM d WHERE d.tag IS NOT NULL)"
+    )
+
+
 # each tag's latest verdict of a round not abandoned: down the (model, tag, round_id) index
-LATEST_JUDGED_ROUNDS = (
-    "WITH RECURSIVE d(tag) AS ("
-    " SELECT min(tag) FROM round_verdicts WHERE model = :model"
-    " UNION ALL"
-    " SELECT (SELECT min(v.tag) FROM round_verdicts v WHERE v.model = :model AND v.tag > d.tag)"
-    " FROM d WHERE d.tag IS NOT NULL"
-    ") SELECT tag, (SELECT v.round_id FROM round_verdicts v"
-    " WHERE v.model = :model AND v.tag = d.tag AND NOT EXISTS (SELECT 1 FROM rounds r"
+_LATEST_JUDGED = (
+    " SELECT d.model AS model, d.tag AS tag, (SELECT v.round_id FROM round_verdicts v"
+    " WHERE v.model = d.model AND v.tag = d.tag AND NOT EXISTS (SELECT 1 FROM rounds r"
     " WHERE r.id = v.round_id AND r.status = 'abandoned')"  # ix_rounds_abandoned, not a join
-    " ORDER BY v.round_id DESC LIMIT 1) AS round_id FROM d WHERE tag IS NOT NULL"
-)
-# no ORDER BY: it lets SQLite walk the model's (model, tag) index through every snapshot
-_LATEST_SNAPSHOT = (
-    "SELECT tag, meta, id FROM endpoint_snapshots WHERE model = :model"
-    " AND at = (SELECT max(at) FROM endpoint_snapshots WHERE model = :model)"
+    " ORDER BY v.round_id DESC LIMIT 1) AS round_id FROM d WHERE d.tag IS NOT NULL"
 )
 _ACTIVE_RUNTIME = (
     "SELECT * FROM exclusions WHERE removed_at IS NULL AND (until IS NULL OR until > :now)"
 )
-_MODEL_QUARANTINES = (
-    "SELECT * FROM quarantines WHERE model = :model AND released_at IS NULL AND until > :now"
-    " ORDER BY tag, id"
-)
-_OPEN_EPISODE = "SELECT id FROM floor_episodes WHERE open_model = :model"
 
 
 def known_models(r: Reader) -> list[str]:
@@ -217,34 +218,52 @@ def known_models(r: Reader) -> list[str]:
 def known_tags_of(r: Reader, models: Sequence[str]) -> dict[str, list[str]]:
     """Each model's endpoint tags that have a state or were ever listed."""
     out: dict[str, set[str]] = {m: set() for m in models}
+    if not out:
+        return {}
     params: dict[str, object] = {}
     sql = f"SELECT model, tag FROM endpoint_state WHERE model IN {in_list('m', out, params)}"
     for row in r.rows(sql, params):
         out[row.model].add(row.tag)
-    for model in out:
-        out[model].update(r.scalars(LISTED_TAGS, {"model": model}))
+    walk: dict[str, object] = {}
+    sql = _tags_walk("endpoint_snapshots", list(out), walk)
+    for model, tag in r.values(sql + " SELECT model, tag FROM d WHERE tag IS NOT NULL", walk):
+        out[model].add(tag)
     return {m: sorted(tags - {EMPTY_LISTING}) for m, tags in out.items()}
-
-
-def snapshot_on(r: Reader, model: str) -> dict[str, dict[str, Any]] | None:
-    """The model's latest snapshot: meta by tag; None when never listed."""
-    rows = sorted(
-        r.rows(_LATEST_SNAPSHOT, {"model": model}, table="endpoint_snapshots"),
-        key=lambda row: (row.tag, row.id),
-    )
-    if not rows:
-        return None
-    return {row.tag: dict(row.meta) for row in rows if row.tag != EMPTY_LISTING}
 
 
 def latest_snapshots(
     r: Reader, models: Sequence[str]
 ) -> dict[str, dict[str, dict[str, Any]] | None]:
-    return {model: snapshot_on(r, model) for model in dict.fromkeys(models)}
+    """Each model's latest snapshot, meta by tag (None when never listed); one statement, each
+    model's latest time read down its (model, at) index."""
+    out: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(models)
+    if not out:
+        return {}
+    params: dict[str, object] = {}
+    sql = (
+        "SELECT s.model AS model, s.tag AS tag, s.meta AS meta, s.id AS id"
+        " FROM endpoint_snapshots s JOIN (SELECT m.model AS model,"
+        " (SELECT max(x.at) FROM endpoint_snapshots x WHERE x.model = m.model) AS at"
+        f" FROM ({_models_table(list(out), params)}) m) latest"
+        " ON s.model = latest.model AND s.at = latest.at"
+    )
+    rows = r.rows(sql, params, table="endpoint_snapshots")
+    for row in sorted(rows, key=lambda row: (row.model, row.tag, row.id)):
+        snapshot = out[row.model]
+        if snapshot is None:
+            snapshot = out[row.model] = {}
+        if row.tag != EMPTY_LISTING:
+            snapshot[row.tag] = dict(row.meta)
+    return out
+
+
+def snapshot_on(r: Reader, model: str) -> dict[str, dict[str, Any]] | None:
+    """The model's latest snapshot: meta by tag; None when never listed."""
+    return latest_snapshots(r, [model])[model]
 
 
 def latest_listings(r: Reader, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
-    return {m: listing_of(snapshot_on(r, m)) for m in dict.fromkeys(models)}
+    return {m: listing_of(s) for m, s in latest_snapshots(r, models).items()}
 
 
 def active_runtime(r: Reader, model: str | None, now: datetime) -> list[Exclusion]:
@@ -257,34 +276,56 @@ def active_runtime(r: Reader, model: str | None, now: datetime) -> list[Exclusio
 
 
 def layers_on(r: Reader, model: str, now: datetime) -> ModelLayers:
-    rows = [
-        quarantine_row(row)
-        for row in r.rows(_MODEL_QUARANTINES, {"model": model, "now": now}, table="quarantines")
-    ]
-    quarantines = tuple(
-        Exclusion(
-            model=q.model,
-            tag=q.tag,
-            layer=Layer.quarantine,
-            reason=q.reason,
-            since=q.started_at,
-            until=q.until,
-            evidence=q.evidence,
-            id=q.id,
-            causes=q.causes,
-        )
-        for q in rows
-    )
-    episode_open = bool(r.scalars(_OPEN_EPISODE, {"model": model}))
-    record = FloorRecord({q.id: q.tag for q in rows if q.withheld_at is not None}, episode_open)
-    return ModelLayers(
-        listing_of(snapshot_on(r, model)), tuple(active_runtime(r, model, now)), quarantines, record
-    )
+    return model_layers(r, [model], now)[model]
 
 
 def model_layers(r: Reader, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
-    """Listing, runtime entries, active quarantines and the floor record of each model."""
-    return {m: layers_on(r, m, now) for m in dict.fromkeys(models)}
+    """Listing, runtime entries, active quarantines and the floor record of each model: four
+    statements whatever the number of models."""
+    wanted = list(dict.fromkeys(models))
+    if not wanted:
+        return {}
+    params: dict[str, object] = {"now": now}
+    named = in_list("m", wanted, params)
+    held: dict[str, list[QuarantineRow]] = {m: [] for m in wanted}
+    sql = (
+        f"SELECT * FROM quarantines WHERE model IN {named} AND released_at IS NULL"
+        " AND until > :now ORDER BY model, tag, id"
+    )
+    for row in r.rows(sql, params, table="quarantines"):
+        held[row.model].append(quarantine_row(row))
+    sql = f"SELECT open_model FROM floor_episodes WHERE open_model IN {named}"
+    open_episodes = set(r.scalars(sql, params))
+    runtime: dict[str, list[Exclusion]] = {m: [] for m in wanted}
+    sql = f"{_ACTIVE_RUNTIME} AND model IN {named} ORDER BY model, tag, id"
+    for row in r.rows(sql, params, table="exclusions"):
+        runtime[row.model].append(runtime_exclusion(row))
+    snapshots = latest_snapshots(r, wanted)
+    out = {}
+    for model in wanted:
+        rows = held[model]
+        quarantined = tuple(
+            Exclusion(
+                model=q.model,
+                tag=q.tag,
+                layer=Layer.quarantine,
+                reason=q.reason,
+                since=q.started_at,
+                until=q.until,
+                evidence=q.evidence,
+                id=q.id,
+                causes=q.causes,
+            )
+            for q in rows
+        )
+        withheld = {q.id: q.tag for q in rows if q.withheld_at is not None}
+        out[model] = ModelLayers(
+            listing_of(snapshots[model]),
+            tuple(runtime[model]),
+            quarantined,
+            FloorRecord(withheld, model in open_episodes),
+        )
+    return out
 
 
 def quarantines(
@@ -361,10 +402,12 @@ def latest_results_of(
     it: two queries in all. An abandoned attempt's verdicts are left out (its decision never
     came)."""
     out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
+    if not out:
+        return out
+    walk: dict[str, object] = {}
     latest = {
-        (model, row.tag): row.round_id
-        for model in out
-        for row in r.rows(LATEST_JUDGED_ROUNDS, {"model": model})
+        (row.model, row.tag): row.round_id
+        for row in r.rows(_tags_walk("round_verdicts", list(out), walk) + _LATEST_JUDGED, walk)
         if row.round_id is not None
     }
     if not latest:
@@ -435,6 +478,38 @@ def ttft_recent(r: Reader, model: str, since: datetime, per_tag: int) -> dict[st
     return out
 
 
+@dataclass(frozen=True)
+class WindowFigures:
+    """One endpoint's time-to-first-token figures over one window ending ``at``."""
+
+    at: datetime
+    n: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "n": self.n}
+
+
+_FIGURES = "SELECT model, tag, span, at, n, p50, p95, p99 FROM latency_figures WHERE model IN "
+
+
+def latency_figures_of(
+    r: Reader, models: Sequence[str]
+) -> dict[str, dict[str, dict[str, WindowFigures]]]:
+    """Per model and tag, the latency figures by window name (``24h``, ``7d``) as of the model's
+    latest finished round; one query for all models."""
+    out: dict[str, dict[str, dict[str, WindowFigures]]] = {m: {} for m in models}
+    params: dict[str, object] = {}
+    rows = r.rows(_FIGURES + in_list("m", out, params), params, table="latency_figures")
+    for row in rows:
+        out[row.model].setdefault(row.tag, {})[row.span] = WindowFigures(
+            row.at, row.n, row.p50, row.p95, row.p99
+        )
+    return out
+
+
 class StoreReads(Protocol):
     """What the read models (:mod:`canary.views`) and the ignore list read: the store itself, or
     a :class:`canary.store.light.LightStore` for a command that only reads."""
@@ -463,7 +538,7 @@ class StoreReads(Protocol):
     def latest_snapshots(
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, Any]] | None]: ...
-    def ttft_histograms_of(
-        self, models: Sequence[str], day_since: datetime, week_since: datetime
-    ) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]: ...
+    def latency_figures_of(
+        self, models: Sequence[str]
+    ) -> dict[str, dict[str, dict[str, WindowFigures]]]: ...
     def ttft_recent(self, model: str, since: datetime, per_tag: int) -> dict[str, list[float]]: ...

@@ -189,6 +189,23 @@ ttft_buckets = Table(
     Index(None, "model", "hour", "tag", "bucket", "n", "top"),
 )
 
+# Each endpoint's latency figures over the 24 h and 7 d windows (a row per window, ``span``), as
+# of the end of its model's latest finished round (``at``): computed from ``ttft_buckets`` in the
+# transaction that finishes the round, so operators read two rows per endpoint instead of every
+# bucket of a week. Between rounds no sample arrives, so the figures stand until the next one.
+latency_figures = Table(
+    "latency_figures",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+    Column("span", String(8), primary_key=True),  # 24h | 7d
+    _when("at"),
+    _int("n"),
+    _float("p50", null=True),
+    _float("p95", null=True),
+    _float("p99", null=True),
+)
+
 contract_results = Table(
     "contract_results",
     metadata,

@@ -1,9 +1,11 @@
 """Tail latency per endpoint, as operators see it: our own time to first token over the last 24 h
 and 7 days, beside the model's other endpoints and OpenRouter's advertised figures.
 
-The state (``healthy`` | ``degraded`` | ``unknown``) is :func:`canary.core.drift.ttft_health` of
-the last 24 h against ``latency_degraded_p95_s``. It is information only: it never quarantines,
-and it is kept apart from the routing state (healthy, suspect, quarantined, excluded).
+The figures are the store's as of each model's latest finished round (no sample arrives between
+rounds); a window that ended longer ago than its length holds no sample now. The state
+(``healthy`` | ``degraded`` | ``unknown``) is :func:`canary.core.drift.ttft_state` of the last
+24 h against ``latency_degraded_p95_s``. It is information only: it never quarantines, and it is
+kept apart from the routing state (healthy, suspect, quarantined, excluded).
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from canary.core.drift import ttft_health
-from canary.core.stats import Histogram
+from canary.core.drift import ttft_state
+from canary.core.stats import LATENCY_WINDOWS
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import StoreReads
+    from canary.store.plain_reads import StoreReads, WindowFigures
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
-WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+NO_SAMPLE: dict[str, float | int | None] = {"p50": None, "p95": None, "p99": None, "n": 0}
+
+Figures = Mapping[str, float | int | None]  # {p50, p95, p99, n} of one window
 
 
 @dataclass(frozen=True)
@@ -53,38 +57,45 @@ def _rounded(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def latencies(
-    day: Mapping[str, Histogram],
-    week: Mapping[str, Histogram],
+    day: Mapping[str, Figures],
+    week: Mapping[str, Figures],
     advertised: Mapping[str, Mapping[str, Any]],
     tags: Iterable[str],
     bound_p95_s: float,
     recent: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, Latency]:
-    """Pure: each tag's :class:`Latency` from its latency histogram per window, the latest
-    snapshot's metadata by tag (``advertised``) and its latest samples, oldest first (``recent``:
-    the sparkline)."""
+    """Pure: each tag's :class:`Latency` from its figures per window (``{p50, p95, p99, n}``;
+    a tag without any has no sample), the latest snapshot's metadata by tag (``advertised``) and
+    its latest samples, oldest first (``recent``: the sparkline)."""
     tags = sorted({*tags, *day, *week})
     recent = recent or {}
-    health = {tag: ttft_health(day.get(tag, {}), bound_p95_s) for tag in tags}
-    p95s = {tag: figures["p95"] for tag, (_, figures) in health.items()}
+    day_of = {tag: dict(day.get(tag) or NO_SAMPLE) for tag in tags}
+    p95s = {tag: figures["p95"] for tag, figures in day_of.items()}
     out = {}
     for tag in tags:
-        state, figures = health[tag]
+        figures = day_of[tag]
         peers = [float(v) for other, v in p95s.items() if other != tag and v is not None]
-        _, week_figures = ttft_health(week.get(tag, {}), bound_p95_s)
         meta = advertised.get(tag) or {}
         openrouter = meta.get("latency_last_30m")
         out[tag] = Latency(
-            state=state,
+            state=ttft_state(figures, bound_p95_s),
             bound_p95_s=bound_p95_s,
             day=_rounded(figures),
-            week=_rounded(week_figures),
+            week=_rounded(dict(week.get(tag) or NO_SAMPLE)),
             peers_p95_24h_s=round(statistics.median(peers), 3) if peers else None,
             peers_n=len(peers),
             openrouter_ms=dict(openrouter) if isinstance(openrouter, Mapping) else None,
             spark=tuple(recent.get(tag, ())[-SPARK_POINTS:]),
         )
     return out
+
+
+def current(figures: WindowFigures | None, span: str, now: datetime) -> Figures | None:
+    """A window's stored figures as they stand at ``now``: none once the window (which ended with
+    the model's latest round) lies wholly in the past."""
+    if figures is None or now - figures.at >= LATENCY_WINDOWS[span]:
+        return None
+    return figures.as_dict()
 
 
 def fleet_latencies(
@@ -97,15 +108,18 @@ def fleet_latencies(
     spark: bool = False,
 ) -> dict[str, dict[str, Latency]]:
     """Each model's :class:`Latency` by tag (its known ``tags_of`` and those of its latest
-    listing): both windows' histograms and the latest snapshots read once for all models; for
-    ``spark``, each tag's latest samples of the last 24 h (only the status page draws them)."""
-    histograms = store.ttft_histograms_of(models, now - WINDOWS["24h"], now - WINDOWS["7d"])
+    listing): the figures and the latest snapshots read once for all models; for ``spark``,
+    each tag's latest samples of the last 24 h (only the status page draws them)."""
+    figures_of = store.latency_figures_of(models)
     snapshots = store.latest_snapshots(models)
     out = {}
     for model in models:
-        day, week = histograms[model]
+        stored = figures_of[model]
+        day = {t: f for t, w in stored.items() if (f := current(w.get("24h"), "24h", now))}
+        week = {t: f for t, w in stored.items() if (f := current(w.get("7d"), "7d", now))}
         advertised = snapshots[model] or {}
-        recent = store.ttft_recent(model, now - WINDOWS["24h"], SPARK_POINTS) if spark else None
+        since = now - LATENCY_WINDOWS["24h"]
+        recent = store.ttft_recent(model, since, SPARK_POINTS) if spark else None
         tags = (*tags_of.get(model, ()), *advertised)
         out[model] = latencies(day, week, advertised, tags, bound_p95_s, recent)
     return out

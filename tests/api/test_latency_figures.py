@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from canary.core.stats import histogram_of
+from canary.core.stats import histogram_of, window_figures
 from canary.views.cost import skipped_json
 from canary.views.latency import Latency
-from canary.views.latency import latencies as latencies_of_histograms
+from canary.views.latency import latencies as latencies_of_figures
 
 BOUND = 5.0
 
@@ -22,10 +22,10 @@ def latencies(
     bound: float,
     recent: dict[str, list[float]] | None = None,
 ) -> dict[str, Latency]:
-    """The pure read model fed with raw samples, binned as the store bins them."""
-    return latencies_of_histograms(
-        {tag: histogram_of(v) for tag, v in day.items()},
-        {tag: histogram_of(v) for tag, v in week.items()},
+    """The pure read model fed with raw samples, binned and summed up as the store does."""
+    return latencies_of_figures(
+        {tag: window_figures(histogram_of(v)) for tag, v in day.items()},
+        {tag: window_figures(histogram_of(v)) for tag, v in week.items()},
         advertised,
         tags,
         bound,
@@ -90,3 +90,18 @@ def test_skipped_endpoints_read_in_any_kept_shape() -> None:
         {"provider": "y", "reason": "budget"},
         {"provider": "x", "reason": None},
     ]
+
+
+def test_stored_figures_stand_until_their_window_has_wholly_passed() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from canary.store.plain_reads import WindowFigures
+    from canary.views.latency import current
+
+    at = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    stored = WindowFigures(at, 3, 1.0, 2.0, 2.0)
+    assert current(stored, "24h", at + timedelta(hours=23, minutes=59)) == stored.as_dict()
+    assert current(stored, "24h", at + timedelta(hours=24)) is None
+    assert current(stored, "7d", at + timedelta(days=6)) == stored.as_dict()
+    assert current(stored, "7d", at + timedelta(days=7)) is None
+    assert current(None, "24h", at) is None

@@ -52,7 +52,7 @@ def light(store: Store) -> Iterator[LightStore]:
 
 
 def _reads(s: Any, models: list[str], now: datetime) -> dict[str, Any]:
-    day, week = now - timedelta(hours=24), now - timedelta(days=7)
+    day = now - timedelta(hours=24)
     return {
         "known_models": s.known_models(),
         "known_tags_of": s.known_tags_of(models),
@@ -69,7 +69,7 @@ def _reads(s: Any, models: list[str], now: datetime) -> dict[str, Any]:
         "active_exclusions": s.active_exclusions(None, now),
         "latest_listings": s.latest_listings(models),
         "latest_snapshots": s.latest_snapshots(models),
-        "ttft_histograms_of": s.ttft_histograms_of(models, day, week),
+        "latency_figures_of": s.latency_figures_of(models),
         "ttft_recent": s.ttft_recent(models[0], day, 2),
     }
 
@@ -84,6 +84,7 @@ def test_the_light_store_reads_what_the_store_reads(
     layers = plain["model_layers"][models[1]]
     assert layers.record.episode_open, "the seed should breach the second model's floor"
     assert layers.record.withheld, "the seed should withhold a quarantine"
+    assert plain["latency_figures_of"][models[0]]["alpha"]["7d"].n == 6
     quarantine = plain["quarantines"][0]
     assert quarantine.started_at.tzinfo is UTC and isinstance(quarantine.causes, tuple)
 

@@ -192,6 +192,11 @@ def test_pruning_60_days_to_30_keeps_every_read_inside_the_window(
     # the model last listed 40 days ago keeps that listing: the next round diffs against it
     assert _count(store, t.endpoint_snapshots, fleet.gone) == len(TAGS)
     assert _count(store, t.probes, fleet.gone) == 0
+    # its latency figures (both windows of each tag, as of a round 40 days ago) go; the live
+    # model's stay
+    assert pruned.latency_figures == 2 * len(TAGS)
+    assert _count(store, t.latency_figures, fleet.gone) == 0
+    assert _count(store, t.latency_figures, fleet.model) == 2 * len(TAGS)
 
 
 def test_a_second_pass_finds_nothing_and_a_stopped_pass_deletes_nothing(

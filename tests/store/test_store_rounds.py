@@ -193,6 +193,34 @@ def test_latency_histograms_add_up_per_hour_and_split_the_windows(store: Store, 
     assert store.ttft_recent(model, T0, 3) == {"alpha": [3.0, 1.005, 2.0]}
 
 
+def test_latency_figures_follow_each_finished_round_and_never_an_abandoned_one(
+    store: Store, model: str
+) -> None:
+    """The figures operators read are the histograms' as of the model's latest finished round:
+    each window ends there; an abandoned attempt changes nothing."""
+    rounds = (
+        (T0 - timedelta(days=8), "finished", [30.0]),  # out of both windows by T0
+        (T0 - timedelta(hours=30), "finished", [4.0, 5.0]),  # in the week only
+        (T0, "finished", [1.0, 2.0, 3.0]),
+        (T0 + timedelta(minutes=30), "abandoned", [90.0]),
+    )
+    figures = {}
+    for at, status, samples in rounds:
+        rid = store.claim_round(model, at, "r", "p-1", {})
+        assert rid is not None
+        store.record_observations(
+            rid, model, [_timed("alpha", v, f"{rid}-{i}") for i, v in enumerate(samples)], at
+        )
+        store.finish_round(rid, status, at=at)
+        figures[status, at] = store.latency_figures_of([model])[model]["alpha"]
+    latest = figures["finished", T0]
+    assert latest["24h"].as_dict() == {"p50": 2.0, "p95": 3.0, "p99": 3.0, "n": 3}
+    assert latest["7d"].as_dict() == {"p50": 3.0, "p95": 5.0, "p99": 5.0, "n": 5}
+    assert latest["24h"].at == latest["7d"].at == T0
+    assert figures["finished", T0 - timedelta(days=8)]["24h"].n == 1
+    assert figures["abandoned", T0 + timedelta(minutes=30)] == latest
+
+
 def test_verdict_writes_are_idempotent_per_round_and_endpoint(store: Store, model: str) -> None:
     round_id = store.claim_round(model, T0, "r", "p-1", {})
     assert round_id is not None

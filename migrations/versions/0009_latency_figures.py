@@ -1,0 +1,61 @@
+"""Latency figures per endpoint and window, kept as of each model's latest finished round: the
+operator reads (status, the providers call, the page, /metrics) read two rows per endpoint
+instead of a week of histogram buckets (about 2,000 rows per endpoint when times vary as real
+hosts' do).
+
+Filled from the histograms as of each model's latest finished round, so the figures read the
+same after the upgrade as after that round.
+
+Revision ID: 0009
+Revises: 0008
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0009"
+down_revision: str | None = "0008"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "latency_figures",
+        sa.Column("model", sa.String(length=200), nullable=False),
+        sa.Column("tag", sa.String(length=200), nullable=False),
+        sa.Column("span", sa.String(length=8), nullable=False),
+        sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("p50", sa.Float(), nullable=True),
+        sa.Column("p95", sa.Float(), nullable=True),
+        sa.Column("p99", sa.Float(), nullable=True),
+        sa.PrimaryKeyConstraint("model", "tag", "span", name=op.f("pk_latency_figures")),
+    )
+    _backfill()
+
+
+def _backfill() -> None:
+    from canary.store.latency import refresh_latency_figures
+    from canary.store.plain import utc
+
+    bind = op.get_bind()
+    latest = bind.execute(
+        sa.text(
+            "SELECT model, max(finished_at) FROM rounds"
+            " WHERE status = 'finished' AND finished_at IS NOT NULL GROUP BY model"
+        )
+    )
+    for model, finished_at in latest.all():
+        moment = utc(finished_at)
+        if moment is not None:
+            refresh_latency_figures(bind, model, moment)
+
+
+def downgrade() -> None:
+    op.drop_table("latency_figures")
