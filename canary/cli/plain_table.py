@@ -66,7 +66,7 @@ def styled(spans: Cell, colour: bool) -> str:
 
 
 def width(spans: Cell) -> int:
-    return sum(cell_len(s.text) for s in spans)
+    return sum(len(s.text) if s.text.isascii() else cell_len(s.text) for s in spans)
 
 
 def render(title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]], colour: bool) -> str:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from collections import namedtuple
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_ZERO = timedelta(0)
 
 Kind = Literal["time", "json", "bool"]
 Dialect = Literal["sqlite", "postgresql"]
@@ -96,7 +97,7 @@ def utc(value: Any) -> datetime | None:
         return None
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
+    if value.tzinfo is None or value.utcoffset() == _ZERO:  # naive UTC, or the session's UTC
         return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
     return value.astimezone(UTC)  # type: ignore[no-any-return]
 
