@@ -114,6 +114,23 @@ def seed(
     return written
 
 
+def kept_database(name: str) -> str:
+    """A new PostgreSQL database ``name`` beside CANARY_TEST_POSTGRES_URL's (dropped first)."""
+    from sqlalchemy import create_engine, make_url, text
+
+    admin_url = make_url(
+        os.environ.get(
+            "CANARY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+        )
+    )
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return admin_url.set(database=name).render_as_string(hide_password=False)
+
+
 def time_status(url: str, models: int, runs: int, folder: Path, *extra: str) -> list[float]:
     config = folder / "canary.toml"
     config.write_text(
@@ -211,6 +228,15 @@ def main() -> None:
         default=0.35,
         help="sigma of each probe's log-normal time to first token (0: constant per round)",
     )
+    parser.add_argument(
+        "--url",
+        help="time an existing store instead (seeded by an earlier run with --keep, same sizes)",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="seed a PostgreSQL database named canary_bench_cli_<models>x<providers> and keep it",
+    )
     args = parser.parse_args()
     now = datetime.now(UTC).replace(microsecond=0)
     print(
@@ -219,6 +245,14 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="canary-bench-cli-") as tmp:
         folder = Path(tmp)
+        if args.url:
+            time_all(args, folder, "existing store", args.url)
+            return
+        if args.keep:
+            url = kept_database(f"canary_bench_cli_{args.models}x{args.providers}")
+            run(args, now, folder, "postgresql (kept)", url)
+            print(f"kept: time it again with --url {url}")
+            return
         if not args.no_sqlite:
             run(args, now, folder, "sqlite", f"sqlite:///{folder / 'canary.db'}")
         if args.no_postgres:
@@ -245,6 +279,11 @@ def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: s
     finally:
         store.dispose()
     print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
+    time_all(args, folder, name, url)
+
+
+def time_all(args: argparse.Namespace, folder: Path, name: str, url: str) -> None:
+    print(f"{name}: load average {os.getloadavg()[0]:.2f}")
     for shown, extra in (
         ("(a table per model)", ()),
         ("--json", ("--json",)),
