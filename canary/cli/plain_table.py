@@ -72,15 +72,12 @@ def width(spans: Cell) -> int:
 def render(title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]], colour: bool) -> str:
     """``title`` then the table, in the heavy-headed box rich draws by default."""
     heads = [cell(c, "bold") for c in columns]
-    widths = [width(h) for h in heads]
-    for row in rows:
-        for i, c in enumerate(row):
-            widths[i] = max(widths[i], width(c))
+    laid = [[(styled(c, colour), width(c)) for c in row] for row in (heads, *rows)]
+    widths = [max(column) for column in zip(*([w for _, w in row] for row in laid), strict=True)]
 
-    def line(cells: Sequence[Cell], bar: str) -> str:
+    def line(cells: Sequence[tuple[str, int]], bar: str) -> str:
         parts = [
-            " " + styled(c, colour) + " " * (w - width(c) + 1)
-            for c, w in zip(cells, widths, strict=True)
+            " " + text + " " * (w - used + 1) for (text, used), w in zip(cells, widths, strict=True)
         ]
         return bar + bar.join(parts) + bar
 
@@ -90,9 +87,9 @@ def render(title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]], c
     out = [
         title,
         rule("┏", "━", "┳", "┓"),
-        line(heads, "┃"),
+        line(laid[0], "┃"),
         rule("┡", "━", "╇", "┩"),
-        *(line(row, "│") for row in rows),
+        *(line(row, "│") for row in laid[1:]),
         rule("└", "─", "┴", "┘"),
     ]
     return "\n".join(out)

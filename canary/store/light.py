@@ -20,8 +20,14 @@ from urllib.parse import unquote
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 from canary.store import plain_reads
-from canary.store.plain import SQLITE_BUSY_TIMEOUT_MS, Dialect, Reader, normalise_url
-from canary.store.plain_reads import ModelLayers, WindowFigures
+from canary.store.plain import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    Dialect,
+    Reader,
+    json_loads,
+    normalise_url,
+)
+from canary.store.plain_reads import ModelLayers, WindowFigures, listing_of
 from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow
 
 if TYPE_CHECKING:
@@ -77,10 +83,12 @@ class _Postgres:
 
     def __init__(self, url: str) -> None:
         import psycopg
+        from psycopg.types.json import set_json_loads
 
         self.conn: psycopg.Connection[Any] = psycopg.connect(
             "postgresql://" + url[len(_POSTGRES) :]
         )
+        set_json_loads(json_loads, self.conn)
 
     def fetch(
         self, sql: str, params: Mapping[str, object]
@@ -106,7 +114,11 @@ def _sqlite_path(url: str) -> str:
 
 class LightStore:
     """The reads of :class:`canary.store.plain_reads.StoreReads` on one driver connection, each
-    in a transaction of its own, as the store reads."""
+    in a transaction of its own, as the store reads.
+
+    It serves one command: each model's latest endpoint listing is read once and kept (the
+    published list, the providers and the latency figures all start from it).
+    """
 
     def __init__(self, url: str) -> None:
         url = normalise_url(url)
@@ -115,6 +127,7 @@ class LightStore:
         self._url = url
         self._driver: _Sqlite | _Postgres | None = None  # connected on the first read
         self._reader: Reader | None = None
+        self._snapshots: dict[str, dict[str, dict[str, Any]] | None] = {}
         if url.startswith(_SQLITE):
             self._errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
         else:
@@ -158,8 +171,9 @@ class LightStore:
             return plain_reads.recent_rounds(r, model, limit)
 
     def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+        snapshots = self.latest_snapshots(models)
         with self._read() as r:
-            return plain_reads.model_layers(r, models, now)
+            return plain_reads.model_layers(r, models, now, snapshots)
 
     def round_spend(self, since: datetime, model: str | None = None) -> dict[str, float]:
         with self._read() as r:
@@ -190,14 +204,16 @@ class LightStore:
             return plain_reads.active_runtime(r, model, now)
 
     def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
-        with self._read() as r:
-            return plain_reads.latest_listings(r, models)
+        return {m: listing_of(s) for m, s in self.latest_snapshots(models).items()}
 
     def latest_snapshots(
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, Any]] | None]:
-        with self._read() as r:
-            return plain_reads.latest_snapshots(r, models)
+        missing = [m for m in dict.fromkeys(models) if m not in self._snapshots]
+        if missing:
+            with self._read() as r:
+                self._snapshots.update(plain_reads.latest_snapshots(r, missing))
+        return {m: self._snapshots[m] for m in dict.fromkeys(models)}
 
     def latency_figures_of(
         self, models: Sequence[str]

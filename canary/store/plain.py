@@ -16,10 +16,13 @@ so that they compare with what it wrote), aware on PostgreSQL.
 from __future__ import annotations
 
 import json
+import re
 from collections import namedtuple
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
+
+import orjson
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _ZERO = timedelta(0)
@@ -102,8 +105,16 @@ def utc(value: Any) -> datetime | None:
     return value.astimezone(UTC)  # type: ignore[no-any-return]
 
 
+def json_loads(text: str | bytes) -> Any:
+    """JSON as the store wrote it: by orjson, or by json where orjson refuses (NaN)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    return json_loads(value) if isinstance(value, str | bytes) else value
 
 
 def _bool(value: Any) -> Any:
@@ -111,6 +122,22 @@ def _bool(value: Any) -> Any:
 
 
 _CONVERT = {"time": utc, "json": _json, "bool": _bool}
+
+
+def _converter(kind: Kind) -> Callable[[Any], Any]:
+    """The conversion of one column of one result; a time column remembers the values it has
+    converted (rows of one round share its times)."""
+    if kind != "time":
+        return _CONVERT[kind]
+    seen: dict[Any, datetime | None] = {}
+
+    def time_of(value: Any) -> datetime | None:
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = utc(value)
+        return found
+
+    return time_of
 
 
 def sqlite_time(value: datetime) -> str:
@@ -142,7 +169,7 @@ class Reader:
         converted as SQLAlchemy's column types would."""
         names, raw = self.transport.fetch(self._driver_sql(sql), self._bind(params or {}))
         wanted = {**(KINDS[table] if table else {}), **(kinds or {})}
-        converters = [(i, _CONVERT[wanted[n]]) for i, n in enumerate(names) if n in wanted]
+        converters = [(i, _converter(wanted[n])) for i, n in enumerate(names) if n in wanted]
         key = tuple(names)
         row_type = self._row_types.get(key)
         if row_type is None:
@@ -165,6 +192,25 @@ class Reader:
     def scalars(self, sql: str, params: Mapping[str, object] | None = None) -> list[Any]:
         return [values[0] for values in self.values(sql, params)]
 
+    def each(
+        self, name: str, values: Sequence[str] | Sequence[int], params: dict[str, object]
+    ) -> str:
+        """A derived table of ``values``, one row each in a column ``value``, bound as ONE
+        parameter ``name`` (a statement over hundreds of models stays short and quick to plan):
+        ``unnest`` of an array on PostgreSQL, ``json_each`` of a JSON array on SQLite."""
+        if self.dialect == "sqlite":
+            params[name] = _json_list(values)
+            return f"SELECT value FROM json_each(:{name})"
+        params[name] = list(values)
+        kind = "bigint" if values and isinstance(values[0], int) else "varchar"
+        return f"SELECT unnest(CAST(:{name} AS {kind}[])) AS value"
+
+    def in_(
+        self, name: str, values: Sequence[str] | Sequence[int], params: dict[str, object]
+    ) -> str:
+        """``IN (...)`` over ``values``, bound as one parameter (see :meth:`each`)."""
+        return f"IN ({self.each(name, values, params)})"
+
     def _driver_sql(self, sql: str) -> str:
         if self.dialect == "sqlite":
             return sql  # sqlite3 reads :name itself
@@ -178,33 +224,13 @@ class Reader:
         return {k: sqlite_time(v) if isinstance(v, datetime) else v for k, v in params.items()}
 
 
+_NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def _to_pyformat(sql: str) -> str:
     """``:name`` to psycopg's ``%(name)s``, leaving ``::`` casts alone."""
-    out = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch == ":" and i + 1 < n and sql[i + 1] == ":":
-            out.append("::")
-            i += 2
-            continue
-        if ch == ":" and i + 1 < n and (sql[i + 1].isalpha() or sql[i + 1] == "_"):
-            j = i + 1
-            while j < n and (sql[j].isalnum() or sql[j] == "_"):
-                j += 1
-            out.append(f"%({sql[i + 1 : j]})s")
-            i = j
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    return _NAMED.sub(r"%(\1)s", sql)
 
 
-def in_list(name: str, values: Iterable[object], params: dict[str, object]) -> str:
-    """``(:name_0, :name_1, ...)`` for ``values``, added to ``params`` (``(NULL)`` when empty:
-    ``x IN (NULL)`` is never true)."""
-    names = []
-    for i, value in enumerate(values):
-        params[f"{name}_{i}"] = value
-        names.append(f":{name}_{i}")
-    return "(" + (", ".join(names) or "NULL") + ")"
+def _json_list(values: Sequence[object]) -> str:
+    return json.dumps(list(values))

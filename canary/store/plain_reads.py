@@ -14,7 +14,7 @@ from canary.core.floor import FloorRecord, Publication, publish
 from canary.core.identity import Listed
 from canary.core.model import Contract, EndpointState, Exclusion, Layer, Streak
 from canary.core.stats import Histogram
-from canary.store.plain import Reader, SqlRow, in_list
+from canary.store.plain import Reader, SqlRow
 from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow, SkippedEndpoint
 from canary.store.ttft import hour_of
 
@@ -166,29 +166,22 @@ class ModelLayers:
 # (neither SQLite nor PostgreSQL does this on their own): the models of ``rounds``; and, for each
 # model of a list, its tags in ``endpoint_snapshots`` and ``round_verdicts`` (with each tag's
 # latest judged round), all models in one statement.
-DISTINCT_ROUND_MODELS = (
-    "WITH RECURSIVE m(model) AS ("
+_ROUND_MODELS = (
+    "m(model) AS ("
     " SELECT min(model) FROM rounds"
     " UNION ALL"
     " SELECT (SELECT min(r.model) FROM rounds r WHERE r.model > m.model) FROM m"
-    " WHERE m.model IS NOT NULL"
-    ") SELECT model FROM m WHERE model IS NOT NULL"
+    " WHERE m.model IS NOT NULL)"
+)
+DISTINCT_ROUND_MODELS = (
+    f"WITH RECURSIVE {_ROUND_MODELS} SELECT model FROM m WHERE model IS NOT NULL"
 )
 
 
-def _models_table(models: Sequence[str], params: dict[str, object]) -> str:
-    """A derived table ``(model)`` of ``models``: ``SELECT ... UNION ALL SELECT ...``."""
-    selects = []
-    for i, model in enumerate(models):
-        params[f"mt_{i}"] = model
-        selects.append(f"SELECT CAST(:mt_{i} AS VARCHAR(200)) AS model")
-    return " UNION ALL ".join(selects)
-
-
-def _tags_walk(table: str, models: Sequence[str], params: dict[str, object]) -> str:
+def _tags_walk(r: Reader, table: str, models: Sequence[str], params: dict[str, object]) -> str:
     """``d(model, tag)``: each model's distinct tags in ``table``, down its (model, tag) index."""
     return (
-        f"WITH RECURSIVE m(model) AS ({_models_table(models, params)}),"
+        f"WITH RECURSIVE m(model) AS ({r.each('models', models, params)}),"
         " d(model, tag) AS ("
         f" SELECT m.model, (SELECT min(x.tag) FROM {table} x WHERE x.model = m.model) FROM m"
         " UNION ALL"
@@ -221,11 +214,11 @@ def known_tags_of(r: Reader, models: Sequence[str]) -> dict[str, list[str]]:
     if not out:
         return {}
     params: dict[str, object] = {}
-    sql = f"SELECT model, tag FROM endpoint_state WHERE model IN {in_list('m', out, params)}"
+    sql = f"SELECT model, tag FROM endpoint_state WHERE model {r.in_('m', list(out), params)}"
     for row in r.rows(sql, params):
         out[row.model].add(row.tag)
     walk: dict[str, object] = {}
-    sql = _tags_walk("endpoint_snapshots", list(out), walk)
+    sql = _tags_walk(r, "endpoint_snapshots", list(out), walk)
     for model, tag in r.values(sql + " SELECT model, tag FROM d WHERE tag IS NOT NULL", walk):
         out[model].add(tag)
     return {m: sorted(tags - {EMPTY_LISTING}) for m, tags in out.items()}
@@ -242,9 +235,9 @@ def latest_snapshots(
     params: dict[str, object] = {}
     sql = (
         "SELECT s.model AS model, s.tag AS tag, s.meta AS meta, s.id AS id"
-        " FROM endpoint_snapshots s JOIN (SELECT m.model AS model,"
-        " (SELECT max(x.at) FROM endpoint_snapshots x WHERE x.model = m.model) AS at"
-        f" FROM ({_models_table(list(out), params)}) m) latest"
+        " FROM endpoint_snapshots s JOIN (SELECT m.value AS model,"
+        " (SELECT max(x.at) FROM endpoint_snapshots x WHERE x.model = m.value) AS at"
+        f" FROM ({r.each('models', list(out), params)}) m) latest"
         " ON s.model = latest.model AND s.at = latest.at"
     )
     rows = r.rows(sql, params, table="endpoint_snapshots")
@@ -279,28 +272,34 @@ def layers_on(r: Reader, model: str, now: datetime) -> ModelLayers:
     return model_layers(r, [model], now)[model]
 
 
-def model_layers(r: Reader, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+def model_layers(
+    r: Reader,
+    models: Sequence[str],
+    now: datetime,
+    snapshots: Mapping[str, dict[str, dict[str, Any]] | None] | None = None,
+) -> dict[str, ModelLayers]:
     """Listing, runtime entries, active quarantines and the floor record of each model: four
-    statements whatever the number of models."""
+    statements whatever the number of models (three when the latest ``snapshots`` are given)."""
     wanted = list(dict.fromkeys(models))
     if not wanted:
         return {}
     params: dict[str, object] = {"now": now}
-    named = in_list("m", wanted, params)
+    named = r.in_("m", wanted, params)
     held: dict[str, list[QuarantineRow]] = {m: [] for m in wanted}
     sql = (
-        f"SELECT * FROM quarantines WHERE model IN {named} AND released_at IS NULL"
+        f"SELECT * FROM quarantines WHERE model {named} AND released_at IS NULL"
         " AND until > :now ORDER BY model, tag, id"
     )
     for row in r.rows(sql, params, table="quarantines"):
         held[row.model].append(quarantine_row(row))
-    sql = f"SELECT open_model FROM floor_episodes WHERE open_model IN {named}"
+    sql = f"SELECT open_model FROM floor_episodes WHERE open_model {named}"
     open_episodes = set(r.scalars(sql, params))
     runtime: dict[str, list[Exclusion]] = {m: [] for m in wanted}
-    sql = f"{_ACTIVE_RUNTIME} AND model IN {named} ORDER BY model, tag, id"
+    sql = f"{_ACTIVE_RUNTIME} AND model {named} ORDER BY model, tag, id"
     for row in r.rows(sql, params, table="exclusions"):
         runtime[row.model].append(runtime_exclusion(row))
-    snapshots = latest_snapshots(r, wanted)
+    if snapshots is None or not set(wanted) <= set(snapshots):
+        snapshots = latest_snapshots(r, wanted)
     out = {}
     for model in wanted:
         rows = held[model]
@@ -350,7 +349,7 @@ def quarantines(
 def states_of(r: Reader, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]:
     out: dict[str, dict[str, EndpointState]] = {m: {} for m in models}
     params: dict[str, object] = {}
-    sql = f"SELECT * FROM endpoint_state WHERE model IN {in_list('m', out, params)}"
+    sql = f"SELECT * FROM endpoint_state WHERE model {r.in_('m', list(out), params)}"
     for row in r.rows(sql, params, table="endpoint_state"):
         out[row.model][row.tag] = endpoint_state(row)
     return out
@@ -382,15 +381,19 @@ def round_spend(r: Reader, since: datetime, model: str | None) -> dict[str, floa
 
 
 def last_closed_rounds(r: Reader, model: str | None) -> dict[str, RoundRow]:
-    """Per model, its latest round that has ended (finished or abandoned)."""
+    """Per model, its latest round that has ended (finished or abandoned): each model's rounds
+    read backwards down its (model, scheduled_at) index, to the first that has ended."""
     params: dict[str, object] = {}
-    where = ""
-    if model is not None:
-        where, params["model"] = " AND model = :model", model
+    if model is None:
+        models = f"WITH RECURSIVE {_ROUND_MODELS}, ms(model) AS (SELECT model FROM m"
+        models += " WHERE model IS NOT NULL)"
+    else:
+        models, params["model"] = "WITH ms(model) AS (SELECT CAST(:model AS VARCHAR(200)))", model
     sql = (
-        "SELECT r.* FROM rounds r JOIN (SELECT model, max(scheduled_at) AS scheduled_at"
-        f" FROM rounds WHERE finished_at IS NOT NULL{where} GROUP BY model) s"
-        " ON s.model = r.model AND s.scheduled_at = r.scheduled_at ORDER BY r.model, r.id"
+        f"{models}"
+        " SELECT r.* FROM ms JOIN rounds r ON r.id = (SELECT x.id FROM rounds x"
+        " WHERE x.model = ms.model AND x.finished_at IS NOT NULL"
+        " ORDER BY x.scheduled_at DESC, x.id DESC LIMIT 1) ORDER BY r.model"
     )
     return {row.model: round_row(row) for row in r.rows(sql, params, table="rounds")}
 
@@ -407,17 +410,17 @@ def latest_results_of(
     walk: dict[str, object] = {}
     latest = {
         (row.model, row.tag): row.round_id
-        for row in r.rows(_tags_walk("round_verdicts", list(out), walk) + _LATEST_JUDGED, walk)
+        for row in r.rows(_tags_walk(r, "round_verdicts", list(out), walk) + _LATEST_JUDGED, walk)
         if row.round_id is not None
     }
     if not latest:
         return out
     params: dict[str, object] = {}
-    rounds = in_list("r", sorted(set(latest.values())), params)
+    rounds = r.in_("r", sorted(set(latest.values())), params)
     sql = (
         "SELECT c.*, r.scheduled_at AS scheduled_at FROM contract_results c"
         " JOIN rounds r ON r.id = c.round_id"
-        f" WHERE c.round_id IN {rounds} AND c.model IN {in_list('m', out, params)}"
+        f" WHERE c.round_id {rounds} AND c.model {r.in_('m', list(out), params)}"
     )
     # by round first: the (round_id, model, tag) index finds a handful of rows; sorted here, since
     # an ORDER BY lets SQLite prefer walking every result of the models
@@ -492,7 +495,7 @@ class WindowFigures:
         return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "n": self.n}
 
 
-_FIGURES = "SELECT model, tag, span, at, n, p50, p95, p99 FROM latency_figures WHERE model IN "
+_FIGURES = "SELECT model, tag, span, at, n, p50, p95, p99 FROM latency_figures WHERE model "
 
 
 def latency_figures_of(
@@ -502,7 +505,7 @@ def latency_figures_of(
     latest finished round; one query for all models."""
     out: dict[str, dict[str, dict[str, WindowFigures]]] = {m: {} for m in models}
     params: dict[str, object] = {}
-    rows = r.rows(_FIGURES + in_list("m", out, params), params, table="latency_figures")
+    rows = r.rows(_FIGURES + r.in_("m", list(out), params), params, table="latency_figures")
     for row in rows:
         out[row.model].setdefault(row.tag, {})[row.span] = WindowFigures(
             row.at, row.n, row.p50, row.p95, row.p99

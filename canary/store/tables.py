@@ -131,6 +131,14 @@ rounds = Table(
         sqlite_where=sql_text("status != 'abandoned'"),
         postgresql_where=sql_text("status != 'abandoned'"),
     ),
+    # Every attempt by model and slot: the models that ever ran a round, read down this index
+    # one model a step, and each model's rounds in time order (the partial index above cannot
+    # serve a read that does not leave abandoned attempts out).
+    Index("ix_rounds_model_scheduled_at", "model", "scheduled_at"),
+    # The rounds are kept for good: the latest ones overall, and those started since a time (the
+    # day's spend), are read from an index, not from every round ever run.
+    Index("ix_rounds_scheduled_at_id", "scheduled_at", "id"),
+    Index("ix_rounds_started_at", "started_at"),
     # The few abandoned attempts, so reads that leave them out check an index, not the table.
     Index(
         "ix_rounds_abandoned",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 from canary.views.latency import Latency, fleet_latencies
-from canary.views.records import iso, jsonable
+from canary.views.records import iso
 
 if TYPE_CHECKING:
     from canary.store.plain_reads import StoreReads
@@ -217,10 +217,7 @@ def _views(
                 quarantine_causes=tuple(quarantine.causes) if quarantine else (),
                 withheld=quarantine is not None and quarantine.withheld_at is not None,
                 exclusions=tuple(layered.get(tag, ())),
-                results={
-                    str(jsonable(c)): _result_json(r)
-                    for c, r in sorted(latest.get(tag, {}).items())
-                },
+                results={str(c): _result_json(r) for c, r in sorted(latest.get(tag, {}).items())},
                 latency=latency[tag],
             )
         )

@@ -1,7 +1,10 @@
 """Latency figures per endpoint and window, kept as of each model's latest finished round: the
 operator reads (status, the providers call, the page, /metrics) read two rows per endpoint
 instead of a week of histogram buckets (about 2,000 rows per endpoint when times vary as real
-hosts' do).
+hosts' do). And indexes of the rounds (kept for good) by model and slot, by slot, and by start:
+without them the walk over the models that ever ran a round read the whole table once a model
+(a second per status at 200 models), and the latest rounds and the day's spend read every
+round ever run.
 
 Filled from the histograms as of each model's latest finished round, so the figures read the
 same after the upgrade as after that round.
@@ -37,6 +40,11 @@ def upgrade() -> None:
         sa.Column("p99", sa.Float(), nullable=True),
         sa.PrimaryKeyConstraint("model", "tag", "span", name=op.f("pk_latency_figures")),
     )
+    op.create_index(
+        "ix_rounds_model_scheduled_at", "rounds", ["model", "scheduled_at"], unique=False
+    )
+    op.create_index("ix_rounds_scheduled_at_id", "rounds", ["scheduled_at", "id"], unique=False)
+    op.create_index("ix_rounds_started_at", "rounds", ["started_at"], unique=False)
     _backfill()
 
 
@@ -58,4 +66,7 @@ def _backfill() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_rounds_started_at", table_name="rounds")
+    op.drop_index("ix_rounds_scheduled_at_id", table_name="rounds")
+    op.drop_index("ix_rounds_model_scheduled_at", table_name="rounds")
     op.drop_table("latency_figures")
