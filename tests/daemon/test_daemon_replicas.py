@@ -38,7 +38,9 @@ CANARY = Path(sys.executable).parent / "canary"
 TTFT_MS = 100  # a round is shorter than a slot, so both replicas run every slot
 SLOW_MS = 5000  # the slowed model's answers: under the 10 s first-token limit, still passing
 WAIT_S = 150  # what a step may take on a loaded machine (a step returns once it holds)
-FRESH = timedelta(seconds=1)  # a victim started less than this ago: far from its first answer
+# A victim started less than this ago is certainly mid-round, far from its first answer (due
+# SLOW_MS after its start); wide enough for a loaded machine's poll to catch one.
+FRESH = timedelta(seconds=2.5)
 
 
 def _provider(tag: str) -> dict[str, Any]:
