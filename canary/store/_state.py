@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from canary.core.model import EndpointState, Event, Exclusion, Layer
+from canary.core.model import EndpointState, Event, Exclusion
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import plain_reads
 from canary.store import tables as t
@@ -19,6 +19,7 @@ from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store._rounds import finish_decided
 from canary.store.engine import StoreBase, plain
 from canary.store.plain_reads import endpoint_state as _state
+from canary.store.plain_reads import quarantine_exclusion
 from canary.store.rows import NoActiveQuarantine, QuarantineRow, SlotAlreadyCounted
 
 
@@ -133,17 +134,7 @@ class StateMixin(StoreBase):
 
     def active_quarantines(self, model: str | None, now: datetime) -> list[Exclusion]:
         return [
-            Exclusion(
-                model=q.model,
-                tag=q.tag,
-                layer=Layer.quarantine,
-                reason=q.reason,
-                since=q.started_at,
-                until=q.until,
-                evidence=q.evidence,
-                id=q.id,
-                causes=q.causes,
-            )
+            quarantine_exclusion(q)
             for q in sorted(
                 self.quarantines(model, active_only=True, now=now), key=lambda q: (q.model, q.tag)
             )

@@ -88,6 +88,21 @@ def quarantine_row(row: SqlRow) -> QuarantineRow:
     )
 
 
+def quarantine_exclusion(q: QuarantineRow) -> Exclusion:
+    """A quarantine as an entry of the published list's quarantine layer."""
+    return Exclusion(
+        model=q.model,
+        tag=q.tag,
+        layer=Layer.quarantine,
+        reason=q.reason,
+        since=q.started_at,
+        until=q.until,
+        evidence=q.evidence,
+        id=q.id,
+        causes=q.causes,
+    )
+
+
 def _as_utc(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -303,20 +318,7 @@ def model_layers(
     out = {}
     for model in wanted:
         rows = held[model]
-        quarantined = tuple(
-            Exclusion(
-                model=q.model,
-                tag=q.tag,
-                layer=Layer.quarantine,
-                reason=q.reason,
-                since=q.started_at,
-                until=q.until,
-                evidence=q.evidence,
-                id=q.id,
-                causes=q.causes,
-            )
-            for q in rows
-        )
+        quarantined = tuple(quarantine_exclusion(q) for q in rows)
         withheld = {q.id: q.tag for q in rows if q.withheld_at is not None}
         out[model] = ModelLayers(
             listing_of(snapshots[model]),
