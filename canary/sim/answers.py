@@ -25,6 +25,8 @@ from canary.sim.text import (
 GARBAGE = ("*", ")", "ological", ",\u200b", '"', "]", "ing", "–", ":", "_", ".")
 _JSON_PIECE = 6  # characters per streamed token of a JSON answer
 
+MAX_REASONING_CHUNKS = 1000
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -168,7 +170,9 @@ def compose(request: ChatRequest, provider: Provider, bank: TextBank, rng: rando
     reasoning_s = 0.0
     if FaultKind.reasoning_first in by:
         reasoning_s = by[FaultKind.reasoning_first]["ms"] / 1000.0
-        count = max(1, int(reasoning_s / interval))
+        # at most a thousand thought chunks, spread over the thinking time: a scenario with a
+        # very fast stream would otherwise think in megabytes
+        count = min(MAX_REASONING_CHUNKS, max(1, int(reasoning_s / interval)))
         thought = tokenize(" ".join(bank.sentences["en"][:6]), "en")
         reasoning = (thought * (count // max(1, len(thought)) + 1))[:count]
         ttft_ms += reasoning_s * 1000

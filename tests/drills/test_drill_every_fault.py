@@ -24,7 +24,7 @@ from drill_kit import (
 )
 
 from canary.settings import ModelSettings, OpenRouterSettings
-from canary.sim.scenario import DEFAULT_PARAMETERS
+from canary.sim.scenario import DEFAULT_PARAMETERS, FaultKind
 
 # A short ttft threshold so that a slow answer or a stall costs the test under a second.
 FAST_DEADLINES = {
@@ -36,6 +36,8 @@ REFUSING = {"refusal", "content_filter", "empty", "truncate"}
 DEGRADATIONS: list[tuple[dict[str, Any], str]] = [
     (fault("slow_first_token", ttft_ms=900), "ttft"),
     (fault("stall", after_tokens=0), "ttft"),
+    # thinking before the first content token is time the app waits too
+    (fault("reasoning_first", ms=900), "ttft"),
     (fault("garbage_prefix"), "hygiene"),
     (fault("repetition"), "hygiene"),
     (fault("refusal"), "refusal"),
@@ -99,20 +101,28 @@ def test_a_degradation_at_rate_one_is_quarantined_at_round_two(
         assert "fail" not in verdicts(result, tag)
 
 
-@pytest.mark.parametrize(
-    "broken",
-    [
-        fault("http_error", status=503),
-        fault("disconnect"),
-        fault("midstream_error"),
-        fault("stall", after_tokens=3),  # silent after the first token: the stream timed out
-        fault("served_by", tag="alpha"),
-    ],
-    ids=lambda f: f["kind"],
-)
+HARMLESS: list[dict[str, Any]] = [
+    fault("http_error", status=503),
+    fault("disconnect"),
+    fault("midstream_error"),
+    fault("stall", after_tokens=3),  # silent after the first token: the stream timed out
+    fault("served_by", tag="alpha"),
+    fault("served_model", id="other/model"),
+    fault("reasoning_first", ms=50),  # a short thought: the first content token is in time
+]
+
+
+@pytest.mark.parametrize("broken", HARMLESS, ids=lambda f: f["kind"])
 def test_faults_that_prove_nothing_about_quality_quarantine_nothing(
     broken: dict[str, Any],
 ) -> None:
     result = drill(_fleet(broken), 2, base=_settings(broken))
     assert "fail" not in verdicts(result, "delta")
     assert result.of_kind("quarantine") == [] and ignored(result) == []
+
+
+def test_every_fault_kind_of_the_simulator_has_a_drill() -> None:
+    drilled = {broken["kind"] for broken, _ in DEGRADATIONS} | {
+        broken["kind"] for broken in HARMLESS
+    }
+    assert drilled == {kind.value for kind in FaultKind}
