@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,7 @@ def readable_metavars(command: TyperCommand | TyperGroup, ctx: ClickContext) -> 
     (--help, --json) take nothing and show nothing."""
     help_option = command.get_help_option(ctx)
     for param in (*command.params, *((help_option,) if help_option else ())):
+        _coerce_lazily(param)
         if isinstance(param, TyperArgument):
             if param.metavar is None:
                 param.metavar = (param.name or "").upper()
@@ -46,6 +48,36 @@ def readable_metavars(command: TyperCommand | TyperGroup, ctx: ClickContext) -> 
         for sub in command.commands.values():
             if isinstance(sub, TyperCommand | TyperGroup):
                 readable_metavars(sub, ctx)
+
+
+_PLAIN_TEXT = (str, str | None)
+
+
+def _coerce_lazily(param: object) -> None:
+    """Typer builds a pydantic adapter for a parameter before coercing its value, even for a
+    value it will not coerce (an option left unset is None): about 0.1 s of an operator command's
+    start-up (pydantic's validators, one schema per option). A parameter gets a coercion that
+    builds its adapter when a value comes, and a text value for a text parameter is taken as it
+    is. Typer releases without runtime coercion keep theirs."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+    except ImportError:
+        return
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or getattr(param, "_runtime_param", False) is not None:
+        return
+    resolved = descriptor
+
+    @dataclass(frozen=True)
+    class _Lazy(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: ClickContext) -> Any:
+            if isinstance(value, str) and resolved.annotation in _PLAIN_TEXT:
+                return value  # what pydantic's str validation would return
+            return build_runtime_param(resolved)._coerce_value(value, param=param, ctx=ctx)
+
+    param._runtime_param = _Lazy(  # type: ignore[attr-defined]
+        parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
+    )
 
 
 class _Canary(TyperGroup):
@@ -101,7 +133,7 @@ def _print_version(value: bool) -> None:
 def _global(
     ctx: typer.Context,
     config: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--config", metavar="FILE", help="Settings file (default: ./canary.toml when present)."
         ),
@@ -117,7 +149,7 @@ def _global(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"config": config}
+    ctx.obj = {"config": None if config is None else Path(config)}
 
 
 def _register(names: Sequence[str] = COMMAND_MODULES) -> typer.Typer:

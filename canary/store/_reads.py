@@ -16,7 +16,12 @@ from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import require_held
 from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase, plain
-from canary.store.plain_reads import EMPTY_LISTING, WindowFigures, contract_result_row
+from canary.store.plain_reads import (
+    EMPTY_LISTING,
+    ResultMark,
+    WindowFigures,
+    contract_result_row,
+)
 from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
 
 
@@ -132,6 +137,10 @@ class ReadsMixin(StoreBase):
         verdicts are left out (its decision never came)."""
         with self._read() as conn:
             return plain_reads.latest_results_of(plain(conn), models)
+
+    def latest_marks_of(self, models: Sequence[str]) -> dict[str, dict[str, dict[str, ResultMark]]]:
+        with self._read() as conn:
+            return plain_reads.latest_marks_of(plain(conn), models)
 
     def spend(self, since: datetime, model: str | None = None) -> float:
         """USD spent on probes since ``since`` (as OpenRouter reported it)."""

@@ -27,8 +27,8 @@ from canary.store.plain import (
     json_loads,
     normalise_url,
 )
-from canary.store.plain_reads import ModelLayers, WindowFigures, listing_of
-from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow
+from canary.store.plain_reads import ModelLayers, ResultMark, WindowFigures, listing_of
+from canary.store.rows import QuarantineRow, RoundRow
 
 if TYPE_CHECKING:
     import psycopg
@@ -187,11 +187,9 @@ class LightStore:
         with self._read() as r:
             return plain_reads.states_of(r, models)
 
-    def latest_results_of(
-        self, models: Sequence[str]
-    ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
+    def latest_marks_of(self, models: Sequence[str]) -> dict[str, dict[str, dict[str, ResultMark]]]:
         with self._read() as r:
-            return plain_reads.latest_results_of(r, models)
+            return plain_reads.latest_marks_of(r, models)
 
     def quarantines(
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None

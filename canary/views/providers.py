@@ -14,8 +14,8 @@ from canary.views.latency import Latency, fleet_latencies
 from canary.views.records import iso
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import StoreReads
-    from canary.store.rows import ContractResultRow, QuarantineRow
+    from canary.store.plain_reads import ResultMark, StoreReads
+    from canary.store.rows import QuarantineRow
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -83,8 +83,8 @@ class ProviderView:
         }
 
 
-def _result_json(row: ContractResultRow) -> dict[str, Any]:
-    return {"result": row.result, "detail": row.detail, "round_id": row.round_id}
+def _result_json(mark: ResultMark) -> dict[str, Any]:
+    return {"result": mark.result, "detail": mark.detail, "round_id": mark.round_id}
 
 
 def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) -> str:
@@ -125,7 +125,7 @@ def provider_views_of(
     """:func:`provider_views` of several models, each store read made once for all of them."""
     models = list(dict.fromkeys(models))
     states_of = store.load_states_of(models)
-    latest_of = store.latest_results_of(models)
+    latest_of = store.latest_marks_of(models)
     active = store.quarantines(model=None, active_only=True, now=now)
     runtime = store.active_exclusions(None, now)
     known_of = store.known_tags_of(models)
@@ -189,7 +189,7 @@ def _views(
     model: str,
     tags: Sequence[str],
     states: Mapping[str, EndpointState],
-    latest: Mapping[str, Mapping[str, ContractResultRow]],
+    latest: Mapping[str, Mapping[str, ResultMark]],
     quarantines: Mapping[str, QuarantineRow],
     layered: Mapping[str, list[Exclusion]],
     latency: Mapping[str, Latency],

@@ -63,7 +63,7 @@ def _reads(s: Any, models: list[str], now: datetime) -> dict[str, Any]:
         "round_spend_of": s.round_spend(day, models[1]),
         "last_closed_rounds": s.last_closed_rounds(),
         "load_states_of": s.load_states_of(models),
-        "latest_results_of": s.latest_results_of(models),
+        "latest_marks_of": s.latest_marks_of(models),
         "quarantines": s.quarantines(None, True, now),
         "all_quarantines": s.quarantines(models[1], False, None),
         "active_exclusions": s.active_exclusions(None, now),
@@ -85,6 +85,15 @@ def test_the_light_store_reads_what_the_store_reads(
     assert layers.record.episode_open, "the seed should breach the second model's floor"
     assert layers.record.withheld, "the seed should withhold a quarantine"
     assert plain["latency_figures_of"][models[0]]["alpha"]["7d"].n == 6
+    full_rows = store.latest_results_of(models)
+    assert plain["latest_marks_of"] == {
+        m: {
+            tag: {c: (row.result, row.detail, row.round_id) for c, row in results.items()}
+            for tag, results in full_rows[m].items()
+        }
+        for m in models
+    }
+    assert plain["latest_marks_of"][models[0]], "the seed should judge the first model"
     quarantine = plain["quarantines"][0]
     assert quarantine.started_at.tzinfo is UTC and isinstance(quarantine.causes, tuple)
 
