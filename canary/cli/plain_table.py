@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from rich.cells import cell_len
 
@@ -29,8 +28,7 @@ _SGR = {
 }
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """A run of text in one style (a space-separated list of :data:`_SGR` names, or none)."""
 
     text: str
@@ -66,13 +64,23 @@ def styled(spans: Cell, colour: bool) -> str:
 
 
 def width(spans: Cell) -> int:
-    return sum(len(s.text) if s.text.isascii() else cell_len(s.text) for s in spans)
+    return _width("".join([s.text for s in spans]))
+
+
+def _width(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _laid(spans: Cell, colour: bool) -> tuple[str, int]:
+    """A cell as written and its width in terminal cells."""
+    text = spans[0].text if len(spans) == 1 else "".join([s.text for s in spans])
+    return (styled(spans, colour) if colour else text), _width(text)
 
 
 def render(title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]], colour: bool) -> str:
     """``title`` then the table, in the heavy-headed box rich draws by default."""
     heads = [cell(c, "bold") for c in columns]
-    laid = [[(styled(c, colour), width(c)) for c in row] for row in (heads, *rows)]
+    laid = [[_laid(c, colour) for c in row] for row in (heads, *rows)]
     widths = [max(column) for column in zip(*([w for _, w in row] for row in laid), strict=True)]
 
     def line(cells: Sequence[tuple[str, int]], bar: str) -> str:
