@@ -8,16 +8,20 @@ list and its staleness, and the latest decisions. It refreshes itself every 30 s
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
 from canary.core.document import IgnoreDocument
 from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
 from canary.views.records import iso, parse_when
+
+if TYPE_CHECKING:
+    from canary.store.plain_reads import ResultMark
 
 AHEAD_DAYS = 7
 CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
@@ -138,15 +142,15 @@ def _pill(state: str) -> str:
     return _coloured_pill(state, STATE_COLOURS.get(state, "#6e7781"))
 
 
-def _chips(results: dict[str, dict[str, Any]]) -> str:
+def _chips(results: Mapping[str, ResultMark]) -> str:
     chips = []
     for contract in CONTRACTS:
         result = results.get(contract)
         if result is None:
             continue
-        value = str(result.get("result") or "")
+        value = result.result
         colour = RESULT_COLOURS.get(value, "#8c959f")
-        title = f"{contract}: {value} — {result.get('detail') or ''}"
+        title = f"{contract}: {value} — {result.detail or ''}"
         chips.append(
             f'<span class="chip" style="border-color:{colour};color:{colour}" '
             f'title="{escape(title)}">'

@@ -129,7 +129,7 @@ def providers_table(model: str, mode: str, views: list[ProviderView], colour: bo
     for v in views:
         marks: list[Span] = []
         for c, r in v.results.items():
-            mark, style = RESULT_STYLES.get(str(r["result"]), ("·", ""))
+            mark, style = RESULT_STYLES.get(r.result, ("·", ""))
             marks += [Span(f" {c} " if marks else f"{c} "), Span(mark, style)]
         notes = []
         if v.quarantine_until:

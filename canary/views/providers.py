@@ -36,7 +36,7 @@ class ProviderView:
     quarantine_causes: tuple[str, ...]
     withheld: bool  # its quarantine is held back from the published list by the capacity floor
     exclusions: tuple[Exclusion, ...]  # builtin and runtime entries naming this provider
-    results: dict[str, dict[str, Any]]  # contract -> {result, detail, round_id}
+    results: Mapping[str, ResultMark]  # contract -> its latest result, detail and round
     latency: Latency  # information only: never part of the routing state
 
     @property
@@ -77,14 +77,10 @@ class ProviderView:
                 }
                 for e in self.exclusions
             ],
-            "last_round": self.results,
+            "last_round": {c: mark._asdict() for c, mark in self.results.items()},
             "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
             "latency": self.latency.as_json(),
         }
-
-
-def _result_json(mark: ResultMark) -> dict[str, Any]:
-    return {"result": mark.result, "detail": mark.detail, "round_id": mark.round_id}
 
 
 def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) -> str:
@@ -217,7 +213,7 @@ def _views(
                 quarantine_causes=tuple(quarantine.causes) if quarantine else (),
                 withheld=quarantine is not None and quarantine.withheld_at is not None,
                 exclusions=tuple(layered.get(tag, ())),
-                results={str(c): _result_json(r) for c, r in sorted(latest.get(tag, {}).items())},
+                results=dict(sorted(latest.get(tag, {}).items())),
                 latency=latency[tag],
             )
         )
