@@ -413,24 +413,36 @@ def _latest_judged_rounds(r: Reader, models: Sequence[str]) -> dict[tuple[str, s
     }
 
 
+def _of_latest_rounds(
+    r: Reader, models: Sequence[str], select: str, params: dict[str, object]
+) -> tuple[dict[tuple[str, str], int], str | None]:
+    """Each endpoint's latest judged round, and ``select`` (columns of ``contract_results c``,
+    joins) over the results of those rounds; None when no round judged any. By round first: the
+    (round_id, model, tag) index finds a handful of rows. Rows of other endpoints judged in the
+    same rounds come too: the caller keeps an endpoint's rows of its own latest round."""
+    latest = _latest_judged_rounds(r, models) if models else {}
+    if not latest:
+        return latest, None
+    rounds = r.in_("r", sorted(set(latest.values())), params)
+    where = f" WHERE c.round_id {rounds} AND c.model {r.in_('m', list(models), params)}"
+    return latest, select + where
+
+
 def latest_results_of(
     r: Reader, models: Sequence[str]
 ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
     """For each endpoint of each model, its contract results from the latest round that judged
     it: two queries in all."""
     out: dict[str, dict[str, dict[str, ContractResultRow]]] = {m: {} for m in models}
-    latest = _latest_judged_rounds(r, list(out)) if out else {}
-    if not latest:
-        return out
     params: dict[str, object] = {}
-    rounds = r.in_("r", sorted(set(latest.values())), params)
-    sql = (
+    select = (
         "SELECT c.*, r.scheduled_at AS scheduled_at FROM contract_results c"
         " JOIN rounds r ON r.id = c.round_id"
-        f" WHERE c.round_id {rounds} AND c.model {r.in_('m', list(out), params)}"
     )
-    # by round first: the (round_id, model, tag) index finds a handful of rows; sorted here, since
-    # an ORDER BY lets SQLite prefer walking every result of the models
+    latest, sql = _of_latest_rounds(r, list(out), select, params)
+    if sql is None:
+        return out
+    # sorted here, since an ORDER BY lets SQLite prefer walking every result of the models
     rows = r.rows(sql, params, table="contract_results", kinds={"scheduled_at": "time"})
     for row in sorted(rows, key=lambda row: row.id):
         if latest.get((row.model, row.tag)) == row.round_id:
@@ -454,18 +466,13 @@ def latest_marks_of(
     """:func:`latest_results_of` cut to what the status views show: three columns of each result
     and none of its answer sample, unconverted (a fifth of the time for 2,000 endpoints)."""
     out: dict[str, dict[str, dict[str, ResultMark]]] = {m: {} for m in models}
-    latest = _latest_judged_rounds(r, list(out)) if out else {}
-    if not latest:
-        return out
     params: dict[str, object] = {}
-    rounds = r.in_("r", sorted(set(latest.values())), params)
-    sql = (
-        "SELECT id, model, tag, contract, result, detail, round_id FROM contract_results"
-        f" WHERE round_id {rounds} AND model {r.in_('m', list(out), params)}"
-    )
-    for _, model, tag, contract, result, detail, round_id in sorted(
-        tuple(values) for values in r.values(sql, params)
-    ):
+    select = "SELECT c.id, c.model, c.tag, c.contract, c.result, c.detail, c.round_id"
+    latest, sql = _of_latest_rounds(r, list(out), select + " FROM contract_results c", params)
+    if sql is None:
+        return out
+    rows = sorted(tuple(values) for values in r.values(sql, params))
+    for _, model, tag, contract, result, detail, round_id in rows:
         if latest.get((model, tag)) == round_id:
             out[model].setdefault(tag, {})[contract] = ResultMark(result, detail, round_id)
     return out
