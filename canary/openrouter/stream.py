@@ -135,14 +135,11 @@ class StreamAssembler:
                 # The same chunk as the learned one but for its content string: what parsing
                 # it would do is only to append that text.
                 text = data[len(prefix) : len(data) - len(self._suffix)]
-                if text and _NOT_PLAIN.search(text) is None:
-                    try:
-                        self._content.append(text.decode())
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        self._events += 1
-                        return
+                content = _string_body(text) if text else None
+                if content:
+                    self._content.append(content)
+                    self._events += 1
+                    return
             if data[:1] == b"{":
                 # orjson accepts a subset of what json accepts (valid UTF-8, no NaN, 64-bit
                 # integers, nesting under 1024) and reads it the same: anything else takes the
@@ -337,6 +334,20 @@ class StreamAssembler:
             done=self.done,
             events=self._events,
         )
+
+
+def _string_body(text: bytes) -> str | None:
+    """The string that ``text`` spells between two quotes of JSON, when it is one string."""
+    if _NOT_PLAIN.search(text) is None:
+        try:
+            return text.decode()
+        except UnicodeDecodeError:
+            return None
+    try:  # escapes: one string exactly, or an error (an unescaped quote ends it early)
+        value = _fast_loads(b'"' + text + b'"')
+    except _FastError:
+        return None
+    return value if type(value) is str else None
 
 
 def _plain_choice(choice: dict[str, Any]) -> bool:
