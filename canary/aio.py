@@ -17,8 +17,19 @@ T = TypeVar("T")
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)``, on uvloop when it is installed."""
+    result: list[T] = []
+
+    async def kept() -> None:
+        # The main task ends with no result: on its way out, asyncio.Runner looks its SIGINT
+        # handler up as a signal number, and the failed lookup formats that handler, the task
+        # and the task's result (for a round, every observation of it: a repr of the whole
+        # round, twice, that nobody reads).
+        result.append(await main)
+
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(main)
-    return uvloop.run(main)
+        asyncio.run(kept())
+    else:
+        uvloop.run(kept())
+    return result[0]

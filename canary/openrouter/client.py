@@ -56,7 +56,7 @@ log = get_logger("canary.openrouter")
 MAX_LISTING_BYTES = 16 * 1024 * 1024
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 DRAIN_S = 0.5
-COALESCE_S = 0.1  # after the first answer token: how long pieces may gather between reads
+COALESCE_S = 0.2  # after the first answer token: how long pieces may gather between reads
 
 
 class ListingError(RuntimeError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -49,6 +50,7 @@ class _Connection(asyncio.Protocol):
         # made by loop.create_connection, so inside the loop; get_running_loop() asks the OS
         # for the process id on every call, so the protocol keeps the loop at hand
         self.loop = asyncio.get_running_loop()
+        self._grid = _grid_of(self.loop)
         self.closed = False
         self._waiter: asyncio.Future[None] | None = None
         self.begin()
@@ -97,9 +99,13 @@ class _Connection(asyncio.Protocol):
             # Every stream resumes on the same grid of instants, so one wake-up of the event
             # loop reads them all instead of one wake-up per stream.
             self.transport.pause_reading()
-            loop = self.loop
-            step = self.coalesce_s
-            loop.call_at((loop.time() // step + 1) * step, self._resume)
+            loop, step = self.loop, self.coalesce_s
+            instant = (loop.time() // step + 1) * step
+            paused = self._grid.get(instant)
+            if paused is None:
+                self._grid[instant] = paused = []
+                loop.call_at(instant, _resume_all, self._grid, instant)
+            paused.append(self)
 
     def _resume(self) -> None:
         if self.transport is not None and not self.closed and not self.transport.is_closing():
@@ -195,6 +201,24 @@ class _Connection(asyncio.Protocol):
             and self.keep_alive
             and self.headers.get("connection", "").lower() != "close"
         )
+
+
+Grid = dict[float, list["_Connection"]]  # an instant -> the connections paused until then
+# One grid per event loop: one timer per instant resumes every connection paused until then,
+# instead of one timer per connection and read.
+_GRIDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Grid] = weakref.WeakKeyDictionary()
+
+
+def _grid_of(loop: asyncio.AbstractEventLoop) -> Grid:
+    grid = _GRIDS.get(loop)
+    if grid is None:
+        _GRIDS[loop] = grid = {}
+    return grid
+
+
+def _resume_all(grid: Grid, instant: float) -> None:
+    for connection in grid.pop(instant, ()):
+        connection._resume()
 
 
 class H1Response:

@@ -17,6 +17,7 @@ ending:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ from canary.openrouter.sse import DONE
 _loads = json.JSONDecoder().decode  # json.loads without its per-call checks
 _fast_loads = orjson.loads
 _FastError = orjson.JSONDecodeError
+# Bytes that end, escape or invalidate a JSON string: a content string without them is its text.
+_NOT_PLAIN = re.compile(rb'["\\\x00-\x1f]')
+_CONTENT_KEY = b'"content":"'
+_SENTINEL = "\u2603"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class StreamAssembler:
         self._malformed: str | None = None
         self.done = False
         self._events = 0
+        # A plain content chunk cut around its content string (see _learn), once one was seen.
+        self._prefix: bytes | None = None
+        self._suffix = b""
 
     @property
     def first_token_s(self) -> float | None:
@@ -122,6 +130,16 @@ class StreamAssembler:
         """One SSE event's data (text, or the raw bytes of :meth:`SSEParser.feed_data`, read as
         UTF-8 with replacement), received ``at`` seconds after the request was sent."""
         if type(data) is bytes:
+            prefix = self._prefix
+            if prefix is not None and data.startswith(prefix) and data.endswith(self._suffix):
+                # The same chunk as the learned one but for its content string: what parsing
+                # it would do is only to append that text.
+                text = data[len(prefix) : len(data) - len(self._suffix)]
+                content = _string_body(text) if text else None
+                if content:
+                    self._content.append(content)
+                    self._events += 1
+                    return
             if data[:1] == b"{":
                 # orjson accepts a subset of what json accepts (valid UTF-8, no NaN, 64-bit
                 # integers, nesting under 1024) and reads it the same: anything else takes the
@@ -133,6 +151,8 @@ class StreamAssembler:
                 else:
                     self._events += 1
                     self.feed_chunk(chunk, at)
+                    if prefix is None and self._ttft is not None:
+                        self._learn(data, chunk)
                     return
             data = data.decode("utf-8", errors="replace")
         self._events += 1
@@ -154,6 +174,40 @@ class StreamAssembler:
                 self._malformed = f"malformed event #{self._events}: not a JSON object"
             return
         self.feed_chunk(chunk, at)
+
+    def _learn(self, data: bytes, chunk: dict[str, Any]) -> None:
+        """Keep the bytes around the content string of ``data`` when feeding it again with any
+        other content would only append that content: one choice, a delta of role and content
+        alone, no finish reason, usage or error. Chunks of a stream differ by their content
+        alone (same id, provider, model), so the rest of them are read without parsing."""
+        choices = chunk.get("choices")
+        if (
+            "usage" in chunk
+            or "error" in chunk
+            or type(choices) is not list
+            or len(choices) != 1
+            or type(choices[0]) is not dict
+            or not _plain_choice(choices[0])
+            or data.count(_CONTENT_KEY) != 1
+        ):
+            return
+        start = data.index(_CONTENT_KEY) + len(_CONTENT_KEY)
+        end = data.find(b'"', start)
+        if end < 0 or _NOT_PLAIN.search(data, start, end) is not None:
+            return
+        prefix, suffix = data[:start], data[end:]
+        # Proof that the string there is the delta's content and nothing else: the same bytes
+        # with another string in its place parse to the same chunk with that content.
+        try:
+            other = _fast_loads(prefix + _SENTINEL.encode() + suffix)
+            delta = other["choices"][0]["delta"]
+        except (_FastError, KeyError, IndexError, TypeError):
+            return
+        if type(delta) is not dict or delta.get("content") != _SENTINEL:
+            return
+        delta["content"] = choices[0]["delta"]["content"]
+        if other == chunk:
+            self._prefix, self._suffix = prefix, suffix
 
     def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
         get = chunk.get
@@ -280,6 +334,35 @@ class StreamAssembler:
             done=self.done,
             events=self._events,
         )
+
+
+def _string_body(text: bytes) -> str | None:
+    """The string that ``text`` spells between two quotes of JSON, when it is one string."""
+    if _NOT_PLAIN.search(text) is None:
+        try:
+            return text.decode()
+        except UnicodeDecodeError:
+            return None
+    try:  # escapes: one string exactly, or an error (an unescaped quote ends it early)
+        value = _fast_loads(b'"' + text + b'"')
+    except _FastError:
+        return None
+    return value if type(value) is str else None
+
+
+def _plain_choice(choice: dict[str, Any]) -> bool:
+    """A choice whose only effect is its content: a non-empty text, with no finish reason."""
+    delta = choice.get("delta")
+    return (
+        choice.get("index", 0) in (0, None)
+        and not choice.get("finish_reason")
+        and not choice.get("native_finish_reason")
+        and "error" not in choice
+        and type(delta) is dict
+        and delta.keys() <= {"role", "content"}
+        and type(delta.get("content")) is str
+        and bool(delta["content"])
+    )
 
 
 def assemble_completion(body: dict[str, Any]) -> StreamOutcome:

@@ -80,6 +80,19 @@ def test_stream_fixtures_parse_the_same_in_any_chunking_and_with_crlf(path: Path
     assert parse_all(body.replace(b"\n", b"\r\n")) == whole
 
 
+@pytest.mark.parametrize("path", files("stream", "*.sse"), ids=lambda p: p.name)
+def test_stream_fixtures_read_the_same_from_their_raw_bytes(path: Path) -> None:
+    """The probes' path (each event's data undecoded: orjson, then chunks that differ from a
+    plain content chunk only by their content read without parsing) gives what parsing each
+    decoded event gives."""
+    body = path.read_bytes()
+    parser = SSEParser()
+    assembler = StreamAssembler()
+    for i, data in enumerate(parser.feed_data(body) + parser.close_data()):
+        assembler.feed(data, float(i))
+    assert assembler.finish() == assemble(body)
+
+
 def by_name(fragment: str) -> bytes:
     (path,) = [p for p in files("stream") if fragment in p.name]
     return path.read_bytes()

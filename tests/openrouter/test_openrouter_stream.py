@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from wire_server import chunk, usage_chunk
 
 from canary.core.model import Transport
@@ -153,3 +156,68 @@ def test_a_thinking_model_is_read_finely_until_its_first_content_token() -> None
 
 def test_a_tool_call_first_lets_the_reads_gather() -> None:
     assert coalescing_after(tool_delta(0, name="lookup", arguments="{")) == [True]
+
+
+def read_raw(*events: bytes) -> StreamOutcome:
+    """The probes' path: each event's data as the raw bytes of the wire."""
+    assembler = StreamAssembler()
+    for i, data in enumerate(events):
+        assembler.feed(data, float(i + 1))
+    return assembler.finish()
+
+
+def read_text(*events: bytes) -> StreamOutcome:
+    """The same events decoded first: every chunk parsed in full."""
+    assembler = StreamAssembler()
+    for i, data in enumerate(events):
+        assembler.feed(data.decode("utf-8", errors="replace"), float(i + 1))
+    return assembler.finish()
+
+
+def sim_chunk(content: bytes, *, gen: str = "gen-1", tail: bytes = b"") -> bytes:
+    """A content chunk as the simulator and OpenRouter write it, content as raw string bytes."""
+    return (
+        b'{"id":"' + gen.encode() + b'","object":"chat.completion.chunk","created":1,'
+        b'"model":"acme/m","provider":"DeepInfra","choices":[{"index":0,'
+        b'"delta":{"role":"assistant","content":"' + content + b'"' + tail + b"},"
+        b'"finish_reason":null,"native_finish_reason":null}]}'
+    )
+
+
+# After a plain content chunk, every other one whose bytes differ elsewhere or whose content is
+# not a plain string must still be parsed in full: the outcomes of both paths are the same.
+ODD_FOLLOWERS = [
+    sim_chunk(b"plain"),
+    sim_chunk(b'say \\"hi\\"'),  # escapes
+    sim_chunk(b"line\\nbreak \\u00e9"),
+    sim_chunk(b"a\tb"),  # a raw control byte: not JSON
+    sim_chunk(b"bad \xff utf-8"),
+    sim_chunk(b"\xed\xa0\x80"),  # a surrogate: not UTF-8
+    sim_chunk(b""),
+    sim_chunk(b'x","content":"y'),  # another string where the content was
+    sim_chunk(b"other id", gen="gen-2"),
+    sim_chunk(b"with reasoning", tail=b',"reasoning":"hmm"'),
+    sim_chunk(b"x").replace(b'"finish_reason":null', b'"finish_reason":"stop"'),
+    sim_chunk(b"x").replace(b'"native_finish_reason":null', b'"native_finish_reason":"error"'),
+    sim_chunk(b"x")[:-1] + b',"usage":{"prompt_tokens":3,"completion_tokens":2}}',
+    sim_chunk(b"\xc3\xa9t\xc3\xa9 \xe4\xba\x9a"),
+]
+
+
+@pytest.mark.parametrize("follower", ODD_FOLLOWERS, ids=range(len(ODD_FOLLOWERS)))
+def test_chunks_read_by_their_bytes_give_what_parsing_them_gives(follower: bytes) -> None:
+    events = (sim_chunk(b"Ol\xc3\xa1"), follower, sim_chunk(b" mundo"), b"[DONE]")
+    assert read_raw(*events) == read_text(*events)
+
+
+def test_a_first_chunk_that_is_not_plain_is_not_the_template() -> None:
+    for first in ODD_FOLLOWERS[1:]:
+        events = (first, sim_chunk(b"a"), sim_chunk(b"b"), sim_chunk(b"c\\n"), b"[DONE]")
+        assert read_raw(*events) == read_text(*events)
+
+
+@given(st.lists(st.binary(max_size=12) | st.text(max_size=8).map(str.encode), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_any_content_bytes_read_the_same_either_way(contents: list[bytes]) -> None:
+    events = (sim_chunk(b"first"), *(sim_chunk(c) for c in contents), b"[DONE]")
+    assert read_raw(*events) == read_text(*events)
