@@ -35,7 +35,11 @@ MODELS = [f"acme/replicas-{i}" for i in range(6)]
 TAGS = "abc"
 KEY = "sim-replicas-key"
 CANARY = Path(sys.executable).parent / "canary"
-TTFT_MS = 100  # a round is shorter than a slot, so both replicas run every slot
+TTFT_MS = 100
+# With these, a replica's round (126 requests and re-checks, each holding its place until its
+# stream's end is read on the 200 ms grid) takes well under a slot, so both replicas run every
+# slot; at 8 it took the whole slot and the replicas ran alternate slots.
+CONCURRENCY = 32
 SLOW_MS = 5000  # the slowed model's answers: under the 10 s first-token limit, still passing
 WAIT_S = 150  # what a step may take on a loaded machine (a step returns once it holds)
 # A victim started less than this ago is certainly mid-round, far from its first answer (due
@@ -84,7 +88,7 @@ def _start(url: str, sim: RunningSimulator, tmp_path: Path, name: str, **extra: 
     env.update(
         CANARY_DATABASE_URL=url,
         CANARY_MODELS=",".join(MODELS),
-        CANARY_CONCURRENCY="8",
+        CANARY_CONCURRENCY=str(CONCURRENCY),
         CANARY_MODE="enforce",
         CANARY_LANGUAGES="en",
         CANARY_INTERVAL_MINUTES="0.05",  # a slot every 3 s
