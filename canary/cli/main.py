@@ -10,13 +10,14 @@ import gc
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer._click import Context as ClickContext  # typer carries its own click
+from typer._click import Parameter
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 from typer.core import TyperArgument, TyperCommand, TyperGroup, _TyperParameter
 
@@ -33,23 +34,26 @@ class _ReadableArgument(TyperArgument):
         return [name if self.nargs == 1 else f"{name}..."]
 
 
-def readable_metavars(command: TyperCommand | TyperGroup, ctx: ClickContext) -> None:
-    """Name what an option or an argument takes in help as a word (MODEL, PROVIDER, FILE, ID),
-    not as a Python type (``<str>``, ``<list[str]>``, ``<int>``) nor in braces (``{ID}``); flags
-    (--help, --json) take nothing and show nothing."""
+def _every_param(command: TyperCommand | TyperGroup, ctx: ClickContext) -> Iterator[Parameter]:
+    """The parameters of ``command`` and of every command below it, help options included."""
     help_option = command.get_help_option(ctx)
-    for param in (*command.params, *((help_option,) if help_option else ())):
-        _coerce_lazily(param)
-        if isinstance(param, TyperArgument):
-            if param.metavar is None:
-                param.metavar = (param.name or "").upper()
-            param.__class__ = _ReadableArgument  # the same object, shown as a word
-        elif param.metavar is None and param.param_type_name == "option":
-            param.metavar = "" if getattr(param, "is_flag", False) else (param.name or "").upper()
+    yield from (*command.params, *((help_option,) if help_option else ()))
     if isinstance(command, TyperGroup):
         for sub in command.commands.values():
             if isinstance(sub, TyperCommand | TyperGroup):
-                readable_metavars(sub, ctx)
+                yield from _every_param(sub, ctx)
+
+
+def readable_metavar(param: Parameter) -> None:
+    """Name what an option or an argument takes in help as a word (MODEL, PROVIDER, FILE, ID),
+    not as a Python type (``<str>``, ``<list[str]>``, ``<int>``) nor in braces (``{ID}``); flags
+    (--help, --json) take nothing and show nothing."""
+    if isinstance(param, TyperArgument):
+        if param.metavar is None:
+            param.metavar = (param.name or "").upper()
+        param.__class__ = _ReadableArgument  # the same object, shown as a word
+    elif param.metavar is None and param.param_type_name == "option":
+        param.metavar = "" if getattr(param, "is_flag", False) else (param.name or "").upper()
 
 
 _PLAIN_TEXT = (str, str | None)
@@ -70,7 +74,7 @@ class _LazyCoercion(RuntimeParam):
         return build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
 
 
-def _coerce_lazily(param: object) -> None:
+def _coerce_lazily(param: Parameter) -> None:
     if isinstance(param, _TyperParameter) and param._runtime_param is None:
         d = param.type_descriptor
         param._runtime_param = _LazyCoercion(d.parameter_info, d.annotation, d)
@@ -78,10 +82,12 @@ def _coerce_lazily(param: object) -> None:
 
 class _Canary(TyperGroup):
     """The root command: before the command line is parsed (--help included), every command's
-    options get readable metavars."""
+    options get readable metavars and a coercion that costs nothing until a value needs one."""
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        readable_metavars(self, ctx)
+        for param in _every_param(self, ctx):
+            readable_metavar(param)
+            _coerce_lazily(param)
         return super().parse_args(ctx, args)
 
 
@@ -129,7 +135,7 @@ def _print_version(value: bool) -> None:
 def _global(
     ctx: typer.Context,
     config: Annotated[
-        str | None,
+        str | None,  # text, not Path: a text value needs no pydantic adapter (_LazyCoercion)
         typer.Option(
             "--config", metavar="FILE", help="Settings file (default: ./canary.toml when present)."
         ),

@@ -63,18 +63,11 @@ def styled(spans: Cell, colour: bool) -> str:
     return "".join(out)
 
 
-def width(spans: Cell) -> int:
-    return _width("".join([s.text for s in spans]))
-
-
-def _width(text: str) -> int:
-    return len(text) if text.isascii() else cell_len(text)
-
-
 def _laid(spans: Cell, colour: bool) -> tuple[str, int]:
     """A cell as written and its width in terminal cells."""
-    text = spans[0].text if len(spans) == 1 else "".join([s.text for s in spans])
-    return (styled(spans, colour) if colour else text), _width(text)
+    text = styled(spans, colour=False)
+    width = len(text) if text.isascii() else cell_len(text)
+    return (styled(spans, colour=True) if colour else text), width
 
 
 def render(title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]], colour: bool) -> str:
