@@ -31,7 +31,7 @@ from canary.logs import get_logger, register_secret, scrub
 from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
 from canary.openrouter.h1 import H1Pool, H1Response, encode_json, usable
 from canary.openrouter.sse import SSEError, SSEParser
-from canary.openrouter.stream import StreamAssembler, StreamOutcome
+from canary.openrouter.stream import StreamAssembler, StreamOutcome, feed_piece
 from canary.openrouter.wire import (
     BACKOFF_BASE_S,
     BACKOFF_CAP_S,
@@ -321,7 +321,9 @@ class OpenRouterClient:
         clock, limit = self._clock, self.max_stream_bytes
         sent = timing.sent if timing.sent is not None else timing.started
         received = 0
-        feed = assembler.feed
+
+        def since_sent() -> float:
+            return clock() - sent
 
         def sink(piece: bytes) -> bool:
             nonlocal received
@@ -329,8 +331,7 @@ class OpenRouterClient:
             if received > limit:
                 raise _TooLarge(f"stream larger than {limit} bytes")
             first, content = assembler.first_token_s, assembler.ttft_s
-            for data in parser.feed_data(piece):
-                feed(data, clock() - sent)
+            feed_piece(parser, assembler, piece, since_sent)
             return (
                 assembler.done
                 or assembler.failed
@@ -370,8 +371,7 @@ class OpenRouterClient:
             received += len(piece)
             if received > self.max_stream_bytes:
                 raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
-            for data in parser.feed_data(piece):
-                assembler.feed(data, timing.since_sent())
+            feed_piece(parser, assembler, piece, timing.since_sent)
             if not rescheduled and assembler.first_token_s is not None:
                 deadline.reschedule(timing.loop_started + self.stream_timeout_s)
                 rescheduled = True

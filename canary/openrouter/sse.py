@@ -47,6 +47,11 @@ class SSEParser:
         self._raw = False
         self.comments = 0  # keep-alive comments seen, for diagnostics
 
+    @property
+    def between_events(self) -> bool:
+        """Nothing of an event is pending: the next bytes start a new line of a new event."""
+        return not (self._buffer or self._data or self._first_line or self._event is not None)
+
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         self._raw = False
         return self._feed(chunk)  # type: ignore[return-value]

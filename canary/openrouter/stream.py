@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ import orjson
 
 from canary.core.classify import classify_status, error_message, error_of
 from canary.core.model import ToolCall, Transport, Usage
-from canary.openrouter.sse import DONE
+from canary.openrouter.sse import DONE, SSEParser
 
 _loads = json.JSONDecoder().decode  # json.loads without its per-call checks
 _fast_loads = orjson.loads
@@ -106,6 +107,10 @@ class StreamAssembler:
         # A plain content chunk cut around its content string (see _learn), once one was seen.
         self._prefix: bytes | None = None
         self._suffix = b""
+        # The same as SSE bytes (see feed_plain_run): an event's start, its end, and both.
+        self._event_head = b""
+        self._event_end = b""
+        self._between = b""
 
     @property
     def first_token_s(self) -> float | None:
@@ -208,6 +213,45 @@ class StreamAssembler:
         delta["content"] = choices[0]["delta"]["content"]
         if other == chunk:
             self._prefix, self._suffix = prefix, suffix
+            if b"\n" in data or b"\r" in data:
+                return  # data of several lines: its events are not one "data: " line each
+            self._event_head = b"data: " + prefix
+            self._event_end = suffix + b"\n\n"
+            self._between = self._event_end + self._event_head
+
+    def feed_plain_run(self, block: bytes) -> int:
+        """Read at once the events at the start of ``block`` (SSE bytes, from an event boundary)
+        that are the learned plain chunk with another plain, non-empty content; returns how many
+        bytes they took (0: none, read the block event by event).
+
+        Such events are ``data: <prefix><content><suffix>`` and a blank line each, so one split
+        on what lies between two contents cuts them all. Whatever is not such an event (another
+        chunk, a comment, escapes in the content, CRLF) leaves a quote, a backslash or a control
+        byte in its part, and then nothing is taken here: :meth:`feed` reads it all as before."""
+        head = self._event_head
+        if not head or not block.startswith(head):
+            return 0
+        parts = block[len(head) :].split(self._between)
+        last = parts.pop()
+        end = last.find(self._event_end)
+        if end >= 0:  # the last event is complete too
+            parts.append(last[:end])
+            taken = len(block) - len(last) + end + len(self._event_end)
+        elif parts:  # the block stops inside the last event: the ones before it are taken
+            taken = len(block) - len(last) - len(self._between) + len(self._event_end)
+        else:
+            return 0
+        if b"" in parts or _NOT_PLAIN.search(b"".join(parts)) is not None:
+            return 0
+        try:
+            # NUL between the contents: a content that is not UTF-8 on its own fails here even
+            # where joining it to the next one would make a valid character
+            text = b"\0".join(parts).decode()
+        except UnicodeDecodeError:
+            return 0
+        self._content.append(text.replace("\0", ""))
+        self._events += len(parts)
+        return taken
 
     def feed_chunk(self, chunk: dict[str, Any], at: float) -> None:
         get = chunk.get
@@ -334,6 +378,21 @@ class StreamAssembler:
             done=self.done,
             events=self._events,
         )
+
+
+def feed_piece(
+    parser: SSEParser, assembler: StreamAssembler, piece: bytes, since_sent: Callable[[], float]
+) -> None:
+    """One read of the body: the plain content events at its start at once when the parser
+    stands between two events (no time needed: the first token is in), then the rest event by
+    event, each timed by ``since_sent()``."""
+    if parser.between_events:
+        taken = assembler.feed_plain_run(piece)
+        if taken:
+            piece = piece[taken:]
+    feed = assembler.feed
+    for data in parser.feed_data(piece):
+        feed(data, since_sent())
 
 
 def _string_body(text: bytes) -> str | None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from sqlalchemy import Connection, Row, Update, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from canary.core.model import EndpointState, Event, Exclusion
@@ -171,6 +171,31 @@ class StateMixin(StoreBase):
         return end
 
 
+_STATE_COLUMNS = (*_state_values(EndpointState("", "")), "version", "updated_at")
+
+
+def _cas_update(with_slot: bool) -> Update:
+    """The compare-and-set UPDATE, built once: a statement built per call costs SQLAlchemy more
+    (its cache key is walked again each time) than running it."""
+    c = t.endpoint_state.c
+    stmt = update(t.endpoint_state).where(
+        c.model == bindparam("key_model"),
+        c.tag == bindparam("key_tag"),
+        c.version == bindparam("key_version"),
+    )
+    columns = _STATE_COLUMNS
+    if with_slot:
+        stmt = stmt.where(
+            or_(c.counted_slot.is_(None), c.counted_slot != bindparam("key_slot"))
+        )
+        columns = (*columns, "counted_slot")
+    return stmt.values({name: bindparam(f"new_{name}") for name in columns})
+
+
+_CAS = _cas_update(with_slot=False)
+_CAS_IN_SLOT = _cas_update(with_slot=True)
+
+
 def _cas_state(
     conn: Connection,
     model: str,
@@ -193,12 +218,12 @@ def _cas_state(
             )
         )
         return
-    c = t.endpoint_state.c
-    stmt = update(t.endpoint_state).where(c.model == model, c.tag == tag, c.version == expected)
-    if slot is not None:
-        stmt = stmt.where(or_(c.counted_slot.is_(None), c.counted_slot != slot))
-    if conn.execute(stmt.values(version=expected + 1, updated_at=at, **values)).rowcount == 1:
+    values.update(version=expected + 1, updated_at=at)
+    params = {f"new_{name}": value for name, value in values.items()}
+    params.update(key_model=model, key_tag=tag, key_version=expected, key_slot=slot)
+    if conn.execute(_CAS if slot is None else _CAS_IN_SLOT, params).rowcount == 1:
         return
+    c = t.endpoint_state.c
     stored = conn.execute(
         select(c.version).where(c.model == model, c.tag == tag)
     ).scalar_one_or_none()

@@ -57,7 +57,13 @@ PASSING = tuple(
 
 
 def seed(
-    store: Store, models: int, providers: int, days: float, now: datetime, spread: float = 0.35
+    store: Store,
+    models: int,
+    providers: int,
+    days: float,
+    now: datetime,
+    spread: float = 0.35,
+    only: range | None = None,
 ) -> int:
     """Rounds every 30 minutes up to `now`; returns how many probe rows were written.
 
@@ -65,11 +71,12 @@ def seed(
     log-normal factor of sigma `spread`, as real hosts vary from answer to answer (0.35: about
     0.6x to 1.8x between the 5th and the 95th percentile); that is what fills the latency
     histograms with many buckets per endpoint and hour, as in production. 0: every probe of an
-    endpoint and round takes the same time (few buckets: a flattering store)."""
-    rng = random.Random(7)
+    endpoint and round takes the same time (few buckets: a flattering store). `only`: seed just
+    these models (a share of a parallel seeding; each model's figures do not depend on it)."""
     rounds = int(days * 48)
     written = 0
-    for m in range(models):
+    for m in only if only is not None else range(models):
+        rng = random.Random(7 + m)
         model = f"bench/model-{m}"
         tags = [f"host{p}" for p in range(providers)]
         endpoints = [
@@ -229,6 +236,9 @@ def main() -> None:
         help="sigma of each probe's log-normal time to first token (0: constant per round)",
     )
     parser.add_argument(
+        "--jobs", type=int, default=2, help="processes that seed a PostgreSQL store together"
+    )
+    parser.add_argument(
         "--url",
         help="time an existing store instead (seeded by an earlier run with --keep, same sizes)",
     )
@@ -269,7 +279,7 @@ def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: s
     try:
         store.upgrade()
         started = time.perf_counter()
-        rows = seed(store, args.models, args.providers, args.days, now, args.spread)
+        rows = seed_in_parallel(store, args, now)
         seeded = time.perf_counter() - started
         if store.is_postgres:
             # A running PostgreSQL has statistics and, for a table that only grows, the visibility
@@ -280,6 +290,28 @@ def run(args: argparse.Namespace, now: datetime, folder: Path, name: str, url: s
         store.dispose()
     print(f"{name}: {rows} probes (seeded in {seeded:.1f} s)")
     time_all(args, folder, name, url)
+
+
+def seed_share(url: str, args: argparse.Namespace, now: datetime, share: int) -> int:
+    store = Store(url)
+    try:
+        only = range(share, args.models, args.jobs)
+        return seed(store, args.models, args.providers, args.days, now, args.spread, only)
+    finally:
+        store.dispose()
+
+
+def seed_in_parallel(store: Store, args: argparse.Namespace, now: datetime) -> int:
+    """`--jobs` processes seed a share of the models each (SQLite: one, it has a single writer)."""
+    jobs = args.jobs if store.is_postgres else 1
+    if jobs <= 1:
+        return seed(store, args.models, args.providers, args.days, now, args.spread)
+    from concurrent.futures import ProcessPoolExecutor
+
+    url = store.engine.url.render_as_string(hide_password=False)
+    with ProcessPoolExecutor(jobs) as pool:
+        shares = [pool.submit(seed_share, url, args, now, share) for share in range(jobs)]
+        return sum(share.result() for share in shares)
 
 
 def time_all(args: argparse.Namespace, folder: Path, name: str, url: str) -> None:

@@ -1,8 +1,8 @@
 """False failures and detection rates of the language contract on the shared corpus.
 
 Each simulated probe answers with 4-6 random corpus sentences of one language (seeded). The
-first answer is analysed; when it is an anomaly, two re-checks are drawn at once and the probe
-fails when at least 2 of the 3 are anomalies (canary.core.contracts.language.judge_language).
+first answer is judged (canary.core.contracts.language.judge_language); when it fails, two
+re-checks are drawn and the probe fails when they confirm it (canary.core.contracts.confirm).
 Mixes splice sentences of a second language into every answer of the probe (the defect follows
 the endpoint), so their rate is the share of probes that fail.
 
@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from canary.core.contracts.language import judge_language
+from canary.core.contracts.confirm import confirm
+from canary.core.contracts.language import judge_language, language_look
 from canary.core.model import Contract, Observation, Result, Transport
 from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
@@ -42,10 +43,13 @@ def probe(
     """One probe under the runner's re-check rule: the contract result and the first analysis."""
     first_text = answer(rng)
     first = analyze(first_text, language)
-    observations = [observation(first_text, language, 1)]
-    if first.anomaly:
-        observations += [observation(answer(rng), language, n) for n in (2, 3)]
-    return judge_language(observations, language, analyze).result, first
+    answers = [observation(first_text, language, 1)]
+    look = judge_language(answers, answers, language, analyze)
+    rechecks = []
+    if look.result.result is Result.fail:
+        rechecks = [observation(answer(rng), language, n) for n in (2, 3)]
+    looks = [language_look(o, True, language, analyze, look.foreign) for o in rechecks]
+    return confirm(look.result, looks).result, first
 
 
 def clean_answer(pool: list[str]) -> Answer:
@@ -136,6 +140,9 @@ def main() -> int:
         print(f"{label:<24}{100 * firsts / n_mix:>14.1f}%{100 * fails / n_mix:>14.1f}%")
 
     damaged = [line for line in load_sentences(CORPUS, "fr", clean=False) if "\u0092" in line]
+    if not damaged:
+        print("\nfr: the corpus has no U+0092 line left (repaired): nothing to flag")
+        return 0
     rng = random.Random(args.seed)
     caught = 0
     for _ in range(n_mix):

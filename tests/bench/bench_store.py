@@ -1,8 +1,10 @@
 """Store throughput for one large round, on SQLite and (when reachable) PostgreSQL.
 
-Run: .venv/bin/python tests/bench/bench_store.py [--endpoints 300]
-Prints, per backend, how long a round's writes take: claim, snapshots, probes (6 per endpoint),
-verdicts, one decision (state CAS + audit for every endpoint), and 200 lease acquisitions.
+Run: .venv/bin/python tests/bench/bench_store.py [--endpoints 300] [--rounds 3]
+Prints, per backend, how long a round's writes take (wall and the process's CPU) for the first
+round (the states are inserted) and the last of `--rounds` (they are updated): claim, snapshots,
+probes (one per contract and endpoint), verdicts, one decision (state CAS + audit for every
+endpoint), reading the states back; then 200 lease acquisitions.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from canary.core.model import (
     Pricing,
     Result,
     RoundVerdict,
+    Streak,
     Transport,
     Usage,
     Verdict,
@@ -65,23 +68,22 @@ def postgres_url() -> Iterator[str | None]:
         admin.dispose()
 
 
-def timed(label: str, work: Callable[[], object]) -> None:
-    start = time.perf_counter()
+def timed(label: str, work: Callable[[], object], shown: bool = True) -> None:
+    start, cpu = time.perf_counter(), time.process_time()
     work()
-    print(f"  {label:<44} {1000 * (time.perf_counter() - start):8.1f} ms")
+    if shown:
+        print(
+            f"  {label:<44} {1000 * (time.perf_counter() - start):8.1f} ms"
+            f"  (CPU {1000 * (time.process_time() - cpu):7.1f} ms)"
+        )
 
 
-def bench(url: str, n: int) -> None:
+def bench(url: str, n: int, rounds: int) -> None:
     store = Store(url)
     timed("upgrade (empty -> head)", store.upgrade)
     tags = [f"p{i:03d}" for i in range(n)]
     endpoints = [Endpoint(MODEL, t, t.upper(), Pricing(1e-7, 3e-7), ("max_tokens",)) for t in tags]
     contracts = list(Contract)
-    observations = [
-        Observation(c, t, Transport.ok, language="en", ttft_s=0.5, content="x" * 300,
-                    usage=Usage(50, 120, 1e-5), nonce=f"{t}-{c}")
-        for t in tags for c in contracts
-    ]  # fmt: skip
     verdicts = {
         t: RoundVerdict(
             MODEL,
@@ -91,29 +93,52 @@ def bench(url: str, n: int) -> None:
         )
         for t in tags
     }
-    round_ids: list[int] = []
-    timed(
-        "claim_round",
-        lambda: round_ids.append(store.claim_round(MODEL, T0, "bench", "p-1", {}) or 0),
-    )
-    rid = round_ids[0]
-    timed(
-        f"record_snapshots ({n} endpoints)",
-        lambda: store.record_snapshots(rid, MODEL, endpoints, T0),
-    )
-    timed(f"record_observations ({len(observations)} probes)",
-          lambda: store.record_observations(rid, MODEL, observations, T0))  # fmt: skip
-    timed(
-        f"record_verdicts ({n} x {len(contracts)} results)",
-        lambda: store.record_verdicts(rid, MODEL, verdicts),
-    )
-    after = {t: EndpointState(MODEL, t, passing_streak=1) for t in tags}
-    events = [Event(EventKind.verdict, MODEL, t) for t in tags]
-    timed(f"apply_decision ({n} states + {n} audit rows)", lambda: store.apply_decision(
-        round_id=rid, model=MODEL, before={}, after=after, events=events,
-        actor="bench", policy_version="p-1", at=T0))  # fmt: skip
-    timed("load_states", lambda: store.load_states(MODEL))
-    timed("latest_results", lambda: store.latest_results(MODEL))
+    before: dict[str, EndpointState] = {}
+    for r in range(rounds):
+        shown = r in (0, rounds - 1)  # the first round inserts the states, later ones update
+        if shown:
+            print(f" round {r + 1} of {rounds}")
+        at = T0 + timedelta(minutes=30 * r)
+        observations = [
+            Observation(c, t, Transport.ok, language="en", ttft_s=0.5, content="x" * 300,
+                        usage=Usage(50, 120, 1e-5), nonce=f"{r}-{t}-{c}")
+            for t in tags for c in contracts
+        ]  # fmt: skip
+        round_ids: list[int] = []
+        timed(
+            "claim_round",
+            lambda at=at: round_ids.append(store.claim_round(MODEL, at, "bench", "p-1", {}) or 0),
+            shown,
+        )
+        rid = round_ids[0]
+        timed(
+            f"record_snapshots ({n} endpoints)",
+            lambda at=at: store.record_snapshots(rid, MODEL, endpoints, at),
+            shown,
+        )
+        timed(f"record_observations ({len(observations)} probes)",
+              lambda at=at: store.record_observations(rid, MODEL, observations, at),
+              shown)  # fmt: skip
+        timed(
+            f"record_verdicts ({n} x {len(contracts)} results)",
+            lambda: store.record_verdicts(rid, MODEL, verdicts),
+            shown,
+        )
+        after = {
+            t: EndpointState(
+                MODEL,
+                t,
+                streaks=(Streak(Contract.ttft, r + 1, at, (rid,)),),
+                version=before[t].version + 1 if t in before else 0,
+            )
+            for t in tags
+        }
+        events = [Event(EventKind.verdict, MODEL, t) for t in tags]
+        timed(f"apply_decision ({n} states + {n} audit rows)", lambda at=at: store.apply_decision(
+            round_id=rid, model=MODEL, before=before, after=after, events=events,
+            actor="bench", policy_version="p-1", at=at), shown)  # fmt: skip
+        timed("load_states", lambda: before.update(store.load_states(MODEL)), shown)
+        timed("latest_results", lambda: store.latest_results(MODEL), shown)
 
     def leases() -> None:
         for i in range(200):
@@ -126,16 +151,18 @@ def bench(url: str, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--endpoints", type=int, default=300)
-    n = parser.parse_args().endpoints
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    n, rounds = args.endpoints, args.rounds
     with tempfile.TemporaryDirectory() as tmp:
         print(f"SQLite ({n} endpoints)")
-        bench(f"sqlite:///{Path(tmp) / 'bench.db'}", n)
+        bench(f"sqlite:///{Path(tmp) / 'bench.db'}", n, rounds)
     with postgres_url() as url:
         if url is None:
             print("PostgreSQL unreachable: skipped")
         else:
             print(f"PostgreSQL ({n} endpoints)")
-            bench(url, n)
+            bench(url, n, rounds)
 
 
 if __name__ == "__main__":

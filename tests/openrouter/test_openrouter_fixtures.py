@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,12 @@ from canary.core.classify import classify_status
 from canary.core.model import Transport
 from canary.openrouter.endpoints import parse_endpoints
 from canary.openrouter.sse import SSEParser, parse_all
-from canary.openrouter.stream import StreamAssembler, StreamOutcome, assemble_completion
+from canary.openrouter.stream import (
+    StreamAssembler,
+    StreamOutcome,
+    assemble_completion,
+    feed_piece,
+)
 
 pytestmark = pytest.mark.skipif(not CAPTURES.present, reason=CAPTURES.reason)
 
@@ -91,6 +97,22 @@ def test_stream_fixtures_read_the_same_from_their_raw_bytes(path: Path) -> None:
     for i, data in enumerate(parser.feed_data(body) + parser.close_data()):
         assembler.feed(data, float(i))
     assert assembler.finish() == assemble(body)
+
+
+@pytest.mark.parametrize("path", files("stream", "*.sse"), ids=lambda p: p.name)
+def test_stream_fixtures_read_the_same_in_reads_of_any_size(path: Path) -> None:
+    """The probes' path read by read (plain content events taken at once where they follow
+    each other) gives what parsing each event gives, whatever the reads' sizes."""
+    body = path.read_bytes()
+    untimed = {"ttft_s": None, "reasoning_s": None, "first_token_s": None}
+    expected = replace(assemble(body), **untimed)
+    for size in (1, 5, 64, 700, len(body)):
+        parser, assembler = SSEParser(), StreamAssembler()
+        for i in range(0, len(body), size):
+            feed_piece(parser, assembler, body[i : i + size], lambda: 0.0)
+        for data in parser.close_data():
+            assembler.feed(data, 0.0)
+        assert replace(assembler.finish(), **untimed) == expected, size
 
 
 def by_name(fragment: str) -> bytes:

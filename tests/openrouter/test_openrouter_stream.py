@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 from wire_server import chunk, usage_chunk
 
 from canary.core.model import Transport
-from canary.openrouter.stream import StreamAssembler, StreamOutcome
+from canary.openrouter.sse import SSEParser
+from canary.openrouter.stream import StreamAssembler, StreamOutcome, feed_piece
 
 
 def run_chunks(*items: dict[str, Any] | str, done: bool = True) -> StreamOutcome:
@@ -221,3 +223,84 @@ def test_a_first_chunk_that_is_not_plain_is_not_the_template() -> None:
 def test_any_content_bytes_read_the_same_either_way(contents: list[bytes]) -> None:
     events = (sim_chunk(b"first"), *(sim_chunk(c) for c in contents), b"[DONE]")
     assert read_raw(*events) == read_text(*events)
+
+
+def untimed(outcome: StreamOutcome) -> StreamOutcome:
+    return replace(outcome, ttft_s=None, reasoning_s=None, first_token_s=None)
+
+
+def read_in_pieces(body: bytes, cuts: list[int]) -> StreamOutcome:
+    """The probes' path over a body cut into reads at ``cuts``."""
+    parser, assembler = SSEParser(), StreamAssembler()
+    bounds = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        if end > start:
+            feed_piece(parser, assembler, body[start:end], lambda: 1.0)
+    for data in parser.close_data():
+        assembler.feed(data, 1.0)
+    return assembler.finish()
+
+
+def sse(*datas: bytes) -> bytes:
+    return b"".join(b"data: " + d + b"\n\n" for d in datas)
+
+
+def test_plain_content_events_after_the_template_are_read_in_one_go() -> None:
+    assembler = StreamAssembler()
+    assembler.feed(sim_chunk(b"Hello"), 1.0)
+    block = sse(*(sim_chunk(w) for w in (b" big", b" w\xc3\xb6rld", b" \xe4\xba\x9a")))
+    assert assembler.feed_plain_run(block + b"data: " + sim_chunk(b"cut")[:20]) == len(block)
+    assert assembler.finish().content == "Hello big w\u00f6rld \u4e9a"
+    assert assembler.finish().events == 4
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        sse(sim_chunk(b"a"), sim_chunk(b"b")).replace(b"\n\n", b"\r\n\r\n"),  # CRLF
+        b": keep-alive\n\n" + sse(sim_chunk(b"a")),  # a comment first
+        b"data:" + sim_chunk(b"a") + b"\n\n",  # no space after the colon
+        sse(sim_chunk(b"")),  # empty content
+        sse(sim_chunk(b'say \\"hi\\"')),  # escapes
+        sse(sim_chunk(b"\xc3")) + sse(sim_chunk(b"\xa9")),  # a character cut in two
+        sse(sim_chunk(b"a\x00b")),  # a raw control byte
+    ],
+)
+def test_events_that_are_not_plain_template_events_are_left_to_the_parser(block: bytes) -> None:
+    assembler = StreamAssembler()
+    assembler.feed(sim_chunk(b"Hello"), 1.0)
+    assert assembler.feed_plain_run(block) == 0
+
+
+def test_a_template_learned_from_several_data_lines_reads_nothing_at_once() -> None:
+    assembler = StreamAssembler()
+    assembler.feed(sim_chunk(b"Hello").replace(b'"choices"', b'\n"choices"'), 1.0)
+    assert assembler.feed_plain_run(sse(sim_chunk(b"a"))) == 0
+
+
+ONE_LINE = st.binary(max_size=6) | st.text(max_size=5).map(str.encode)  # as on the wire:
+EVENT_BYTES = st.one_of(  # a data line holds no line end
+    st.builds(sim_chunk, ONE_LINE.filter(lambda b: b"\n" not in b and b"\r" not in b)),
+    st.sampled_from(ODD_FOLLOWERS),
+)
+
+
+@given(
+    first=st.sampled_from([sim_chunk(b"first"), *ODD_FOLLOWERS[1:4]]),
+    events=st.lists(EVENT_BYTES, max_size=14),
+    comments=st.lists(st.integers(0, 14), max_size=2),
+    crlf=st.booleans(),
+    cuts=st.lists(st.integers(0, 4000), max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_body_read_in_any_pieces_gives_what_parsing_every_event_gives(
+    first: bytes, events: list[bytes], comments: list[int], crlf: bool, cuts: list[int]
+) -> None:
+    items = [sse(first), *(sse(e) for e in events), sse(b"[DONE]")]
+    for at in sorted(comments, reverse=True):
+        items.insert(min(at + 1, len(items) - 1), b": OPENROUTER PROCESSING\n\n")
+    body = b"".join(items)
+    if crlf:
+        body = body.replace(b"\n", b"\r\n")
+    expected = read_text(first, *events, b"[DONE]")
+    assert untimed(read_in_pieces(body, cuts)) == untimed(expected)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import random
+import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from canary.core.contracts.evidence import prose_answers
 from canary.core.contracts.hygiene import hygiene_look, judge_hygiene
@@ -13,7 +16,12 @@ from canary.core.model import Contract, Observation, Result, Transport
 from canary.probes import ProbeSet
 from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
-from canary.text.hygiene import degenerate_repetition, leading_garbage
+from canary.text.hygiene import (
+    _SMALL_WINDOW_FITS,
+    _compressed_size,
+    degenerate_repetition,
+    leading_garbage,
+)
 
 
 @pytest.mark.parametrize(
@@ -224,3 +232,22 @@ def test_a_recheck_answer_is_unclean_or_clean(
     recheck: Observation, eligible: bool, result: Result
 ) -> None:
     assert hygiene_look(recheck, eligible).result is result
+
+
+@given(
+    unit=st.text(min_size=1, max_size=40),
+    repeats=st.integers(1, 400),
+    noise=st.binary(max_size=3000),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_small_window_compresses_to_as_many_bytes_as_zlib_default(
+    unit: str, repeats: int, noise: bytes
+) -> None:
+    for raw in ((unit * repeats).encode(), noise, noise + (unit * repeats).encode()):
+        assert _compressed_size(raw) == len(zlib.compress(raw, 1))
+
+
+@pytest.mark.parametrize("size", [_SMALL_WINDOW_FITS - 1, _SMALL_WINDOW_FITS, 20_000])
+def test_the_small_window_holds_at_its_edge(size: int) -> None:
+    raw = random.Random(size).randbytes(size // 2) * 2  # a repeat half the text away
+    assert _compressed_size(raw) == len(zlib.compress(raw, 1))
