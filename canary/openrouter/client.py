@@ -354,7 +354,7 @@ class OpenRouterClient:
                 await response.finish(DRAIN_S)
                 return
         for data in parser.close_data():
-            feed(data, timing.since_sent())
+            assembler.feed(data, timing.since_sent())
 
     async def _read_stream(
         self,

@@ -282,6 +282,7 @@ class RoundsMixin(StoreBase):
             ]
             if results:
                 conn.execute(insert(t.contract_results), results)
+            _raise_latest_verdicts(conn, round_id, model, tags)
 
     def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
         """Each endpoint's served model in its latest round before ``round_id`` that recorded
@@ -388,6 +389,29 @@ def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
         },
     )
     conn.execute(stmt, buckets)
+
+
+def _raise_latest_verdicts(conn: Connection, round_id: int, model: str, tags: list[str]) -> None:
+    """Each endpoint's latest round with a verdict becomes ``round_id`` unless a later one
+    already is (two replicas may write verdicts of two attempts at the same endpoint)."""
+    table = t.latest_verdicts
+    stmt = _upsert(conn, table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["model", "tag"],
+        set_={"round_id": stmt.excluded.round_id},
+        where=table.c.round_id < stmt.excluded.round_id,
+    )
+    conn.execute(stmt, [{"model": model, "tag": tag, "round_id": round_id} for tag in tags])
+
+
+def fill_latest_verdicts(conn: Connection, model: str | None = None) -> None:
+    """latest_verdicts from round_verdicts as they stand (all models, or ``model``'s), for
+    verdicts written before the table existed (migration 0010)."""
+    v = t.round_verdicts.c
+    rows = select(v.model, v.tag, func.max(v.round_id)).group_by(v.model, v.tag)
+    if model is not None:
+        rows = rows.where(v.model == model)
+    conn.execute(insert(t.latest_verdicts).from_select(["model", "tag", "round_id"], rows))
 
 
 def _upsert(conn: Connection, table: Table) -> Any:

@@ -185,9 +185,7 @@ def _cas_update(with_slot: bool) -> Update:
     )
     columns = _STATE_COLUMNS
     if with_slot:
-        stmt = stmt.where(
-            or_(c.counted_slot.is_(None), c.counted_slot != bindparam("key_slot"))
-        )
+        stmt = stmt.where(or_(c.counted_slot.is_(None), c.counted_slot != bindparam("key_slot")))
         columns = (*columns, "counted_slot")
     return stmt.values({name: bindparam(f"new_{name}") for name in columns})
 

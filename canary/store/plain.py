@@ -42,6 +42,7 @@ KINDS: dict[str, dict[str, Kind]] = {
     "latency_figures": {"at": "time"},
     "contract_results": {"language_anomaly": "bool"},
     "round_verdicts": {},
+    "latest_verdicts": {},
     "endpoint_state": {
         "streaks": "json", "recovery_evidence": "json", "quarantined_since": "time",
         "quarantined_until": "time", "causes": "json", "last_quarantine_at": "time",

@@ -402,7 +402,34 @@ def last_closed_rounds(r: Reader, model: str | None) -> dict[str, RoundRow]:
 
 def _latest_judged_rounds(r: Reader, models: Sequence[str]) -> dict[tuple[str, str], int]:
     """(model, tag) -> the latest round that judged the endpoint, abandoned attempts left out
-    (their decision never came)."""
+    (their decision never came). From latest_verdicts when its round still stands (not
+    abandoned, its verdict not pruned); a model where one does not, or with no row there (its
+    verdicts written by an older canary), is walked down round_verdicts' index instead."""
+    params: dict[str, object] = {}
+    sql = (
+        f"SELECT model, tag, round_id FROM latest_verdicts WHERE model {r.in_('m', models, params)}"
+    )
+    pointed = {(model, tag): round_id for model, tag, round_id in r.values(sql, params)}
+    standing: set[tuple[str, str, int]] = set()
+    if pointed:
+        params = {}
+        rounds = r.in_("r", sorted(set(pointed.values())), params)
+        sql = (
+            f"SELECT v.model, v.tag, v.round_id FROM round_verdicts v WHERE v.round_id {rounds}"
+            f" AND v.model {r.in_('m', models, params)} AND NOT EXISTS (SELECT 1 FROM rounds x"
+            " WHERE x.id = v.round_id AND x.status = 'abandoned')"
+        )
+        standing = {(model, tag, round_id) for model, tag, round_id in r.values(sql, params)}
+    latest = {key: rid for key, rid in pointed.items() if (*key, rid) in standing}
+    walked = {model for (model, tag), rid in pointed.items() if (model, tag, rid) not in standing}
+    walked.update(set(models) - {model for model, _ in pointed})
+    if walked:
+        latest.update(walk_latest_judged_rounds(r, sorted(walked)))
+    return latest
+
+
+def walk_latest_judged_rounds(r: Reader, models: Sequence[str]) -> dict[tuple[str, str], int]:
+    """:func:`_latest_judged_rounds` from round_verdicts alone: its index walked per endpoint."""
     walk: dict[str, object] = {}
     return {
         (row.model, row.tag): row.round_id

@@ -247,6 +247,18 @@ round_verdicts = Table(
     Index(None, "model", "tag", "round_id"),  # each endpoint's latest verdict, from the index
 )
 
+# Each endpoint's largest round_id in round_verdicts, raised with every verdict written: reading
+# every endpoint's latest results starts from these rows instead of one walk of round_verdicts'
+# index per endpoint. The reader checks each round (abandoned? pruned?) and walks the index only
+# for a model where one fails (see canary.store.plain_reads).
+latest_verdicts = Table(
+    "latest_verdicts",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+    _int("round_id"),
+)
+
 endpoint_state = Table(
     "endpoint_state",
     metadata,

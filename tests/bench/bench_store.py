@@ -95,50 +95,7 @@ def bench(url: str, n: int, rounds: int) -> None:
     }
     before: dict[str, EndpointState] = {}
     for r in range(rounds):
-        shown = r in (0, rounds - 1)  # the first round inserts the states, later ones update
-        if shown:
-            print(f" round {r + 1} of {rounds}")
-        at = T0 + timedelta(minutes=30 * r)
-        observations = [
-            Observation(c, t, Transport.ok, language="en", ttft_s=0.5, content="x" * 300,
-                        usage=Usage(50, 120, 1e-5), nonce=f"{r}-{t}-{c}")
-            for t in tags for c in contracts
-        ]  # fmt: skip
-        round_ids: list[int] = []
-        timed(
-            "claim_round",
-            lambda at=at: round_ids.append(store.claim_round(MODEL, at, "bench", "p-1", {}) or 0),
-            shown,
-        )
-        rid = round_ids[0]
-        timed(
-            f"record_snapshots ({n} endpoints)",
-            lambda at=at: store.record_snapshots(rid, MODEL, endpoints, at),
-            shown,
-        )
-        timed(f"record_observations ({len(observations)} probes)",
-              lambda at=at: store.record_observations(rid, MODEL, observations, at),
-              shown)  # fmt: skip
-        timed(
-            f"record_verdicts ({n} x {len(contracts)} results)",
-            lambda: store.record_verdicts(rid, MODEL, verdicts),
-            shown,
-        )
-        after = {
-            t: EndpointState(
-                MODEL,
-                t,
-                streaks=(Streak(Contract.ttft, r + 1, at, (rid,)),),
-                version=before[t].version + 1 if t in before else 0,
-            )
-            for t in tags
-        }
-        events = [Event(EventKind.verdict, MODEL, t) for t in tags]
-        timed(f"apply_decision ({n} states + {n} audit rows)", lambda at=at: store.apply_decision(
-            round_id=rid, model=MODEL, before=before, after=after, events=events,
-            actor="bench", policy_version="p-1", at=at), shown)  # fmt: skip
-        timed("load_states", lambda: before.update(store.load_states(MODEL)), shown)
-        timed("latest_results", lambda: store.latest_results(MODEL), shown)
+        one_round(store, r, rounds, tags, endpoints, verdicts, before)
 
     def leases() -> None:
         for i in range(200):
@@ -146,6 +103,62 @@ def bench(url: str, n: int, rounds: int) -> None:
 
     timed("200 x try_acquire_lease", leases)
     store.dispose()
+
+
+def one_round(
+    store: Store,
+    r: int,
+    rounds: int,
+    tags: list[str],
+    endpoints: list[Endpoint],
+    verdicts: dict[str, RoundVerdict],
+    before: dict[str, EndpointState],
+) -> None:
+    n, contracts = len(tags), list(Contract)
+    shown = r in (0, rounds - 1)  # the first round inserts the states, later ones update
+    if shown:
+        print(f" round {r + 1} of {rounds}")
+    at = T0 + timedelta(minutes=30 * r)
+    observations = [
+        Observation(c, t, Transport.ok, language="en", ttft_s=0.5, content="x" * 300,
+                    usage=Usage(50, 120, 1e-5), nonce=f"{r}-{t}-{c}")
+        for t in tags for c in contracts
+    ]  # fmt: skip
+    round_ids: list[int] = []
+    timed(
+        "claim_round",
+        lambda at=at: round_ids.append(store.claim_round(MODEL, at, "bench", "p-1", {}) or 0),
+        shown,
+    )
+    rid = round_ids[0]
+    timed(
+        f"record_snapshots ({n} endpoints)",
+        lambda at=at: store.record_snapshots(rid, MODEL, endpoints, at),
+        shown,
+    )
+    timed(f"record_observations ({len(observations)} probes)",
+          lambda at=at: store.record_observations(rid, MODEL, observations, at),
+          shown)  # fmt: skip
+    timed(
+        f"record_verdicts ({n} x {len(contracts)} results)",
+        lambda: store.record_verdicts(rid, MODEL, verdicts),
+        shown,
+    )
+    after = {
+        t: EndpointState(
+            MODEL,
+            t,
+            streaks=(Streak(Contract.ttft, r + 1, at, (rid,)),),
+            version=before[t].version + 1 if t in before else 0,
+        )
+        for t in tags
+    }
+    events = [Event(EventKind.verdict, MODEL, t) for t in tags]
+    timed(f"apply_decision ({n} states + {n} audit rows)", lambda at=at: store.apply_decision(
+        round_id=rid, model=MODEL, before=before, after=after, events=events,
+        actor="bench", policy_version="p-1", at=at), shown)  # fmt: skip
+    timed("load_states", lambda: before.update(store.load_states(MODEL)), shown)
+    timed("latest_results", lambda: store.latest_results(MODEL), shown)
 
 
 def main() -> None:

@@ -511,3 +511,11 @@ def test_the_connection_is_reused_after_a_complete_stream() -> None:
     observations, connections = run(go())
     assert all(o.transport is Transport.ok for o in observations)
     assert connections == 1
+
+
+def test_a_last_event_cut_before_its_blank_line_is_still_read() -> None:
+    body = sse(chunk("Olá"), done=False) + b'data: {"choices":[{"index":0,"delta":{},'
+    body += b'"finish_reason":"stop"}]}\n'  # the body ends without the blank line
+    obs, _ = probe(streaming(body, size=5))
+    assert obs.transport is Transport.ok and obs.finish_reason == "stop"
+    assert obs.content == "Olá"

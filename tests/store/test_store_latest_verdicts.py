@@ -1,0 +1,99 @@
+"""Each endpoint's latest judged round read from latest_verdicts is the one a walk of
+round_verdicts finds, whatever rounds were judged, abandoned or pruned: a property searched by
+hypothesis, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete
+
+from canary.core.model import Contract, ContractResult, Result, RoundVerdict, Verdict
+from canary.store import Store
+from canary.store import tables as t
+from canary.store._rounds import fill_latest_verdicts
+from canary.store.engine import plain
+from canary.store.plain_reads import _latest_judged_rounds, walk_latest_judged_rounds
+
+T0 = datetime(2026, 7, 1, tzinfo=UTC)
+TAGS = ("alpha", "beta", "gamma")
+RUN = itertools.count()
+
+JUDGE = st.tuples(
+    st.just("judge"),
+    st.sets(st.sampled_from(TAGS), min_size=1),
+    st.sampled_from(["finished", "abandoned", "running"]),
+)
+PRUNE = st.tuples(st.just("prune"), st.integers(0, 8))  # retention's delete of a round's rows
+LEGACY = st.tuples(st.just("legacy"))  # as if written before latest_verdicts: then migrated
+
+
+def _verdicts(model: str, tags: set[str]) -> dict[str, RoundVerdict]:
+    ok = (ContractResult(Contract.ttft, Result.passed, "ok"),)
+    return {tag: RoundVerdict(model, tag, Verdict.passed, ok) for tag in tags}
+
+
+def _latest(store: Store, model: str) -> tuple[dict[tuple[str, str], int], ...]:
+    with store._read() as conn:
+        r = plain(conn)
+        return _latest_judged_rounds(r, [model]), walk_latest_judged_rounds(r, [model])
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(st.one_of(JUDGE, PRUNE, LEGACY), max_size=8))
+def test_latest_judged_rounds_match_a_walk_of_the_verdicts(
+    store: Store, steps: list[tuple[object, ...]]
+) -> None:
+    model = f"acme/latest-{next(RUN)}"
+    rounds: list[int] = []
+    for i, step in enumerate(steps):
+        if step[0] == "judge":
+            _, tags, status = step
+            slot = T0 + timedelta(minutes=30 * i)
+            rid = store.claim_round(model, slot, "me", "p-1", {}, started_at=slot)
+            assert rid is not None
+            store.record_verdicts(rid, model, _verdicts(model, tags))  # type: ignore[arg-type]
+            if status != "running":
+                store.finish_round(rid, str(status), at=slot)
+            rounds.append(rid)
+        elif step[0] == "prune" and rounds:
+            gone = rounds[int(step[1]) % len(rounds)]  # type: ignore[call-overload]
+            with store.engine.begin() as conn:
+                conn.execute(
+                    delete(t.contract_results).where(t.contract_results.c.round_id == gone)
+                )
+                conn.execute(delete(t.round_verdicts).where(t.round_verdicts.c.round_id == gone))
+        elif step[0] == "legacy":
+            with store.engine.begin() as conn:
+                conn.execute(delete(t.latest_verdicts).where(t.latest_verdicts.c.model == model))
+            pointed, walked = _latest(store, model)  # no row for the model: walked
+            assert pointed == walked
+            with store.engine.begin() as conn:
+                fill_latest_verdicts(conn, model)  # what migration 0010 does
+        pointed, walked = _latest(store, model)
+        assert pointed == walked
+
+
+def test_the_latest_round_is_read_from_one_row_per_endpoint(store: Store, model: str) -> None:
+    """The pointers are what the reads use: one that names a later round wins over the walk."""
+    rids = []
+    for i in range(2):
+        slot = T0 + timedelta(minutes=30 * i)
+        rid = store.claim_round(model, slot, "me", "p-1", {}, started_at=slot)
+        assert rid is not None
+        store.record_verdicts(rid, model, _verdicts(model, {"alpha"}))
+        store.finish_round(rid, "finished", at=slot)
+        rids.append(rid)
+    with store.engine.begin() as conn:
+        rows = conn.execute(t.latest_verdicts.select().where(t.latest_verdicts.c.model == model))
+        assert [(row.tag, row.round_id) for row in rows] == [("alpha", rids[1])]
+    # a zombie attempt writing an older round's verdicts late does not move it back
+    store.record_verdicts(rids[0], model, _verdicts(model, {"alpha"}))
+    assert _latest(store, model)[0] == {(model, "alpha"): rids[1]}
