@@ -1,6 +1,7 @@
 """Retention: the evidence older than the window is deleted, in small transactions.
 
-Pruned: probes, contract results and round verdicts (by their round's scheduled time), endpoint
+Pruned: probes, contract results and round verdicts (by their round's scheduled time; each
+endpoint's latest verdict is pointed again at what is left of its verdicts), endpoint
 snapshots (each model keeps its latest one, the baseline the next round's drift is diffed
 against) and the hourly latency histograms. Kept: rounds, states, quarantines, exclusions, audit
 and drift rows, which are small and are the record of what was decided and why.
@@ -64,6 +65,20 @@ def _never() -> bool:
     return False
 
 
+def _repoint_latest_verdicts(conn: Connection, pruned: list[int]) -> None:
+    """The models whose latest verdict was in a pruned round point again at what is left of
+    their verdicts (usually nothing: endpoints that left the listing long ago)."""
+    from canary.store._rounds import fill_latest_verdicts
+
+    latest = t.latest_verdicts
+    models = conn.execute(
+        select(latest.c.model).where(latest.c.round_id.in_(pruned)).distinct()
+    ).scalars()
+    for model in list(models):
+        conn.execute(delete(latest).where(latest.c.model == model))
+        fill_latest_verdicts(conn, model)
+
+
 class RetentionMixin(AuditMixin):
     def prune_once(
         self,
@@ -122,6 +137,8 @@ class RetentionMixin(AuditMixin):
                 if not ids:
                     break
                 deleted += conn.execute(delete(table).where(table.c.round_id.in_(ids))).rowcount
+                if table is t.round_verdicts:
+                    _repoint_latest_verdicts(conn, ids)
             cursor = ids[-1]
         return deleted
 

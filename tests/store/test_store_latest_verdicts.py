@@ -1,6 +1,7 @@
 """Each endpoint's latest judged round read from latest_verdicts is the one a walk of
-round_verdicts finds, whatever rounds were judged, abandoned or pruned: a property searched by
-hypothesis, on SQLite and PostgreSQL."""
+round_verdicts finds, whatever rounds were judged, abandoned or pruned (by retention, which
+points them again, or behind its back): a property searched by hypothesis, on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import delete
+from sqlalchemy import delete, func, select
 
 from canary.core.model import Contract, ContractResult, Result, RoundVerdict, Verdict
 from canary.store import Store
@@ -28,12 +29,29 @@ JUDGE = st.tuples(
     st.sampled_from(["finished", "abandoned", "running"]),
 )
 PRUNE = st.tuples(st.just("prune"), st.integers(0, 8))  # retention's delete of a round's rows
+RETAIN = st.tuples(st.just("retain"), st.integers(0, 8))  # retention up to that slot
 LEGACY = st.tuples(st.just("legacy"))  # as if written before latest_verdicts: then migrated
 
 
 def _verdicts(model: str, tags: set[str]) -> dict[str, RoundVerdict]:
     ok = (ContractResult(Contract.ttft, Result.passed, "ok"),)
     return {tag: RoundVerdict(model, tag, Verdict.passed, ok) for tag in tags}
+
+
+def _pointers(store: Store, model: str) -> dict[str, int]:
+    latest = t.latest_verdicts.c
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(latest.tag, latest.round_id).where(latest.model == model))
+        return {tag: rid for tag, rid in rows}
+
+
+def _largest_verdicts(store: Store, model: str) -> dict[str, int]:
+    v = t.round_verdicts.c
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(v.tag, func.max(v.round_id)).where(v.model == model).group_by(v.tag)
+        )
+        return {tag: rid for tag, rid in rows}
 
 
 def _latest(store: Store, model: str) -> tuple[dict[tuple[str, str], int], ...]:
@@ -47,12 +65,13 @@ def _latest(store: Store, model: str) -> tuple[dict[tuple[str, str], int], ...]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(steps=st.lists(st.one_of(JUDGE, PRUNE, LEGACY), max_size=8))
+@given(steps=st.lists(st.one_of(JUDGE, PRUNE, RETAIN, LEGACY), max_size=8))
 def test_latest_judged_rounds_match_a_walk_of_the_verdicts(
     store: Store, steps: list[tuple[object, ...]]
 ) -> None:
     model = f"acme/latest-{next(RUN)}"
     rounds: list[int] = []
+    behind_its_back = False  # verdicts deleted other than by retention
     for i, step in enumerate(steps):
         if step[0] == "judge":
             _, tags, status = step
@@ -64,12 +83,17 @@ def test_latest_judged_rounds_match_a_walk_of_the_verdicts(
                 store.finish_round(rid, str(status), at=slot)
             rounds.append(rid)
         elif step[0] == "prune" and rounds:
+            behind_its_back = True
             gone = rounds[int(step[1]) % len(rounds)]  # type: ignore[call-overload]
             with store.engine.begin() as conn:
                 conn.execute(
                     delete(t.contract_results).where(t.contract_results.c.round_id == gone)
                 )
                 conn.execute(delete(t.round_verdicts).where(t.round_verdicts.c.round_id == gone))
+        elif step[0] == "retain":
+            store.prune_before(T0 + timedelta(minutes=30 * int(step[1])))  # type: ignore[call-overload]
+            if not behind_its_back:  # then every pointer is exact: no model needs a walk
+                assert _pointers(store, model) == _largest_verdicts(store, model)
         elif step[0] == "legacy":
             with store.engine.begin() as conn:
                 conn.execute(delete(t.latest_verdicts).where(t.latest_verdicts.c.model == model))
