@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "5a347643a9864c4fae3be5e17603391aca4384e3331fee7ff552d43be2e3cd12")
+PINNED = (5, "4b340cbdbcfe18749d80a3050c6236705dba1183777554fb989295cc5659278c")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
