@@ -208,7 +208,11 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
                 by_slot.setdefault(r.scheduled_at, set()).add(r.runner_id)
             return finished if any(len(holders) == 2 for holders in by_slot.values()) else None
 
-        wait_for("a slot run by both replicas at once", shared_slot, 90)
+        try:
+            wait_for("a slot run by both replicas at once", shared_slot, WAIT_S)
+        except AssertionError as exc:
+            ran = sorted((str(r.scheduled_at), r.runner_id, r.status) for r in _rounds())
+            raise AssertionError(f"{exc}; rounds (slot, runner, status): {ran[-24:]}") from None
         assert all(r.alive() for r in replicas), "a replica died"
         _judged_once_per_slot(_rounds())
         assert all(
