@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Table, delete, func, select, text
 
 from canary.store import tables as t
 from canary.store._audit import AuditMixin
+from canary.store.latest_verdicts import repoint_after_prune
 
 RETENTION_LEASE = "retention"
 ROUNDS_PER_BATCH = 50  # a model's round holds ~7 probes per endpoint: a few thousand rows a batch
@@ -63,20 +64,6 @@ class Pruned:
 
 def _never() -> bool:
     return False
-
-
-def _repoint_latest_verdicts(conn: Connection, pruned: list[int]) -> None:
-    """The models whose latest verdict was in a pruned round point again at what is left of
-    their verdicts (usually nothing: endpoints that left the listing long ago)."""
-    from canary.store._rounds import fill_latest_verdicts
-
-    latest = t.latest_verdicts
-    models = conn.execute(
-        select(latest.c.model).where(latest.c.round_id.in_(pruned)).distinct()
-    ).scalars()
-    for model in list(models):
-        conn.execute(delete(latest).where(latest.c.model == model))
-        fill_latest_verdicts(conn, model)
 
 
 class RetentionMixin(AuditMixin):
@@ -138,7 +125,7 @@ class RetentionMixin(AuditMixin):
                     break
                 deleted += conn.execute(delete(table).where(table.c.round_id.in_(ids))).rowcount
                 if table is t.round_verdicts:
-                    _repoint_latest_verdicts(conn, ids)
+                    repoint_after_prune(conn, ids)
             cursor = ids[-1]
         return deleted
 

@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
-    Table,
     case,
     delete,
     func,
@@ -32,8 +31,9 @@ from canary.store import tables as t
 from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import RoundLost, require_held
 from canary.store._extra import DECIDING, abandoned_detail
-from canary.store.engine import StoreBase, plain
+from canary.store.engine import StoreBase, dialect_insert, plain
 from canary.store.latency import refresh_latency_figures
+from canary.store.latest_verdicts import raise_latest_verdicts
 from canary.store.plain_reads import contract_result_row, round_row
 from canary.store.rows import (
     ContractResultRow,
@@ -282,7 +282,7 @@ class RoundsMixin(StoreBase):
             ]
             if results:
                 conn.execute(insert(t.contract_results), results)
-            _raise_latest_verdicts(conn, round_id, model, tags)
+            raise_latest_verdicts(conn, round_id, model, tags)
 
     def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
         """Each endpoint's served model in its latest round before ``round_id`` that recorded
@@ -380,7 +380,7 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
 
 def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
     table = t.ttft_buckets
-    stmt = _upsert(conn, table)
+    stmt = dialect_insert(conn.dialect.name)(table)
     stmt = stmt.on_conflict_do_update(
         index_elements=["model", "tag", "hour", "bucket"],
         set_={
@@ -389,40 +389,6 @@ def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
         },
     )
     conn.execute(stmt, buckets)
-
-
-def _raise_latest_verdicts(conn: Connection, round_id: int, model: str, tags: list[str]) -> None:
-    """Each endpoint's latest round with a verdict becomes ``round_id`` unless a later one
-    already is (two replicas may write verdicts of two attempts at the same endpoint)."""
-    table = t.latest_verdicts
-    stmt = _upsert(conn, table)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["model", "tag"],
-        set_={"round_id": stmt.excluded.round_id},
-        where=table.c.round_id < stmt.excluded.round_id,
-    )
-    conn.execute(stmt, [{"model": model, "tag": tag, "round_id": round_id} for tag in tags])
-
-
-def fill_latest_verdicts(conn: Connection, model: str | None = None) -> None:
-    """latest_verdicts from round_verdicts as they stand (all models, or ``model``'s), for
-    verdicts written before the table existed (migration 0010)."""
-    v = t.round_verdicts.c
-    rows = select(v.model, v.tag, func.max(v.round_id)).group_by(v.model, v.tag)
-    if model is not None:
-        rows = rows.where(v.model == model)
-    conn.execute(insert(t.latest_verdicts).from_select(["model", "tag", "round_id"], rows))
-
-
-def _upsert(conn: Connection, table: Table) -> Any:
-    """``INSERT ... ON CONFLICT`` for the connection's backend."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert(table)
 
 
 def _as_utc(value: datetime | str | None) -> datetime | None:

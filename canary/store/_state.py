@@ -218,7 +218,9 @@ def _cas_state(
         return
     values.update(version=expected + 1, updated_at=at)
     params = {f"new_{name}": value for name, value in values.items()}
-    params.update(key_model=model, key_tag=tag, key_version=expected, key_slot=slot)
+    params.update(key_model=model, key_tag=tag, key_version=expected)
+    if slot is not None:
+        params["key_slot"] = slot
     if conn.execute(_CAS if slot is None else _CAS_IN_SLOT, params).rowcount == 1:
         return
     c = t.endpoint_state.c

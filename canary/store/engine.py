@@ -75,16 +75,21 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def dialect_insert(dialect: str) -> Any:
+    """The backend's ``insert``, which takes ON CONFLICT (imported here: the dialects are heavy)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
+
+
 def insert_ignoring_conflict(conn: Connection, table: Table, **target: Any) -> Any:
     """``INSERT ... ON CONFLICT [target] DO NOTHING`` on ``table`` for the connection's backend
     (``target``: ``index_elements`` and ``index_where`` of a partial unique index)."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table).on_conflict_do_nothing(**target)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert(table).on_conflict_do_nothing(**target)
+    return dialect_insert(conn.dialect.name)(table).on_conflict_do_nothing(**target)
 
 
 class SaTransport:
@@ -124,14 +129,8 @@ class StoreBase:
         return self.dialect == "postgresql"
 
     def dialect_insert(self) -> Any:
-        """INSERT with ON CONFLICT for this backend (imported here: the dialects are heavy)."""
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            return pg_insert
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        return sqlite_insert
+        """INSERT with ON CONFLICT for this backend."""
+        return dialect_insert(self.dialect)
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:

@@ -250,7 +250,7 @@ round_verdicts = Table(
 # Each endpoint's largest round_id in round_verdicts, raised with every verdict written: reading
 # every endpoint's latest results starts from these rows instead of one walk of round_verdicts'
 # index per endpoint. The reader checks each round (abandoned? pruned?) and walks the index only
-# for a model where one fails (see canary.store.plain_reads).
+# for a model where one fails (see canary.store.latest_verdicts).
 latest_verdicts = Table(
     "latest_verdicts",
     metadata,

@@ -29,7 +29,7 @@ def upgrade() -> None:
         sa.Column("round_id", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("model", "tag", name=op.f("pk_latest_verdicts")),
     )
-    from canary.store._rounds import fill_latest_verdicts
+    from canary.store.latest_verdicts import fill_latest_verdicts
 
     fill_latest_verdicts(op.get_bind())
 

@@ -15,8 +15,8 @@ from sqlalchemy import delete, func, select
 from canary.core.model import Contract, ContractResult, Result, RoundVerdict, Verdict
 from canary.store import Store
 from canary.store import tables as t
-from canary.store._rounds import fill_latest_verdicts
 from canary.store.engine import plain
+from canary.store.latest_verdicts import fill_latest_verdicts
 from canary.store.plain_reads import _latest_judged_rounds, walk_latest_judged_rounds
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
