@@ -137,9 +137,6 @@ async def under_round_lease(
 
 
 # An interval trigger anchored at the epoch fires on the same slots on every replica.
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def build_scheduler(
     interval_minutes: float,
     run_round: Callable[[], Any],
@@ -151,17 +148,21 @@ def build_scheduler(
     retention_every_s: float = 3600.0,
     retention_first_after_s: float = 60.0,
 ) -> Any:
-    """A background scheduler: rounds never overlap, and missed rounds run once (coalesced);
+    """A background scheduler: rounds at every slot's start (on every replica at once, see
+    :class:`~canary.slot_trigger.SlotTrigger`) and, with ``run_now``, once at start-up; rounds
+    never overlap, and missed rounds run once (coalesced);
     housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
     long prune never holds up the ignore list's refresh or the notifications."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.interval import IntervalTrigger
 
+    from canary.slot_trigger import SlotTrigger
+
     scheduler = BackgroundScheduler(timezone=UTC)
     first_run: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
         run_round,
-        IntervalTrigger(minutes=interval_minutes, start_date=EPOCH, timezone=UTC),
+        SlotTrigger(interval_minutes),
         id="round",
         max_instances=1,
         coalesce=True,

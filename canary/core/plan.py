@@ -24,10 +24,24 @@ class PlannedProbe:
     attempt: int = 1
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def slot_length(interval_minutes: float) -> timedelta:
+    """A slot's length, to the microsecond (slots are counted in whole microseconds, so that a
+    slot's start, computed again, falls in that slot and not in the one before it)."""
+    return timedelta(microseconds=round(interval_minutes * 60_000_000))
+
+
 def slot_of(now: datetime, interval_minutes: float) -> datetime:
     """The scheduled time of the round that `now` belongs to: aligned, the same on every replica."""
-    step = interval_minutes * 60
-    return datetime.fromtimestamp((now.timestamp() // step) * step, tz=UTC)
+    step = slot_length(interval_minutes)
+    return _EPOCH + ((now - _EPOCH) // step) * step
+
+
+def next_slot(after: datetime, interval_minutes: float) -> datetime:
+    """The start of the first slot that begins strictly after ``after``."""
+    return slot_of(after, interval_minutes) + slot_length(interval_minutes)
 
 
 def round_index(epoch_seconds: float, interval_minutes: float) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "4b340cbdbcfe18749d80a3050c6236705dba1183777554fb989295cc5659278c")
+PINNED = (5, "ec254e321f28bd33a1c497f02d62761ff64dcaee1bc736177b320e42b436fb33")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

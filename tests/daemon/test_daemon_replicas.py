@@ -3,7 +3,7 @@ claimed by exactly one of them, a replica killed mid-round loses its models to t
 replica stopped mid-round hands its model to the other in the same slot; either way every model
 has exactly one finished round in that slot, and the dead attempt leaves nothing that counts.
 
-Real processes, a real simulator, a real database; a slot every 3 s and a 2 s claim TTL. To stop
+Real processes, a real simulator, a real database; a slot every 15 s and a 2 s claim TTL. To stop
 a replica in the middle of a round for certain, one model is slowed down (each of its answers
 takes :data:`SLOW_MS` to start) and the victim is a round of it that started after that, less
 than a second ago: it cannot end before its first answer. The test polls the store with short
@@ -16,11 +16,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -31,15 +31,22 @@ from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
 
+T = TypeVar("T")
+
 MODELS = [f"acme/replicas-{i}" for i in range(6)]
 TAGS = "abc"
 KEY = "sim-replicas-key"
 CANARY = Path(sys.executable).parent / "canary"
 TTFT_MS = 100
 # With these, a replica's round (126 requests and re-checks, each holding its place until its
-# stream's end is read on the 200 ms grid) takes well under a slot, so both replicas run every
-# slot; at 8 it took the whole slot and the replicas ran alternate slots.
+# stream's end is read on the 200 ms grid) takes about a second, well under a slot, so both
+# replicas run every slot.
 CONCURRENCY = 32
+# A slot every 15 s: longer than a round of the slowed model (two of its answers in a row, 10.5 s)
+# and the other replica's watch of it. With 3 s slots such a round spanned several slots; a replica
+# that ended a round just past a slot's start skipped that slot, ran the next alone, and the two
+# kept to alternate slots from then on: no slot was shared to take a stopped round over in.
+INTERVAL_MINUTES = 0.25
 SLOW_MS = 5000  # the slowed model's answers: under the 10 s first-token limit, still passing
 WAIT_S = 150  # what a step may take on a loaded machine (a step returns once it holds)
 # A victim started less than this ago is certainly mid-round, far from its first answer (due
@@ -91,7 +98,7 @@ def _start(url: str, sim: RunningSimulator, tmp_path: Path, name: str, **extra: 
         CANARY_CONCURRENCY=str(CONCURRENCY),
         CANARY_MODE="enforce",
         CANARY_LANGUAGES="en",
-        CANARY_INTERVAL_MINUTES="0.05",  # a slot every 3 s
+        CANARY_INTERVAL_MINUTES=str(INTERVAL_MINUTES),
         CANARY_LEASE_TTL_S="2",
         CANARY_LEASE_RENEW_S="0.5",
         CANARY_OPENROUTER_BASE_URL=sim.base_url,
@@ -154,6 +161,36 @@ def _mid_round_victim(
     return None
 
 
+def _wait_logging_rounds(store: Store, what: str, check: Callable[[], T | None]) -> T:
+    """:func:`wait_for`, and on a timeout the latest rounds (slot, model, runner, status,
+    start): they show whether the replicas ran the same slots or alternate ones."""
+    try:
+        return wait_for(what, check, WAIT_S)
+    except AssertionError as exc:
+        ran = sorted(
+            (str(r.scheduled_at), r.model, r.runner_id, r.status, str(r.started_at))
+            for r in _rounds_of(store)
+        )
+        raise AssertionError(
+            f"{exc}; rounds (slot, model, runner, status, start): {ran[-36:]}"
+        ) from None
+
+
+def _wait_for_a_shared_slot(store: Store, replicas: list[Replica]) -> None:
+    """Until both ``replicas`` finished rounds in one slot: they are in step, past their
+    start-up (the first round loads the language models), before a model is slowed down."""
+    mine = tuple(p.holder_suffix for p in replicas)  # the module's database is shared
+
+    def shared_slot() -> bool:
+        by_slot: dict[datetime, set[str]] = {}
+        for r in _rounds_of(store):
+            if r.status == "finished" and r.runner_id.endswith(mine):
+                by_slot.setdefault(r.scheduled_at, set()).add(r.runner_id)
+        return any(len(holders) == 2 for holders in by_slot.values())
+
+    _wait_logging_rounds(store, "a slot run by both replicas at once", shared_slot)
+
+
 def _every_model_finished_once(store: Store, slot: datetime) -> list[RoundRow] | None:
     """Each model's rounds in ``slot`` once every one of them has a finished round there."""
     rounds = [r for r in _rounds_of(store) if r.scheduled_at == slot]
@@ -201,18 +238,7 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
     try:
         wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), WAIT_S)
 
-        def shared_slot() -> list[RoundRow] | None:
-            finished = [r for r in _rounds() if r.status == "finished"]
-            by_slot: dict[object, set[str]] = {}
-            for r in finished:
-                by_slot.setdefault(r.scheduled_at, set()).add(r.runner_id)
-            return finished if any(len(holders) == 2 for holders in by_slot.values()) else None
-
-        try:
-            wait_for("a slot run by both replicas at once", shared_slot, WAIT_S)
-        except AssertionError as exc:
-            ran = sorted((str(r.scheduled_at), r.runner_id, r.status) for r in _rounds())
-            raise AssertionError(f"{exc}; rounds (slot, runner, status): {ran[-24:]}") from None
+        _wait_for_a_shared_slot(store, replicas)
         assert all(r.alive() for r in replicas), "a replica died"
         _judged_once_per_slot(_rounds())
         assert all(
@@ -223,10 +249,10 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
         slow, slowed_at = MODELS[0], datetime.now(UTC)
         _set_ttft(simulator, slow, SLOW_MS)
         mine = tuple(p.holder_suffix for p in replicas)
-        victim = wait_for(
+        victim = _wait_logging_rounds(
+            store,
             "a fresh round of the slowed model",
             lambda: _mid_round_victim(store, slow, slowed_at, mine),
-            WAIT_S,
         )
         (killed,) = [p for p in replicas if victim.runner_id.endswith(p.holder_suffix)]
         killed.process.send_signal(signal.SIGKILL)
@@ -279,14 +305,15 @@ def test_a_replica_stopped_mid_round_hands_its_model_to_the_other_in_the_same_sl
     ]
     try:
         wait_for("both replicas to serve", lambda: all(r.alive() for r in replicas), WAIT_S)
+        _wait_for_a_shared_slot(store, replicas)
 
         mine = tuple(p.holder_suffix for p in replicas)  # the module's database is shared
         slow, slowed_at = MODELS[1], datetime.now(UTC)
         _set_ttft(simulator, slow, SLOW_MS)
-        victim = wait_for(
+        victim = _wait_logging_rounds(
+            store,
             "a fresh round of the slowed model",
             lambda: _mid_round_victim(store, slow, slowed_at, mine),
-            WAIT_S,
         )
         (stopped,) = [p for p in replicas if victim.runner_id.endswith(p.holder_suffix)]
         (survivor,) = [p for p in replicas if p is not stopped]
