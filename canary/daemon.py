@@ -300,8 +300,14 @@ def _serve(
         # Load the language models before the first round: a round must not stall on them.
         daemon.wiring.analyzer.warm()
         app = create_app(settings, daemon.wiring.store, daemon.ignore)
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+        server = uvicorn.Server(  # log_config=None: its records go out through canary's logging
+            uvicorn.Config(
+                app,
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                timeout_graceful_shutdown=5,
+            )
         )
         # Not the main thread: uvicorn then leaves the signals to us.
         api = threading.Thread(

@@ -1,4 +1,8 @@
-"""structlog set-up: readable on a terminal, JSON lines otherwise, with secrets masked."""
+"""structlog set-up: readable on a terminal, JSON lines otherwise, with secrets masked.
+
+What the libraries log through the standard library (APScheduler's skipped runs, uvicorn's errors,
+SQLAlchemy's warnings) is rendered the same way, from WARNING up: a JSON log holds only JSON lines.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +72,37 @@ class _StderrLogger:
 
 _config: dict[str, Any] = {"fmt": "auto", "stream": None, "level": logging.INFO}
 _applied = False
+_stdlib_formatter: logging.Formatter | None = None
+LIBRARY_LEVEL = logging.WARNING
+
+
+class _LibraryHandler(logging.Handler):
+    """The standard library's records, rendered like canary's own lines (the formatter, and so
+    structlog, is built on the first record)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if not _applied:
+                _apply()
+            assert _stdlib_formatter is not None
+            line = _stdlib_formatter.format(record)
+        except Exception:  # noqa: BLE001  # logging's contract: a bad record never raises
+            self.handleError(record)
+            return
+        print(line, file=_config["stream"] or sys.stderr, flush=True)
+
+
+_library_handler = _LibraryHandler(LIBRARY_LEVEL)
+
+
+def _route_library_logs() -> None:
+    """The root logger writes through :class:`_LibraryHandler` alone (once, however often the
+    logging is configured)."""
+    root = logging.getLogger()
+    if _library_handler not in root.handlers:
+        root.addHandler(_library_handler)
+    if root.level == logging.NOTSET or root.level > LIBRARY_LEVEL:
+        root.setLevel(LIBRARY_LEVEL)
 
 
 def configure_logging(
@@ -84,12 +119,13 @@ def configure_logging(
         fmt=settings.log_format if settings is not None else "auto", stream=stream, level=level
     )
     _applied = False
+    _route_library_logs()
     if "structlog" in sys.modules:
         _apply()
 
 
 def _apply() -> None:
-    global _applied
+    global _applied, _stdlib_formatter
     import structlog
 
     stream = _config["stream"]
@@ -101,11 +137,23 @@ def _apply() -> None:
         if fmt == "console"
         else structlog.processors.JSONRenderer()
     )
+    stamped: list[Any] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    _stdlib_formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*stamped, structlog.stdlib.add_logger_name],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            _mask_secrets,
+            renderer,
+        ],
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *stamped,
             structlog.processors.format_exc_info,
             _mask_secrets,
             renderer,

@@ -12,6 +12,7 @@ waits (bounded by deadlines): it is not a timed test.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -122,6 +123,14 @@ def _stop(replica: Replica) -> None:
     if replica.process.poll() is None:
         replica.process.send_signal(signal.SIGKILL)
     replica.process.wait(timeout=10)
+
+
+def _every_log_line_is_json(replica: Replica) -> None:
+    """The replica's log (``CANARY_LOG_FORMAT=json``) holds JSON lines only: APScheduler's and
+    uvicorn's records too. A line cut short by a SIGKILL (no newline yet) is not judged."""
+    complete = replica.log.read_text().split("\n")[:-1]
+    for line in complete:
+        assert isinstance(json.loads(line), dict), line
 
 
 def _judged_once_per_slot(rounds: list[RoundRow]) -> None:
@@ -341,6 +350,8 @@ def test_a_replica_stopped_mid_round_hands_its_model_to_the_other_in_the_same_sl
         _judged_once_per_slot(_rounds_of(store))
         _stop(survivor)
         _histograms_count_finished_rounds_only(store)
+        for replica in replicas:
+            _every_log_line_is_json(replica)
     finally:
         for replica in replicas:
             _stop(replica)
