@@ -85,11 +85,11 @@ class _LibraryHandler(logging.Handler):
             if not _applied:
                 _apply()
             assert _stdlib_formatter is not None
-            line = _stdlib_formatter.format(record)
-        except Exception:  # noqa: BLE001  # logging's contract: a bad record never raises
+            print(
+                _stdlib_formatter.format(record), file=_config["stream"] or sys.stderr, flush=True
+            )
+        except Exception:  # noqa: BLE001  # logging's contract: a record never raises (closed stream too)
             self.handleError(record)
-            return
-        print(line, file=_config["stream"] or sys.stderr, flush=True)
 
 
 _library_handler = _LibraryHandler(LIBRARY_LEVEL)

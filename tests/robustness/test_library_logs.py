@@ -73,3 +73,8 @@ def test_configuring_twice_writes_each_record_once(json_log: io.StringIO) -> Non
     configure_logging(None, stream=json_log)
     logging.getLogger("apscheduler.scheduler").warning("Run time of job was missed")
     assert len(_lines(json_log)) == 1
+
+
+def test_a_closed_log_stream_never_makes_a_library_call_raise(json_log: io.StringIO) -> None:
+    json_log.close()
+    logging.getLogger("apscheduler.scheduler").warning("Run time of job was missed")
