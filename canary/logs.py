@@ -96,8 +96,8 @@ _library_handler = _LibraryHandler(LIBRARY_LEVEL)
 
 
 def _route_library_logs() -> None:
-    """The root logger writes through :class:`_LibraryHandler` alone (once, however often the
-    logging is configured)."""
+    """The root logger writes through :class:`_LibraryHandler` (added once, however often the
+    logging is configured), from :data:`LIBRARY_LEVEL` up."""
     root = logging.getLogger()
     if _library_handler not in root.handlers:
         root.addHandler(_library_handler)

@@ -460,7 +460,7 @@ class RoundRunner:
             report.events += self._record_drift(model, round_id, endpoints, now)
         published = self.w.decisions.publication(model.id, model.capacity_floor, now)
         states = self.w.store.load_states(model.id)
-        index = round_index(slot.timestamp(), self.settings.interval_minutes)
+        index = round_index(slot, self.settings.interval_minutes)
         chosen, skipped, reserved = self._apply_budget(
             model, endpoints, states, published, budget, index
         )

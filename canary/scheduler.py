@@ -136,7 +136,6 @@ async def under_round_lease(
                 store.release_lease(ROUND_LEASE, holder)
 
 
-# An interval trigger anchored at the epoch fires on the same slots on every replica.
 def build_scheduler(
     interval_minutes: float,
     run_round: Callable[[], Any],

@@ -19,7 +19,6 @@ published prices.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -127,7 +126,7 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[st
             per_provider_concurrency=settings.per_provider_concurrency,
             positive_controls={model: controls},
         )
-        index = round_index(time.time(), settings.interval_minutes)  # this round's languages
+        index = round_index(now, settings.interval_minutes)  # this round's languages
         probings = await prober.probe_endpoints(endpoints, {}, index)
     outcome = judge_probed(
         settings, model, probings, whole_model=not tags, listed=listed, usable=published.usable

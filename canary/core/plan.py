@@ -33,20 +33,20 @@ def slot_length(interval_minutes: float) -> timedelta:
     return timedelta(microseconds=round(interval_minutes * 60_000_000))
 
 
+def round_index(at: datetime, interval_minutes: float) -> int:
+    """The number of the slot ``at`` falls in, counted from the Unix epoch: the same for every
+    replica that runs its round."""
+    return (at - _EPOCH) // slot_length(interval_minutes)
+
+
 def slot_of(now: datetime, interval_minutes: float) -> datetime:
     """The scheduled time of the round that `now` belongs to: aligned, the same on every replica."""
-    step = slot_length(interval_minutes)
-    return _EPOCH + ((now - _EPOCH) // step) * step
+    return _EPOCH + round_index(now, interval_minutes) * slot_length(interval_minutes)
 
 
 def next_slot(after: datetime, interval_minutes: float) -> datetime:
     """The start of the first slot that begins strictly after ``after``."""
     return slot_of(after, interval_minutes) + slot_length(interval_minutes)
-
-
-def round_index(epoch_seconds: float, interval_minutes: float) -> int:
-    """The slot number of a round: the same for every replica that runs it."""
-    return int(epoch_seconds // (interval_minutes * 60))
 
 
 def pick_language(tag: str, index: int, languages: Sequence[str], next_language: str | None) -> str:

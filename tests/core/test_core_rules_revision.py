@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "ec254e321f28bd33a1c497f02d62761ff64dcaee1bc736177b320e42b436fb33")
+PINNED = (5, "83b57e067f9160c7194619a6813e8ec03942dd78a9c0165d533ac00d1dc0fa20")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -61,7 +61,7 @@ def with_floor(floor: int, **changes: Any) -> Settings:
 def language_of(tag: str, round_no: int, languages: tuple[str, ...] = LANGUAGES) -> str:
     """The language the rotation gives ``tag`` in drill round ``round_no`` (no anomaly pending)."""
     at = DRILL_START + (round_no - 1) * timedelta(minutes=30)
-    return pick_language(tag, round_index(at.timestamp(), 30), languages, None)
+    return pick_language(tag, round_index(at, 30), languages, None)
 
 
 # 1 -------------------------------------------------------------------------------------------
