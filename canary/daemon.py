@@ -82,14 +82,36 @@ class Daemon:
     # -- the round ----------------------------------------------------------------------------
 
     def run_round(self) -> None:
-        if self.stopping.is_set():
-            return
+        """The scheduler's round job: a round of the current slot, then housekeeping; again, at
+        once, while a slot began meanwhile (:func:`~canary.core.plan.overrun_slot`: the scheduler
+        skipped its start, this job still running)."""
+        from canary.core.plan import overrun_slot
+
+        while not self.stopping.is_set():
+            ran = self._one_round()
+            if not self.stopping.is_set():
+                self.housekeeping()
+            if ran is None:
+                return
+            late = overrun_slot(ran, datetime.now(UTC), self.settings.interval_minutes)
+            if late is None:
+                return
+            log.info(
+                "round_catching_up",
+                holder=self.holder,
+                slot=late.isoformat(),
+                after_slot=ran.isoformat(),
+            )
+
+    def _one_round(self) -> datetime | None:
+        """One round of the current slot; returns that slot when this replica ran its turn."""
         self._idle.clear()
         started = time.monotonic()
         try:
-            ran, reports = run_to_completion(self._round())
+            ran, reports, slot = run_to_completion(self._round())
             if ran or not self.stopping.is_set():
                 self._log_round(ran, reports or [], time.monotonic() - started)
+            return slot if ran else None
         except asyncio.CancelledError:
             log.warning("round_cancelled", holder=self.holder)
         except Exception as exc:  # a failed round must never stop the daemon
@@ -98,32 +120,35 @@ class Daemon:
             with self._running_lock:
                 self._running = None
             self._idle.set()
-        if not self.stopping.is_set():
-            self.housekeeping()
+        return None
 
-    async def _round(self) -> tuple[bool, list[ModelRound] | None]:
+    async def _round(self) -> tuple[bool, list[ModelRound] | None, datetime]:
+        from canary.core.plan import slot_of
         from canary.runner import RoundRunner
         from canary.scheduler import round_turn
         from canary.wiring import openrouter_client
 
         current = asyncio.current_task()
         assert current is not None
+        slot = slot_of(datetime.now(UTC), self.settings.interval_minutes)
         with self._running_lock:
             self._running = RunningRound(asyncio.get_running_loop(), current)
         if self.stopping.is_set():  # the stop came between the scheduler's call and here
-            return False, None
+            return False, None, slot
 
         async def work() -> list[ModelRound]:
             async with openrouter_client(self.settings) as client:
-                return await RoundRunner(self.wiring, client, holder=self.holder).run()
+                runner = RoundRunner(self.wiring, client, holder=self.holder)
+                return await runner.run(scheduled_at=slot)
 
-        return await round_turn(
+        ran, reports = await round_turn(
             self.wiring.store,
             self.holder,
             work,
             ttl_s=self.settings.lease_ttl_s,
             renew_every_s=lease_renew_s(self.settings),
         )
+        return ran, reports, slot
 
     def _log_round(self, ran: bool, reports: list[ModelRound], duration_s: float) -> None:
         if not ran:

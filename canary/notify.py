@@ -209,8 +209,11 @@ class Notifier:
     ) -> None:
         self.store = store
         self.webhooks = tuple(webhooks)
-        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
+        # made on the first delivery: its TLS context costs tens of milliseconds of CPU, and most
+        # passes (no webhook, nothing due) send nothing
+        self._client = client
         self._owns_client = client is None
+        self._timeout_s = timeout_s
         self.clock = clock
         self.batch = batch
         self.max_attempts = max_attempts
@@ -220,8 +223,14 @@ class Notifier:
         self._delivered: dict[int, set[int]] = {}  # audit id -> webhooks that already have it
 
     def close(self) -> None:
-        if self._owns_client:
+        if self._owns_client and self._client is not None:
             self._client.close()
+            self._client = None
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False)
+        return self._client
 
     def backoff(self, attempts: int) -> timedelta:
         """Exponential with jitter: backoff_s × 2^(attempts-1), capped, times 0.8..1.2."""
@@ -280,7 +289,7 @@ class Notifier:
         document = slack_body(row) if hook.format == "slack" else json_body(row)
         body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         try:
-            response = self._client.post(
+            response = self._http().post(
                 hook.url, content=body, headers=signed_headers(hook, row.id, body, self.clock())
             )
         except httpx.HTTPError as exc:

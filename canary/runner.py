@@ -180,6 +180,9 @@ class RoundRunner:
         # Load the language models off the event loop before any probe is in flight: loading
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
         await asyncio.to_thread(self.w.analyzer.warm)
+        # The same for the metrics module (prometheus_client): imported by the first model's
+        # decision, it held the import lock and the GIL for tens of milliseconds mid-round.
+        self.w.metrics  # noqa: B018  # a cached import
         # What start-up made lives as long as the process: out of the collector's sight, the
         # full collections a round's many short-lived chunks trigger no longer walk it.
         gc.freeze()

@@ -49,6 +49,20 @@ def next_slot(after: datetime, interval_minutes: float) -> datetime:
     return slot_of(after, interval_minutes) + slot_length(interval_minutes)
 
 
+def overrun_slot(ran: datetime, now: datetime, interval_minutes: float) -> datetime | None:
+    """The slot to run at once when a round of slot ``ran`` (and the work after it) ends at
+    ``now``: the current slot if it began meanwhile, else ``None``.
+
+    The scheduler runs one round at a time: a slot that starts while a round runs is skipped
+    there. Run late, it still gets its round: on one runner, rounds longer than the interval go
+    on back to back instead of every other slot; among replicas, one busy at a slot's start joins
+    it as soon as it is free instead of leaving it to the others. Slots that began and ended
+    while the round ran are gone: only the current one is run, so no slot ever gets two rounds
+    from one runner."""
+    current = slot_of(now, interval_minutes)
+    return current if current > ran else None
+
+
 def pick_language(tag: str, index: int, languages: Sequence[str], next_language: str | None) -> str:
     """Rotate through the languages, offset per endpoint; repeat a language after an anomaly."""
     if next_language is not None and next_language in languages:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "83b57e067f9160c7194619a6813e8ec03942dd78a9c0165d533ac00d1dc0fa20")
+PINNED = (5, "e0bbba92d1666716d737bb5094e8dde6e48c02061aa40cfe14ea70f1c6223661")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

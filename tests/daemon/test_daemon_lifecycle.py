@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import httpx
 import pytest
 from polling import wait_for
 
-from canary.core.plan import slot_of
+from canary.core.plan import slot_length, slot_of
 from canary.net import free_port
 from canary.scheduler import ROUND_LEASE
 from canary.sim.server import RunningSimulator, start_simulator
@@ -272,3 +272,48 @@ def test_bad_settings_are_one_line(tmp_path: Path) -> None:
     assert lines == [
         "canary: environment CANARY_MODE: setting 'mode': Input should be 'observe' or 'enforce'"
     ]
+
+
+def _slot_chain(rounds: list[RoundRow], length: timedelta, size: int) -> list[RoundRow] | None:
+    """``size`` finished rounds of consecutive slots, if there are."""
+    finished = sorted((r for r in rounds if r.status == "finished"), key=lambda r: r.scheduled_at)
+    for i in range(len(finished) - size + 1):
+        chain = finished[i : i + size]
+        if all(
+            b.scheduled_at - a.scheduled_at == length
+            for a, b in zip(chain, chain[1:], strict=False)
+        ):
+            return chain
+    return None
+
+
+def test_a_round_longer_than_its_slot_is_followed_at_once_by_the_next_slots_round(
+    simulator: RunningSimulator, store: tuple[Store, str], tmp_path: Path
+) -> None:
+    """The scheduler skips a slot's start while a round runs; the daemon runs that slot as soon
+    as the round ends, so rounds longer than the interval go on back to back, not every other
+    slot. QUICK's answers take 1.2 s and its rounds about 3 s, longer than a 2.1 s slot."""
+    s, url = store
+    interval = 0.035
+    env = _run_env(simulator, url, QUICK, grace_s="5")
+    serve = _serve(tmp_path, {**env, "CANARY_INTERVAL_MINUTES": str(interval)})
+    length = slot_length(interval)
+    try:
+        chain = wait_for(
+            "three rounds of consecutive slots",
+            lambda: _slot_chain(s.recent_rounds(QUICK, limit=50), length, 3),
+            90,
+        )
+    finally:
+        serve.process.send_signal(signal.SIGTERM)
+        _stopped(serve)
+    rounds = s.recent_rounds(QUICK, limit=50)
+    slots = [r.scheduled_at for r in rounds]
+    assert len(slots) == len(set(slots))  # never two rounds of one slot
+    for earlier, later in zip(chain, chain[1:], strict=False):
+        assert earlier.finished_at is not None
+        assert earlier.finished_at - earlier.started_at > length  # outlasted its slot
+        assert later.started_at > later.scheduled_at  # so it was run late, after it
+    catching_up = [e for e in serve.events() if e["event"] == "round_catching_up"]
+    assert {e["slot"] for e in catching_up} >= {r.scheduled_at.isoformat() for r in chain[1:]}
+    assert "Traceback" not in serve.log.read_text()
