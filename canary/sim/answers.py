@@ -16,6 +16,7 @@ from canary.sim.schemagen import generate
 from canary.sim.text import (
     REFUSALS,
     TextBank,
+    asked_sentences,
     detect_language,
     join_sentences,
     split_sentences,
@@ -108,8 +109,16 @@ def request_language(request: ChatRequest) -> str:
     return detect_language(request.last_user)
 
 
-def compose(request: ChatRequest, provider: Provider, bank: TextBank, rng: random.Random) -> Plan:
-    """The answer `provider` gives to `request`, with its faults applied."""
+def compose(
+    request: ChatRequest,
+    provider: Provider,
+    bank: TextBank,
+    rng: random.Random,
+    *,
+    as_asked: bool = True,
+) -> Plan:
+    """The answer `provider` gives to `request`, with its faults applied; ``as_asked``: a prose
+    answer to one of canary's prompts is as long as that prompt asks (:func:`asked_sentences`)."""
     lang = request_language(request)
     faults = fire(provider.faults, lang, rng)
     by = {f.kind: f for f in faults}
@@ -145,7 +154,7 @@ def compose(request: ChatRequest, provider: Provider, bank: TextBank, rng: rando
             text = json.dumps(value, ensure_ascii=False)[:-1] + ","
         tokens = _chunks(text)
     else:
-        tokens = _prose(request, by, bank, lang, answer_lang, rng)
+        tokens = _prose(request, by, bank, lang, answer_lang, rng, as_asked)
 
     if tool_call is None and FaultKind.refusal in by:
         tokens = tokenize(REFUSALS[lang], lang)
@@ -217,10 +226,14 @@ def _prose(
     lang: str,
     answer_lang: str,
     rng: random.Random,
+    as_asked: bool = True,
 ) -> list[str]:
     passages = bank.passages[answer_lang]
     picks = rng.sample(range(len(passages)), k=min(len(passages), rng.choice((2, 3))))
     sentences = [s for i in picks for s in split_sentences(passages[i], answer_lang)]
+    asked = asked_sentences(request.last_user) if as_asked else None
+    if asked is not None:
+        sentences = sentences[: rng.randint(*asked)]
     if request.max_tokens is not None:
         sizes = [len(tokenize(s, answer_lang)) for s in sentences]
         while len(sentences) > 1 and sum(sizes) > request.max_tokens:

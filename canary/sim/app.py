@@ -151,7 +151,13 @@ def build_app(state: SimState) -> SimApp:
             return _error(exc.status, exc.message)
         for i, provider in enumerate(candidates):
             rng = state.rng(model_id, provider.tag)
-            plan = compose(chat_request, provider, state.bank, rng)
+            plan = compose(
+                chat_request,
+                provider,
+                state.bank,
+                rng,
+                as_asked=state.scenario.answers == "as_asked",
+            )
             log["attempts"].append({"provider": provider.tag, "status": plan.http_status or 200})
             if plan.http_status is not None:
                 if i + 1 < len(candidates):
@@ -192,6 +198,7 @@ def build_app(state: SimState) -> SimApp:
                 configured_ttft_ms=round(plan.ttft_s * 1000, 3),
                 # when the last token is due, counted from arrival (what no client can shorten)
                 planned_ms=round(plan.planned_s * 1000, 3),
+                completion_tokens=plan.completion_tokens,
                 finish_reason=plan.finish_reason,
                 ending=plan.ending,
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -323,6 +323,10 @@ class Scenario(BaseModel):
 
     seed: int = 0
     text_bank: Path | None = None
+    # "as_asked": canary's own prompts are answered at the length they ask for (one sentence for
+    # a latency sample), as real models answer them; "long": every prose answer is two or three
+    # passages of the text bank (6-12 sentences), as the simulator answered before
+    answers: Literal["as_asked", "long"] = "as_asked"
     api_key: str | None = None  # when set, only this key is accepted
     models: tuple[ModelSpec, ...] = ()
     timeline: tuple[TimelineEntry, ...] = ()

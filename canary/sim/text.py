@@ -10,6 +10,12 @@ from typing import Any
 from canary.sim.scenario import LANGUAGES, ScenarioError
 
 BUILTIN_BANK = Path(__file__).resolve().parent / "textbank"
+PROMPTS = Path(__file__).resolve().parents[2] / "probes" / "prompts"
+NONCE = "{nonce}"
+# How many sentences canary's own prompts ask for (probes/prompts/*.yaml: "in one short
+# sentence", "in 4 to 6 sentences", a villain's next lines), as a model that follows its prompt
+# answers them: within a sentence of what was asked.
+ASKED_SENTENCES = {"ttft": (1, 2), "refusal": (2, 4), "language": (4, 6)}
 
 # Languages written without spaces between words: tokens are a couple of characters.
 _UNSPACED = frozenset({"ja", "zh", "th"})
@@ -130,3 +136,26 @@ def warm_up(bank: TextBank) -> None:
     detector = _detector()
     for sentences in bank.sentences.values():
         detector.detect_language_of(min(sentences, key=len))
+
+
+@lru_cache(maxsize=1)
+def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
+    """Each of canary's prompts up to its nonce, with the sentences it asks for."""
+    import yaml
+
+    found = []
+    for path in sorted(PROMPTS.glob("*.yaml")):
+        prompts = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for kind, sentences in ASKED_SENTENCES.items():
+            template = prompts.get(kind)
+            if isinstance(template, str) and NONCE in template:
+                found.append((template[: template.index(NONCE)], sentences))
+    return tuple(found)
+
+
+def asked_sentences(prompt: str) -> tuple[int, int] | None:
+    """The sentences a prompt of canary's asks for (least, most), or None for any other."""
+    for prefix, sentences in _asked_prefixes():
+        if prompt.startswith(prefix):
+            return sentences
+    return None

@@ -274,7 +274,11 @@ def one_run(
     round_cpu = sum(r.cpu_s - (r.cpu_at_round_s or 0.0) for r in running)
     per_request_ms = round_cpu / max(1, len(requests)) * 1000
     rss_mib = max(r.max_rss_kib for r in running) / 1024
-    print(f"== {replicas} replica(s): {len(models)} models, {len(requests)} requests")
+    tokens = [e["completion_tokens"] for e in requests if e.get("completion_tokens") is not None]
+    print(
+        f"== {replicas} replica(s): {len(models)} models, {len(requests)} requests, "
+        f"{sum(tokens) / max(1, len(tokens)):.0f} tokens (chunks) per answer"
+    )
     print("  ideal = max(" + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items()) + ")")
     print(
         f"  wall {wall:7.1f} s   ideal {ideal:7.1f} s   wall/ideal {wall / ideal:5.2f}   "
@@ -296,7 +300,13 @@ def one_run(
         f"  simulator CPU {sim_cpu:.1f} s over the run ({sim_cpu / max(wall, 1e-9):.0%} of a core)"
     )
     print(f"  load average: {load_average()}")
-    return {"wall": wall, "ideal": ideal, "cpu_ms": per_request_ms, "rss_mib": rss_mib}
+    return {
+        "wall": wall,
+        "ideal": ideal,
+        "cpu_ms": per_request_ms,
+        "rss_mib": rss_mib,
+        "tokens_per_answer": sum(tokens) / max(1, len(tokens)),
+    }
 
 
 def main() -> None:
@@ -316,6 +326,13 @@ def main() -> None:
     parser.add_argument("--ttft-ms", default="200,800")
     parser.add_argument("--tps", default="30,120")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--answers",
+        choices=("as_asked", "long"),
+        default="as_asked",
+        help="the simulator's prose answers: as long as canary's prompts ask (one sentence for a "
+        "latency sample), or 6-12 sentences each (as it answered before)",
+    )
     args = parser.parse_args()
     args.concurrency = args.concurrency or None
     args.per_provider = args.per_provider or None
@@ -324,11 +341,13 @@ def main() -> None:
     low, high = (int(x) for x in args.ttft_ms.split(","))
     slow, fast = (int(x) for x in args.tps.split(","))
     spec = scenario(args.models, args.endpoints, args.slugs, (low, high), (slow, fast), args.seed)
+    spec["answers"] = args.answers
     print(
         f"catalog: {args.models} models x {args.endpoints} endpoints over {args.slugs} slugs, "
         f"ttft {low}-{high} ms, {slow}-{fast} tokens/s (one chunk per token); concurrency "
         f"{args.concurrency or DEFAULT_CONCURRENCY}, per-provider "
-        f"{args.per_provider or DEFAULT_PER_PROVIDER} (per replica); store {args.store}"
+        f"{args.per_provider or DEFAULT_PER_PROVIDER} (per replica); store {args.store}; "
+        f"answers {args.answers}"
     )
     results = {}
     with SimProcess(spec) as sim:
