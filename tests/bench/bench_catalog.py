@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/bench_catalog.py [--models 200] [--endpoints 10] [--slugs 40]
         [--replicas 1,2] [--concurrency 128] [--per-provider 8] [--ttft-ms 200,800]
-        [--tps 30,120] [--seed 5] [--store postgres|sqlite]
+        [--tps 30,120] [--seed 5] [--store postgres|sqlite] [--answers as_asked|long]
 
 Issue 16's 300-endpoint scenario with default settings on the embedded store:
 
@@ -11,7 +11,9 @@ Issue 16's 300-endpoint scenario with default settings on the embedded store:
 
 A generated scenario of `--models` models x `--endpoints` endpoints drawn from `--slugs`
 provider slugs (first token uniform in --ttft-ms, tokens per second uniform in --tps; the
-simulator streams one chunk per token) runs in `canary sim`, a separate process. For each replica
+simulator streams one chunk per token; its prose answers are as long as canary's prompts ask, about
+42 tokens on average, or with `--answers long` two or three passages, about 94) runs in `canary
+sim`, a separate process. For each replica
 count, a fresh PostgreSQL database is migrated, then that many `canary round` processes start at
 once on it with the same settings (concurrency and per-provider concurrency are per replica).
 Printed per run:
