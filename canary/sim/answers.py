@@ -242,7 +242,10 @@ def _prose(
     if FaultKind.language_mix in by:
         other = by[FaultKind.language_mix]["with"]
         share = by[FaultKind.language_mix]["share"]
-        count = round(share * len(sentences))
+        # rounded at random so that the foreign share holds whatever the answer's length: a
+        # one-sentence answer is foreign with chance `share`, where rounding made it never so
+        whole, part = divmod(share * len(sentences), 1)
+        count = int(whole) + (rng.random() < part)
         for i in rng.sample(range(len(sentences)), k=count):
             sentences[i] = rng.choice(bank.sentences[other])
     if FaultKind.repetition in by:

@@ -16,11 +16,11 @@ import httpx
 import pytest
 import yaml
 from conftest import scenario
-from sim_helpers import body, content, events, pin
+from sim_helpers import MODEL, body, content, events, pin
 
 from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.sim.server import RunningSimulator, start_simulator
-from canary.sim.text import ASKED_SENTENCES, split_sentences
+from canary.sim.text import ASKED_SENTENCES, detect_language, split_sentences
 
 PROMPTS = PROJECT_ROOT / "probes" / "prompts"
 
@@ -79,3 +79,24 @@ def test_the_prompts_the_simulator_knows_are_the_probes_own() -> None:
     for path in sorted(Path(PROMPTS).glob("*.yaml")):
         prompts = yaml.safe_load(path.read_text(encoding="utf-8"))
         assert all("{nonce}" in prompts[kind] for kind in ASKED_SENTENCES), path.name
+
+
+def test_a_mixing_fault_keeps_its_share_in_answers_of_one_or_two_sentences(
+    client: httpx.Client, sim: RunningSimulator
+) -> None:
+    """The mixed-in count is rounded at random: rounded to the nearest, a share of 0.34 of one
+    sentence was none, and a short answer never carried the fault."""
+    sim.state.set_faults(MODEL, "alpha", [{"kind": "language_mix", "with": "es", "share": 0.34}])
+    foreign = total = wholly_foreign = 0
+    for i in range(60):
+        prompt = _prompt("pt", "ttft", f"mix{i}")
+        answer = client.post(
+            "/chat/completions", json=body(prompt, provider=pin("alpha"), max_tokens=400)
+        )
+        sentences = split_sentences(content(events(answer.text)), "pt")
+        languages = [detect_language(s) for s in sentences]
+        foreign += languages.count("es")
+        total += len(sentences)
+        wholly_foreign += len(sentences) == 1 and languages == ["es"]
+    assert 0.2 <= foreign / total <= 0.5, (foreign, total)
+    assert wholly_foreign >= 3
