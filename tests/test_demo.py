@@ -92,6 +92,10 @@ def test_the_written_settings_give_the_policy_version_the_demo_recorded(
     assert json.loads(computed.stdout)["policy_version"] == recorded
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
     tmp_path: Path, stop: signal.Signals
@@ -103,6 +107,9 @@ def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # as in a terminal's foreground: a suite started in the background (`cmd &` in a script)
+        # hands its children SIGINT ignored, and a program keeps it so, as it should
+        preexec_fn=_default_sigint,
     )
     try:
         assert process.stdout is not None
@@ -115,7 +122,12 @@ def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
         assert page.status_code == 200 and "acme/roleplay-1" in page.text
         process.send_signal(stop)
-        rest, _ = process.communicate(timeout=30)
+        try:
+            rest, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired as late:
+            process.kill()
+            left, _ = process.communicate()
+            raise AssertionError(f"still running 30 s after {stop.name}:\n{left}") from late
     finally:
         if process.poll() is None:
             process.kill()
