@@ -226,7 +226,7 @@ def _prose(
     lang: str,
     answer_lang: str,
     rng: random.Random,
-    as_asked: bool = True,
+    as_asked: bool,
 ) -> list[str]:
     passages = bank.passages[answer_lang]
     picks = rng.sample(range(len(passages)), k=min(len(passages), rng.choice((2, 3))))

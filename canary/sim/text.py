@@ -10,8 +10,6 @@ from typing import Any
 from canary.sim.scenario import LANGUAGES, ScenarioError
 
 BUILTIN_BANK = Path(__file__).resolve().parent / "textbank"
-PROMPTS = Path(__file__).resolve().parents[2] / "probes" / "prompts"
-NONCE = "{nonce}"
 # How many sentences canary's own prompts ask for (probes/prompts/*.yaml: "in one short
 # sentence", "in 4 to 6 sentences", a villain's next lines), as a model that follows its prompt
 # answers them: within a sentence of what was asked.
@@ -132,24 +130,28 @@ def detect_language(text: str, default: str = "en") -> str:
 
 
 def warm_up(bank: TextBank) -> None:
-    """Load the detector's models now (all of them, preloaded), not on the first request."""
+    """Load the detector's models and read canary's prompts now, not on the first request."""
     detector = _detector()
     for sentences in bank.sentences.values():
         detector.detect_language_of(min(sentences, key=len))
+    _asked_prefixes()
 
 
 @lru_cache(maxsize=1)
 def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
-    """Each of canary's prompts up to its nonce, with the sentences it asks for."""
-    import yaml
+    """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
+    validated as the prober reads them)."""
+    from canary.definitions import parse_definition
+    from canary.probes import NONCE, LanguagePrompts
+    from canary.settings import PROJECT_ROOT
 
+    probes = PROJECT_ROOT / "probes"
     found = []
-    for path in sorted(PROMPTS.glob("*.yaml")):
-        prompts = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for path in sorted((probes / "prompts").glob("*.yaml")):
+        prompts = parse_definition(probes, f"prompts/{path.name}", LanguagePrompts)
         for kind, sentences in ASKED_SENTENCES.items():
-            template = prompts.get(kind)
-            if isinstance(template, str) and NONCE in template:
-                found.append((template[: template.index(NONCE)], sentences))
+            template: str = getattr(prompts, kind)
+            found.append((template[: template.index(NONCE)], sentences))
     return tuple(found)
 
 

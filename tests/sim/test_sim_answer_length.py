@@ -10,6 +10,7 @@ them for canary's prompts too. Over the wire, from the real simulator.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,7 @@ import yaml
 from conftest import scenario
 from sim_helpers import MODEL, body, content, events, pin
 
+from canary.probes import NONCE, ProbeSet, load_probes
 from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.sim.text import ASKED_SENTENCES, detect_language, split_sentences
@@ -25,9 +27,15 @@ from canary.sim.text import ASKED_SENTENCES, detect_language, split_sentences
 PROMPTS = PROJECT_ROOT / "probes" / "prompts"
 
 
+@cache
+def _probes() -> ProbeSet:
+    return load_probes(PROJECT_ROOT / "probes", SUPPORTED_LANGUAGES)
+
+
 def _prompt(language: str, kind: str, nonce: str) -> str:
-    prompts = yaml.safe_load((PROMPTS / f"{language}.yaml").read_text(encoding="utf-8"))
-    return str(prompts[kind]).replace("{nonce}", nonce)
+    """The prompt as the prober sends it."""
+    template: str = getattr(_probes().prompts[language], kind)
+    return template.replace(NONCE, nonce)
 
 
 def _sentences(client: httpx.Client, prompt: str, language: str) -> int:
