@@ -277,9 +277,10 @@ def one_run(
     per_request_ms = round_cpu / max(1, len(requests)) * 1000
     rss_mib = max(r.max_rss_kib for r in running) / 1024
     tokens = [e["completion_tokens"] for e in requests if e.get("completion_tokens") is not None]
+    tokens_per_answer = sum(tokens) / max(1, len(tokens))
     print(
         f"== {replicas} replica(s): {len(models)} models, {len(requests)} requests, "
-        f"{sum(tokens) / max(1, len(tokens)):.0f} tokens (chunks) per answer"
+        f"{tokens_per_answer:.0f} tokens (chunks) per answer"
     )
     print("  ideal = max(" + ", ".join(f"{k} {v:.1f} s" for k, v in parts.items()) + ")")
     print(
@@ -307,7 +308,7 @@ def one_run(
         "ideal": ideal,
         "cpu_ms": per_request_ms,
         "rss_mib": rss_mib,
-        "tokens_per_answer": sum(tokens) / max(1, len(tokens)),
+        "tokens_per_answer": tokens_per_answer,
     }
 
 
