@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import json
 import random
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -214,6 +215,7 @@ class Notifier:
         self._client = client
         self._owns_client = client is None
         self._timeout_s = timeout_s
+        self._client_lock = threading.Lock()
         self.clock = clock
         self.batch = batch
         self.max_attempts = max_attempts
@@ -223,14 +225,17 @@ class Notifier:
         self._delivered: dict[int, set[int]] = {}  # audit id -> webhooks that already have it
 
     def close(self) -> None:
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._client_lock:
+            if self._owns_client and self._client is not None:
+                self._client.close()
+                self._client = None
 
     def _http(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False)
-        return self._client
+        # the daemon's housekeeping job and the round job's own pass may deliver at once
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False)
+            return self._client
 
     def backoff(self, attempts: int) -> timedelta:
         """Exponential with jitter: backoff_s × 2^(attempts-1), capped, times 0.8..1.2."""

@@ -282,6 +282,42 @@ def test_two_notifiers_running_at_once_send_each_event_once(
     assert sum(sent) == 40
 
 
+def test_a_notifier_makes_its_http_client_once_on_its_first_delivery(
+    store: Store, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's housekeeping job and the round job's own pass share one notifier and may
+    deliver at once: one client between them; a pass with no webhook makes none (its TLS context
+    costs tens of milliseconds)."""
+    made: list[httpx.Client] = []
+
+    class Counted(httpx.Client):
+        def __init__(self, **settings: object) -> None:
+            super().__init__(**settings)  # type: ignore[arg-type]
+            made.append(self)
+
+    monkeypatch.setattr("canary.notify.httpx.Client", Counted)
+    assert Notifier(store, [], clock=Clock()).send_pending() == 0
+    assert made == []
+    ids = [_record(store, EventKind.would_quarantine, f"q{i}") for i in range(20)]
+    notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], clock=Clock(), batch=2)
+    start = threading.Barrier(2)
+
+    def run() -> None:
+        start.wait()
+        while notifier.send_pending() > 0:
+            pass
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    notifier.close()
+    counts = Counter(b["id"] for b in receiver.bodies("/json"))
+    assert sorted(counts) == ids and set(counts.values()) == {1}
+    assert len(made) == 1 and made[0].is_closed
+
+
 def test_no_webhooks_means_nothing_is_claimed(store: Store) -> None:
     audit_id = _record(store, EventKind.quarantine)
     assert Notifier(store, [], clock=Clock()).send_pending() == 0
