@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, TypeVar
@@ -178,16 +179,19 @@ class ProbeSet:
         """One digest over every definition's checksum."""
         return _sha(dict(self.checksums))
 
-    @property
+    @cached_property
     def schema(self) -> dict[str, Any]:
+        """The schema probe's JSON schema, made once: every probe and judgement of the process
+        shares it, so it is read, never modified."""
         return copy.deepcopy(self.schema_probe.json_schema)
 
     @property
     def schema_name(self) -> str:
         return self.schema_probe.name
 
-    @property
+    @cached_property
     def tool(self) -> dict[str, Any]:
+        """The tools probe's tool as sent, made once and shared like :attr:`schema`."""
         return self.tools_probe.tool.model_dump(mode="json")
 
     @property

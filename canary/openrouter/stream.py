@@ -33,7 +33,10 @@ _fast_loads = orjson.loads
 _FastError = orjson.JSONDecodeError
 # Bytes that end, escape or invalidate a JSON string: a content string without them is its text.
 _NOT_PLAIN = re.compile(rb'["\\\x00-\x1f]')
+# The body of a JSON string up to its closing quote (escapes included, the quote not).
+_STRING_BODY = re.compile(rb'(?:[^"\\]|\\.)*', re.DOTALL)
 _CONTENT_KEY = b'"content":"'
+_ARGUMENTS_KEY = b'"arguments":"'
 _SENTINEL = "\u2603"
 
 
@@ -64,6 +67,22 @@ class _ToolCallParts:
     id: str | None = None
     name: str | None = None
     arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """A chunk of the stream cut around its one varying string: the delta's content, or one tool
+    call's arguments (``tool``: that call's index). Chunks that differ from it only in that string
+    do only one thing when parsed, append it, so they are read without parsing (see _learn)."""
+
+    prefix: bytes
+    suffix: bytes
+    tool: int | None
+    # The same as SSE bytes (see feed_plain_run): an event's start (empty when the chunk spans
+    # several lines), its end, and both.
+    event_head: bytes
+    event_end: bytes
+    between: bytes
 
 
 def _text(value: Any) -> str:
@@ -104,13 +123,9 @@ class StreamAssembler:
         self._malformed: str | None = None
         self.done = False
         self._events = 0
-        # A plain content chunk cut around its content string (see _learn), once one was seen.
-        self._prefix: bytes | None = None
-        self._suffix = b""
-        # The same as SSE bytes (see feed_plain_run): an event's start, its end, and both.
-        self._event_head = b""
-        self._event_end = b""
-        self._between = b""
+        # The plain content chunk and the tool-call fragment learned so far (see _learn).
+        self._templates: tuple[_Template, ...] = ()
+        self._learned_content = self._learned_tool = False
 
     @property
     def first_token_s(self) -> float | None:
@@ -135,16 +150,17 @@ class StreamAssembler:
         """One SSE event's data (text, or the raw bytes of :meth:`SSEParser.feed_data`, read as
         UTF-8 with replacement), received ``at`` seconds after the request was sent."""
         if type(data) is bytes:
-            prefix = self._prefix
-            if prefix is not None and data.startswith(prefix) and data.endswith(self._suffix):
-                # The same chunk as the learned one but for its content string: what parsing
-                # it would do is only to append that text.
-                text = data[len(prefix) : len(data) - len(self._suffix)]
-                content = _string_body(text) if text else None
-                if content:
-                    self._content.append(content)
-                    self._events += 1
-                    return
+            for template in self._templates:
+                prefix, suffix = template.prefix, template.suffix
+                if data.startswith(prefix) and data.endswith(suffix):
+                    # The same chunk as a learned one but for its varying string: what parsing
+                    # it would do is only to append that text.
+                    text = data[len(prefix) : len(data) - len(suffix)]
+                    value = _string_body(text) if text else None
+                    if value:
+                        self._append(template, value)
+                        self._events += 1
+                        return
             if data[:1] == b"{":
                 # orjson accepts a subset of what json accepts (valid UTF-8, no NaN, 64-bit
                 # integers, nesting under 1024) and reads it the same: anything else takes the
@@ -156,7 +172,7 @@ class StreamAssembler:
                 else:
                     self._events += 1
                     self.feed_chunk(chunk, at)
-                    if prefix is None and self._ttft is not None:
+                    if not (self._learned_content and self._learned_tool):
                         self._learn(data, chunk)
                     return
             data = data.decode("utf-8", errors="replace")
@@ -181,10 +197,12 @@ class StreamAssembler:
         self.feed_chunk(chunk, at)
 
     def _learn(self, data: bytes, chunk: dict[str, Any]) -> None:
-        """Keep the bytes around the content string of ``data`` when feeding it again with any
-        other content would only append that content: one choice, a delta of role and content
-        alone, no finish reason, usage or error. Chunks of a stream differ by their content
-        alone (same id, provider, model), so the rest of them are read without parsing."""
+        """Keep the bytes around the varying string of ``data`` when feeding it again with any
+        other string there would only append that string: one choice, and a delta of role and
+        content alone (once the first content token is timed) or of one tool call's arguments
+        alone (no id, no name), with no finish reason, usage or error. Chunks of a stream differ
+        by that string alone (same id, provider, model), so the rest of them are read without
+        parsing."""
         choices = chunk.get("choices")
         if (
             "usage" in chunk
@@ -192,64 +210,96 @@ class StreamAssembler:
             or type(choices) is not list
             or len(choices) != 1
             or type(choices[0]) is not dict
-            or not _plain_choice(choices[0])
-            or data.count(_CONTENT_KEY) != 1
         ):
             return
-        start = data.index(_CONTENT_KEY) + len(_CONTENT_KEY)
-        end = data.find(b'"', start)
-        if end < 0 or _NOT_PLAIN.search(data, start, end) is not None:
+        choice = choices[0]
+        if not self._learned_content and self._ttft is not None and _plain_choice(choice):
+            self._learn_slot(data, chunk, None)
+        elif not self._learned_tool and self._first_token is not None:
+            index = _tool_fragment_index(choice)
+            if index is not None:
+                self._learn_slot(data, chunk, index)
+
+    def _learn_slot(self, data: bytes, chunk: dict[str, Any], tool: int | None) -> None:
+        key = _CONTENT_KEY if tool is None else _ARGUMENTS_KEY
+        if data.count(key) != 1:
+            return
+        start = data.index(key) + len(key)
+        end = _STRING_BODY.match(data, start).end()  # type: ignore[union-attr]  # always matches
+        if data[end : end + 1] != b'"':
             return
         prefix, suffix = data[:start], data[end:]
-        # Proof that the string there is the delta's content and nothing else: the same bytes
-        # with another string in its place parse to the same chunk with that content.
+        # Proof that the string there is the varying one and nothing else: the same bytes with
+        # another string in its place parse to the same chunk with that string.
         try:
             other = _fast_loads(prefix + _SENTINEL.encode() + suffix)
-            delta = other["choices"][0]["delta"]
-        except (_FastError, KeyError, IndexError, TypeError):
+        except _FastError:
             return
-        if type(delta) is not dict or delta.get("content") != _SENTINEL:
+        holder, name = _slot(other, tool)
+        if holder is None or holder.get(name) != _SENTINEL:
             return
-        delta["content"] = choices[0]["delta"]["content"]
-        if other == chunk:
-            self._prefix, self._suffix = prefix, suffix
-            if b"\n" in data or b"\r" in data:
-                return  # data of several lines: its events are not one "data: " line each
-            self._event_head = b"data: " + prefix
-            self._event_end = suffix + b"\n\n"
-            self._between = self._event_end + self._event_head
+        holder[name] = _slot(chunk, tool)[0][name]  # type: ignore[index]  # the same shape
+        if other != chunk:
+            return
+        if tool is None:
+            self._learned_content = True
+        else:
+            self._learned_tool = True
+        if b"\n" in data or b"\r" in data:
+            head = end_ = b""  # data of several lines: its events are not one "data: " line each
+        else:
+            head, end_ = b"data: " + prefix, suffix + b"\n\n"
+        self._templates += (_Template(prefix, suffix, tool, head, end_, end_ + head),)
+
+    def _append(self, template: _Template, text: str) -> None:
+        if template.tool is None:
+            self._content.append(text)
+        else:
+            self._tools[template.tool].arguments.append(text)
 
     def feed_plain_run(self, block: bytes) -> int:
         """Read at once the events at the start of ``block`` (SSE bytes, from an event boundary)
-        that are the learned plain chunk with another plain, non-empty content; returns how many
-        bytes they took (0: none, read the block event by event).
+        that are a learned chunk with another non-empty string in its place (see _learn);
+        returns how many bytes they took (0: none, read the block event by event).
 
-        Such events are ``data: <prefix><content><suffix>`` and a blank line each, so one split
-        on what lies between two contents cuts them all. Whatever is not such an event (another
-        chunk, a comment, escapes in the content, CRLF) leaves a quote, a backslash or a control
-        byte in its part, and then nothing is taken here: :meth:`feed` reads it all as before."""
-        head = self._event_head
-        if not head or not block.startswith(head):
-            return 0
-        parts = block[len(head) :].split(self._between)
+        Such events are ``data: <prefix><string><suffix>`` and a blank line each, so one split
+        on what lies between two strings cuts them all. Whatever is not such an event (another
+        chunk, a comment, CRLF) leaves a raw line end or an unescaped quote in its part, and then
+        nothing is taken here: :meth:`feed` reads it all as before."""
+        for template in self._templates:
+            head = template.event_head
+            if head and block.startswith(head):
+                return self._read_run(template, block)
+        return 0
+
+    def _read_run(self, template: _Template, block: bytes) -> int:
+        head, between, event_end = template.event_head, template.between, template.event_end
+        parts = block[len(head) :].split(between)
         last = parts.pop()
-        end = last.find(self._event_end)
+        end = last.find(event_end)
         if end >= 0:  # the last event is complete too
             parts.append(last[:end])
-            taken = len(block) - len(last) + end + len(self._event_end)
+            taken = len(block) - len(last) + end + len(event_end)
         elif parts:  # the block stops inside the last event: the ones before it are taken
-            taken = len(block) - len(last) - len(self._between) + len(self._event_end)
+            taken = len(block) - len(last) - len(between) + len(event_end)
         else:
             return 0
-        if b"" in parts or _NOT_PLAIN.search(b"".join(parts)) is not None:
+        if b"" in parts:
             return 0
-        try:
-            # NUL between the contents: a content that is not UTF-8 on its own fails here even
-            # where joining it to the next one would make a valid character
-            text = b"\0".join(parts).decode()
-        except UnicodeDecodeError:
-            return 0
-        self._content.append(text.replace("\0", ""))
+        if _NOT_PLAIN.search(b"".join(parts)) is None:
+            try:
+                # NUL between the strings: one that is not UTF-8 on its own fails here even
+                # where joining it to the next one would make a valid character
+                text = b"\0".join(parts).decode()
+            except UnicodeDecodeError:
+                return 0
+            text = text.replace("\0", "")
+        else:
+            strings = _string_bodies(parts)
+            if strings is None:
+                return 0
+            text = "".join(strings)
+        self._append(template, text)
         self._events += len(parts)
         return taken
 
@@ -407,6 +457,62 @@ def _string_body(text: bytes) -> str | None:
     except _FastError:
         return None
     return value if type(value) is str else None
+
+
+def _string_bodies(parts: list[bytes]) -> list[str] | None:
+    """The strings that ``parts`` spell between quotes of JSON, when each is exactly one
+    non-empty string (escapes allowed). One joined with the next by an unescaped quote would
+    make more strings than parts, or no JSON at all."""
+    try:
+        values = _fast_loads(b'["' + b'","'.join(parts) + b'"]')
+    except _FastError:
+        return None
+    if len(values) != len(parts) or not all(type(v) is str and v for v in values):
+        return None
+    return values  # type: ignore[no-any-return]
+
+
+def _slot(chunk: Any, tool: int | None) -> tuple[dict[str, Any] | None, str]:
+    """The dict that holds a chunk's varying string, and the string's key: the first choice's
+    delta (``content``), or its first tool call's function (``arguments``)."""
+    try:
+        delta = chunk["choices"][0]["delta"]
+        holder = delta if tool is None else delta["tool_calls"][0]["function"]
+    except (KeyError, IndexError, TypeError):
+        return None, ""
+    return (holder if type(holder) is dict else None), ("content" if tool is None else "arguments")
+
+
+def _tool_fragment_index(choice: dict[str, Any]) -> int | None:
+    """The tool call index of a choice whose only effect is one call's next arguments: a
+    non-empty text, no id, no name, no content, no finish reason (None: not such a choice)."""
+    delta = choice.get("delta")
+    if (
+        choice.get("index", 0) not in (0, None)
+        or choice.get("finish_reason")
+        or choice.get("native_finish_reason")
+        or "error" in choice
+        or type(delta) is not dict
+        or not delta.keys() <= {"role", "content", "tool_calls"}
+        or delta.get("content") not in (None, "")
+    ):
+        return None
+    calls = delta.get("tool_calls")
+    if type(calls) is not list or len(calls) != 1 or type(calls[0]) is not dict:
+        return None
+    call = calls[0]
+    function = call.get("function")
+    index = call.get("index")
+    if (
+        not call.keys() <= {"index", "type", "function"}
+        or type(function) is not dict
+        or function.keys() != {"arguments"}
+        or type(function["arguments"]) is not str
+        or not function["arguments"]
+        or (index is not None and type(index) is not int)
+    ):
+        return None
+    return 0 if index is None else index
 
 
 def _plain_choice(choice: dict[str, Any]) -> bool:

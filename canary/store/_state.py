@@ -191,6 +191,7 @@ def _cas_update(with_slot: bool) -> Update:
 
 
 _CAS = _cas_update(with_slot=False)
+_INSERT = insert(t.endpoint_state)  # the same: built once, its columns given as parameters
 _CAS_IN_SLOT = _cas_update(with_slot=True)
 
 
@@ -211,9 +212,7 @@ def _cas_state(
         values["counted_slot"] = slot
     if expected == 0:
         conn.execute(
-            insert(t.endpoint_state).values(
-                model=model, tag=tag, version=1, updated_at=at, **values
-            )
+            _INSERT, {"model": model, "tag": tag, "version": 1, "updated_at": at, **values}
         )
         return
     values.update(version=expected + 1, updated_at=at)

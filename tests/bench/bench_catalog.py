@@ -127,9 +127,11 @@ class Replica:
     started: float
     round_started: float | None = None
     cpu_at_round_s: float | None = None
+    system_at_round_s: float | None = None
     lines: list[str] = field(default_factory=list)
     ended: float | None = None
     cpu_s: float = 0.0
+    system_s: float = 0.0
     max_rss_kib: int = 0
 
     def watch(self) -> None:
@@ -138,12 +140,18 @@ class Replica:
             self.lines.append(line)
             if self.round_started is None and '"round_started"' in line:
                 self.round_started = time.perf_counter()
-                self.cpu_at_round_s = _cpu_of(self.proc.pid)
+                user, system = _cpu_parts(self.proc.pid)
+                self.cpu_at_round_s, self.system_at_round_s = user + system, system
+
+
+def _cpu_parts(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a running process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
 
 
 def _cpu_of(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return sum(_cpu_parts(pid))
 
 
 def run(sim: SimProcess, settings_path: Path, replicas: int) -> tuple[list[Replica], float]:
@@ -167,6 +175,7 @@ def run(sim: SimProcess, settings_path: Path, replicas: int) -> tuple[list[Repli
         _, status, usage = os.wait4(r.proc.pid, 0)
         r.ended = time.perf_counter()
         r.cpu_s = usage.ru_utime + usage.ru_stime
+        r.system_s = usage.ru_stime
         r.max_rss_kib = usage.ru_maxrss
         r.proc.returncode = os.waitstatus_to_exitcode(status)
     for w in watchers:
@@ -274,6 +283,7 @@ def one_run(
     wall = max(r.ended or 0.0 for r in running) - first_round
     startup = [(r.round_started or r.started) - r.started for r in running]
     round_cpu = sum(r.cpu_s - (r.cpu_at_round_s or 0.0) for r in running)
+    round_system = sum(r.system_s - (r.system_at_round_s or 0.0) for r in running)
     per_request_ms = round_cpu / max(1, len(requests)) * 1000
     rss_mib = max(r.max_rss_kib for r in running) / 1024
     tokens = [e["completion_tokens"] for e in requests if e.get("completion_tokens") is not None]
@@ -288,8 +298,8 @@ def one_run(
         f"start-up {', '.join(f'{s:.1f}' for s in startup)} s (apart)"
     )
     print(
-        f"  CPU {round_cpu:6.1f} s after start-up = {per_request_ms:5.2f} ms per request; "
-        f"peak RSS {rss_mib:6.0f} MiB"
+        f"  CPU {round_cpu:6.1f} s after start-up (system {round_system:.1f} s) = "
+        f"{per_request_ms:5.2f} ms per request; peak RSS {rss_mib:6.0f} MiB"
     )
     print(
         f"  exits {[r.proc.returncode for r in running]}; models judged in the slot: {ones}, "

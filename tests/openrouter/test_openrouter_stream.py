@@ -186,6 +186,24 @@ def sim_chunk(content: bytes, *, gen: str = "gen-1", tail: bytes = b"") -> bytes
     )
 
 
+def tool_chunk(
+    arguments: bytes, *, index: bytes = b"0", call: bytes = b"", function: bytes = b""
+) -> bytes:
+    """A tool call's fragment as OpenAI's hosts write it through OpenRouter (arguments as raw
+    string bytes; ``call`` and ``function``: more fields of the call and of its function, such
+    as its id and name)."""
+    return (
+        b'{"id":"gen-1","provider":"OpenAI","model":"openai/gpt-4.1-mini",'
+        b'"object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":'
+        b'{"role":"assistant","content":null,"tool_calls":[{"index":' + index + call
+        + b',"function":{' + function + b'"arguments":"' + arguments + b'"},"type":"function"}]},'
+        b'"finish_reason":null,"native_finish_reason":null,"logprobs":null}],'
+        b'"system_fingerprint":"fp_6f2eabb9a5"}'
+    )  # fmt: skip
+
+
+FIRST_CALL = tool_chunk(b"", call=b',"id":"call_1"', function=b'"name":"get_weather",')
+
 # After a plain content chunk, every other one whose bytes differ elsewhere or whose content is
 # not a plain string must still be parsed in full: the outcomes of both paths are the same.
 ODD_FOLLOWERS = [
@@ -203,6 +221,14 @@ ODD_FOLLOWERS = [
     sim_chunk(b"x").replace(b'"native_finish_reason":null', b'"native_finish_reason":"error"'),
     sim_chunk(b"x")[:-1] + b',"usage":{"prompt_tokens":3,"completion_tokens":2}}',
     sim_chunk(b"\xc3\xa9t\xc3\xa9 \xe4\xba\x9a"),
+    tool_chunk(b'{\\"city\\": '),
+    tool_chunk(b'\\"Lisbon\\"}', index=b"1"),  # another call
+    tool_chunk(b"x", call=b',"id":"call_2"'),  # a call's first fragment
+    tool_chunk(b'x"},"name":"y'),  # a name where the arguments were
+    tool_chunk(b"x").replace(b'"content":null', b'"content":"text"'),
+    tool_chunk(b"x").replace(b'"finish_reason":null', b'"finish_reason":"tool_calls"'),
+    tool_chunk(b"x").replace(b'"index":0,"function"', b'"index":true,"function"'),
+    tool_chunk(b""),
 ]
 
 
@@ -212,9 +238,20 @@ def test_chunks_read_by_their_bytes_give_what_parsing_them_gives(follower: bytes
     assert read_raw(*events) == read_text(*events)
 
 
+@pytest.mark.parametrize("follower", ODD_FOLLOWERS, ids=range(len(ODD_FOLLOWERS)))
+def test_tool_call_fragments_read_by_their_bytes_give_what_parsing_them_gives(
+    follower: bytes,
+) -> None:
+    events = (FIRST_CALL, tool_chunk(b'{\\"q\\":'), follower, tool_chunk(b" 1}"), b"[DONE]")
+    assert read_raw(*events) == read_text(*events)
+    assert read_raw(*events).tool_calls[0].arguments.startswith('{"q":')
+
+
 def test_a_first_chunk_that_is_not_plain_is_not_the_template() -> None:
     for first in ODD_FOLLOWERS[1:]:
         events = (first, sim_chunk(b"a"), sim_chunk(b"b"), sim_chunk(b"c\\n"), b"[DONE]")
+        assert read_raw(*events) == read_text(*events)
+        events = (first, tool_chunk(b"a"), tool_chunk(b"b"), tool_chunk(b"c\\n"), b"[DONE]")
         assert read_raw(*events) == read_text(*events)
 
 
@@ -222,6 +259,13 @@ def test_a_first_chunk_that_is_not_plain_is_not_the_template() -> None:
 @settings(max_examples=300, deadline=None)
 def test_any_content_bytes_read_the_same_either_way(contents: list[bytes]) -> None:
     events = (sim_chunk(b"first"), *(sim_chunk(c) for c in contents), b"[DONE]")
+    assert read_raw(*events) == read_text(*events)
+
+
+@given(st.lists(st.binary(max_size=12) | st.text(max_size=8).map(str.encode), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_any_arguments_bytes_read_the_same_either_way(fragments: list[bytes]) -> None:
+    events = (FIRST_CALL, tool_chunk(b"{"), *(tool_chunk(f) for f in fragments), b"[DONE]")
     assert read_raw(*events) == read_text(*events)
 
 
@@ -254,6 +298,21 @@ def test_plain_content_events_after_the_template_are_read_in_one_go() -> None:
     assert assembler.finish().events == 4
 
 
+def test_escaped_strings_and_tool_call_fragments_are_read_in_one_go_too() -> None:
+    assembler = StreamAssembler()
+    assembler.feed(sim_chunk(b"Hello"), 1.0)
+    block = sse(sim_chunk(b' \\"big\\"'), sim_chunk(b"\\n\\u00e9"))
+    assert assembler.feed_plain_run(block) == len(block)
+    assert assembler.finish().content == 'Hello "big"\n\u00e9'
+    assembler = StreamAssembler()
+    assembler.feed(FIRST_CALL, 1.0)
+    assembler.feed(tool_chunk(b'{\\"city\\"'), 2.0)
+    block = sse(tool_chunk(b": "), tool_chunk(b'\\"Lisbon\\"'), tool_chunk(b"}"))
+    assert assembler.feed_plain_run(block) == len(block)
+    assert assembler.finish().tool_calls[0].arguments == '{"city": "Lisbon"}'
+    assert assembler.finish().events == 5
+
+
 @pytest.mark.parametrize(
     "block",
     [
@@ -261,7 +320,10 @@ def test_plain_content_events_after_the_template_are_read_in_one_go() -> None:
         b": keep-alive\n\n" + sse(sim_chunk(b"a")),  # a comment first
         b"data:" + sim_chunk(b"a") + b"\n\n",  # no space after the colon
         sse(sim_chunk(b"")),  # empty content
-        sse(sim_chunk(b'say \\"hi\\"')),  # escapes
+        sse(sim_chunk(b'say "hi')),  # a quote unescaped
+        sse(sim_chunk(b'a","content":"b')),  # another string where the content was
+        sse(sim_chunk(b'a","b')),  # two strings where the content was (not JSON)
+        sse(sim_chunk(b"a\\"), sim_chunk(b"b")),  # an escape cut by the event's end
         sse(sim_chunk(b"\xc3")) + sse(sim_chunk(b"\xa9")),  # a character cut in two
         sse(sim_chunk(b"a\x00b")),  # a raw control byte
     ],
@@ -279,14 +341,16 @@ def test_a_template_learned_from_several_data_lines_reads_nothing_at_once() -> N
 
 
 ONE_LINE = st.binary(max_size=6) | st.text(max_size=5).map(str.encode)  # as on the wire:
+NO_LINE_END = ONE_LINE.filter(lambda b: b"\n" not in b and b"\r" not in b)
 EVENT_BYTES = st.one_of(  # a data line holds no line end
-    st.builds(sim_chunk, ONE_LINE.filter(lambda b: b"\n" not in b and b"\r" not in b)),
+    st.builds(sim_chunk, NO_LINE_END),
+    st.builds(tool_chunk, NO_LINE_END),
     st.sampled_from(ODD_FOLLOWERS),
 )
 
 
 @given(
-    first=st.sampled_from([sim_chunk(b"first"), *ODD_FOLLOWERS[1:4]]),
+    first=st.sampled_from([sim_chunk(b"first"), FIRST_CALL, *ODD_FOLLOWERS[1:4]]),
     events=st.lists(EVENT_BYTES, max_size=14),
     comments=st.lists(st.integers(0, 14), max_size=2),
     crlf=st.booleans(),
