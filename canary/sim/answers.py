@@ -233,7 +233,14 @@ def _prose(
     sentences = [s for i in picks for s in split_sentences(passages[i], answer_lang)]
     asked = asked_sentences(request.last_user) if as_asked else None
     if asked is not None:
-        sentences = sentences[: rng.randint(*asked)]
+        wanted = rng.randint(*asked)
+        # a bank of short passages (the shared corpus has a sentence a line) takes more of them
+        while len(sentences) < wanted and len(picks) < len(passages):
+            more = rng.randrange(len(passages))
+            if more not in picks:
+                picks.append(more)
+                sentences += split_sentences(passages[more], answer_lang)
+        sentences = sentences[:wanted]
     if request.max_tokens is not None:
         sizes = [len(tokenize(s, answer_lang)) for s in sentences]
         while len(sentences) > 1 and sum(sizes) > request.max_tokens:

@@ -66,7 +66,14 @@ from bench_sim import SimProcess, load_average  # noqa: E402
 from canary.core.contracts.confirm import confirm  # noqa: E402
 from canary.core.contracts.evidence import is_prose_answer, prose_answers  # noqa: E402
 from canary.core.contracts.hygiene import SHARE, hygiene_look, judge_hygiene  # noqa: E402
-from canary.core.model import Contract, Endpoint, EndpointState, Observation, Result  # noqa: E402
+from canary.core.model import (  # noqa: E402
+    Contract,
+    ContractResult,
+    Endpoint,
+    EndpointState,
+    Observation,
+    Result,
+)
 from canary.logs import configure_logging  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
 from canary.prober import EndpointProbing, Prober  # noqa: E402
@@ -272,6 +279,14 @@ def scenario(seed: int, rows: Sequence[Row], bank: Path | None) -> dict[str, Any
     return spec
 
 
+def _why_held(result: ContractResult) -> str:
+    """Where a fault escaped: its flag was not confirmed, it was never flagged, or no verdict."""
+    if result.result is Result.passed:
+        confirmed = (result.detail or "").startswith("not confirmed")
+        return "flagged, not confirmed" if confirmed else "never flagged"
+    return result.result.value
+
+
 @dataclass
 class Tally:
     rounds: int = 0
@@ -280,6 +295,7 @@ class Tally:
     by_language: Counter[str] = field(default_factory=Counter)  # false failures, by language
     rechecked: int = 0  # rounds that sent re-checks
     example: str = ""
+    missed: Counter[str] = field(default_factory=Counter)  # why the fault's contract held
     invalid: int = 0  # rounds whose every judged contract was an invalid probe
     transport: int = 0  # rounds with a transport_error result
     ttft: list[float] = field(default_factory=list)  # ttft figures (median first token, s)
@@ -291,9 +307,11 @@ class Tally:
             self.failed[r.contract.value] += 1
         if row.contract is not None and any(r.contract is row.contract for r in failing):
             self.right += 1
-        elif row.contract is not None and not self.example:
+        elif row.contract is not None:
             judged = next(r for r in probing.results if r.contract is row.contract)
-            self.example = f"[{probing.language}] {judged.result.value}: {judged.detail[:160]}"
+            self.missed[_why_held(judged)] += 1
+            if not self.example:
+                self.example = f"[{probing.language}] {judged.result.value}: {judged.detail[:160]}"
         if row.contract is None and failing:
             self.by_language[probing.language] += 1
             if not self.example:
@@ -622,7 +640,8 @@ def main() -> int:
               f"{sum(clean.by_language.values())}/{clean.rounds}")  # fmt: skip
         for r in fleet:
             if r.contract and fleets[r.name].right < fleets[r.name].rounds:
-                print(f"      {r.name} e.g. {fleets[r.name].example}")
+                missed = ", ".join(f"{n} {why}" for why, n in fleets[r.name].missed.most_common())
+                print(f"      {r.name}: missed {missed}; e.g. {fleets[r.name].example}")
     if args.only == "fleet":
         return 0
 

@@ -22,7 +22,7 @@ from sim_helpers import MODEL, body, content, events, pin
 from canary.probes import NONCE, ProbeSet, load_probes
 from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.sim.server import RunningSimulator, start_simulator
-from canary.sim.text import ASKED_SENTENCES, detect_language, split_sentences
+from canary.sim.text import ASKED_SENTENCES, TextBank, detect_language, split_sentences
 
 PROMPTS = PROJECT_ROOT / "probes" / "prompts"
 
@@ -108,3 +108,22 @@ def test_a_mixing_fault_keeps_its_share_in_answers_of_one_or_two_sentences(
         wholly_foreign += len(sentences) == 1 and languages == ["es"]
     assert 0.2 <= foreign / total <= 0.5, (foreign, total)
     assert wholly_foreign >= 3
+
+
+def test_a_bank_of_one_sentence_passages_still_gives_the_length_asked(tmp_path: Path) -> None:
+    """The shared corpus, as a text bank, has one sentence a line: two or three of them made
+    every answer two or three sentences long, the language probe's 4-6 included."""
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    for language in ("en", "pt"):
+        one_a_line = TextBank().sentences[language]  # the built-in bank's, a sentence a line
+        (bank / f"{language}.txt").write_text("\n".join(one_a_line) + "\n", encoding="utf-8")
+    with (
+        start_simulator({**scenario(), "text_bank": str(bank)}) as one_sentence_bank,
+        _client(one_sentence_bank) as client,
+    ):
+        for language in ("en", "pt"):
+            least, most = ASKED_SENTENCES["language"]
+            prompts = [_prompt(language, "language", f"n{i}") for i in range(6)]
+            counts = [_sentences(client, p, language) for p in prompts]
+            assert all(least <= n <= most for n in counts), (language, counts)
