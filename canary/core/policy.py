@@ -24,7 +24,9 @@ from canary.core.model import Mode
 # hash of the rule modules' sources to this number: a rule change without a bump fails there.
 # 4: confirmation of failures, a stall counted as slowness, language/hygiene evidence from every
 # answer, the exclusion check counting withheld quarantines, evidence capped per streak.
-RULES_REVISION = 5
+# 6: persistent language mixing flagged at one foreign language in 2 and a third of the judged
+# answers (was half of them).
+RULES_REVISION = 6
 
 
 class PolicyNumbers(Protocol):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (5, "e0bbba92d1666716d737bb5094e8dde6e48c02061aa40cfe14ea70f1c6223661")
+PINNED = (6, "bf06783a2c9e8675c61d574edd3b875d1905f30e6edd5335b2ee8b6f665801ee")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

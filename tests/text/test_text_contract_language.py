@@ -77,12 +77,14 @@ def first(*answers: str) -> tuple[Result, str | None, str | None]:
         (["short", "ok"], Result.passed, None, None),
         # one anomaly in any answer of the round flags it
         (["ok", "ok", "bad", "ok", "ok"], Result.fail, "language_switch", "es"),
-        # persistent mixing: one foreign sentence in at least half of at least 3 judged answers
+        # persistent mixing: one foreign sentence in 2, and a third, of at least 3 judged answers
         (["one-es"] * 3, Result.fail, "language_mixing", "es"),
         (["one-es", "one-es", "ok", "ok"], Result.fail, "language_mixing", "es"),
-        (["one-es", "one-es", "one-es", "ok", "ok"], Result.fail, "language_mixing", "es"),
-        (["one-es", "one-es", "ok", "ok", "ok"], Result.passed, None, None),
-        (["one-es", "one-ru", "one-es", "one-ru", "ok"], Result.passed, None, None),
+        (["one-es", "one-es", "ok", "ok", "ok"], Result.fail, "language_mixing", "es"),
+        (["one-es", "one-es", "ok", "ok", "ok", "ok"], Result.fail, "language_mixing", "es"),
+        (["one-es", "one-es", "ok", "ok", "ok", "ok", "ok"], Result.passed, None, None),
+        (["one-es", "ok", "ok"], Result.passed, None, None),  # one carrier is never enough
+        (["one-es", "one-ru", "ok", "ok", "ok"], Result.passed, None, None),  # not one language
         (["one-es", "one-es"], Result.passed, None, None),  # fewer than 3 judged answers
         (["one-es", "one-es", "short", "short"], Result.passed, None, None),  # 2 judged
     ],

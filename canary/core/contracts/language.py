@@ -10,8 +10,12 @@ cut-short answers, nor JSON) and flags:
 - an anomaly in any one answer: a foreign language takes over, mixes in, or replaces the expected
   one, or the encoding is broken (:mod:`canary.text.detect`);
 - persistent mixing across answers: one foreign language confidently labelled (at least one
-  sentence of it) in at least half of at least 3 judged answers (``language_mixing``), even at
-  one foreign sentence per answer, which no single answer would show.
+  sentence of it) in at least 2, and at least a third, of at least 3 judged answers
+  (``language_mixing``), even at one foreign sentence per answer, which no single answer would
+  show. A third, not half: a round's latency samples are a sentence or two each, so a host that
+  mixes a third of its sentences leaves most of them clean; a clean host's sentence is rarely
+  labelled foreign with confidence, and twice in one round almost never (the re-checks must
+  still confirm it).
 
 An answer with no labelled sentence ("too short or ambiguous") is not judged. A flag is confirmed
 before it fails (:mod:`canary.core.contracts.confirm`): two more language-probe answers are sent
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 Analyze = Callable[[str, str], "TextAnalysis"]
 
 MIN_JUDGED = 3  # persistent mixing needs at least this many judged answers
+MIN_CARRIERS = 2  # ... one foreign language in at least this many of them
+CARRIERS_PER = 3  # ... and in at least one of every this many
 MIXING = "language_mixing"
 
 
@@ -58,7 +64,7 @@ class LanguageFirstLook:
 
 
 def persistent_foreign(analyses: Sequence[TextAnalysis], expected: str) -> Persistence | None:
-    """The foreign language labelled in at least half of at least 3 judged answers, if any."""
+    """The foreign language labelled in at least 2, and a third, of at least 3 judged answers."""
     judged = [a for a in analyses if a.judged]
     if len(judged) < MIN_JUDGED:
         return None
@@ -66,7 +72,8 @@ def persistent_foreign(analyses: Sequence[TextAnalysis], expected: str) -> Persi
     if not carriers:
         return None
     language, count = max(carriers.items(), key=lambda kv: (kv[1], kv[0]))
-    return Persistence(language, count, len(judged)) if 2 * count >= len(judged) else None
+    persistent = count >= MIN_CARRIERS and count * CARRIERS_PER >= len(judged)
+    return Persistence(language, count, len(judged)) if persistent else None
 
 
 def judge_language(
