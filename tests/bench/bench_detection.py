@@ -563,6 +563,8 @@ def print_clean(tally: Tally) -> None:
     for contract in Contract:
         k = tally.failed[contract.value]
         print(f"  {contract.value:<9}{k:>5}  {100 * k / max(1, n):.3f} %")
+    print(f"  re-checks sent (a first look flagged something): {tally.rechecked} endpoint-rounds "
+          f"({100 * tally.rechecked / max(1, n):.2f} %)")  # fmt: skip
     if tally.by_language:
         shown = ", ".join(f"{lang} {k}" for lang, k in tally.by_language.most_common())
         print(f"  endpoint-rounds with any false failure, by language: {shown}")
