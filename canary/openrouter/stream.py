@@ -35,8 +35,6 @@ _FastError = orjson.JSONDecodeError
 _NOT_PLAIN = re.compile(rb'["\\\x00-\x1f]')
 # The body of a JSON string up to its closing quote (escapes included, the quote not).
 _STRING_BODY = re.compile(rb'(?:[^"\\]|\\.)*', re.DOTALL)
-_CONTENT_KEY = b'"content":"'
-_ARGUMENTS_KEY = b'"arguments":"'
 _SENTINEL = "\u2603"
 
 
@@ -123,9 +121,9 @@ class StreamAssembler:
         self._malformed: str | None = None
         self.done = False
         self._events = 0
-        # The plain content chunk and the tool-call fragment learned so far (see _learn).
+        # The plain content chunk and the tool-call fragment learned so far, at most one of
+        # each (see _learn).
         self._templates: tuple[_Template, ...] = ()
-        self._learned_content = self._learned_tool = False
 
     @property
     def first_token_s(self) -> float | None:
@@ -172,7 +170,7 @@ class StreamAssembler:
                 else:
                     self._events += 1
                     self.feed_chunk(chunk, at)
-                    if not (self._learned_content and self._learned_tool):
+                    if len(self._templates) < 2:  # one kind is still to learn
                         self._learn(data, chunk)
                     return
             data = data.decode("utf-8", errors="replace")
@@ -213,15 +211,17 @@ class StreamAssembler:
         ):
             return
         choice = choices[0]
-        if not self._learned_content and self._ttft is not None and _plain_choice(choice):
+        learned = {t.tool is None for t in self._templates}  # True: the content's
+        if True not in learned and self._ttft is not None and _plain_choice(choice):
             self._learn_slot(data, chunk, None)
-        elif not self._learned_tool and self._first_token is not None:
+        elif False not in learned and self._first_token is not None:
             index = _tool_fragment_index(choice)
             if index is not None:
                 self._learn_slot(data, chunk, index)
 
     def _learn_slot(self, data: bytes, chunk: dict[str, Any], tool: int | None) -> None:
-        key = _CONTENT_KEY if tool is None else _ARGUMENTS_KEY
+        name = "content" if tool is None else "arguments"
+        key = f'"{name}":"'.encode()
         if data.count(key) != 1:
             return
         start = data.index(key) + len(key)
@@ -235,16 +235,12 @@ class StreamAssembler:
             other = _fast_loads(prefix + _SENTINEL.encode() + suffix)
         except _FastError:
             return
-        holder, name = _slot(other, tool)
+        holder = _holder(other, tool)
         if holder is None or holder.get(name) != _SENTINEL:
             return
-        holder[name] = _slot(chunk, tool)[0][name]  # type: ignore[index]  # the same shape
+        holder[name] = _holder(chunk, tool)[name]  # type: ignore[index]  # the same shape
         if other != chunk:
             return
-        if tool is None:
-            self._learned_content = True
-        else:
-            self._learned_tool = True
         if b"\n" in data or b"\r" in data:
             head = end_ = b""  # data of several lines: its events are not one "data: " line each
         else:
@@ -472,27 +468,23 @@ def _string_bodies(parts: list[bytes]) -> list[str] | None:
     return values  # type: ignore[no-any-return]
 
 
-def _slot(chunk: Any, tool: int | None) -> tuple[dict[str, Any] | None, str]:
-    """The dict that holds a chunk's varying string, and the string's key: the first choice's
-    delta (``content``), or its first tool call's function (``arguments``)."""
+def _holder(chunk: Any, tool: int | None) -> dict[str, Any] | None:
+    """The dict that holds a chunk's varying string: the first choice's delta (its
+    ``content``), or its first tool call's function (its ``arguments``)."""
     try:
         delta = chunk["choices"][0]["delta"]
         holder = delta if tool is None else delta["tool_calls"][0]["function"]
     except (KeyError, IndexError, TypeError):
-        return None, ""
-    return (holder if type(holder) is dict else None), ("content" if tool is None else "arguments")
+        return None
+    return holder if type(holder) is dict else None
 
 
 def _tool_fragment_index(choice: dict[str, Any]) -> int | None:
     """The tool call index of a choice whose only effect is one call's next arguments: a
     non-empty text, no id, no name, no content, no finish reason (None: not such a choice)."""
-    delta = choice.get("delta")
+    delta = _delta_alone(choice)
     if (
-        choice.get("index", 0) not in (0, None)
-        or choice.get("finish_reason")
-        or choice.get("native_finish_reason")
-        or "error" in choice
-        or type(delta) is not dict
+        delta is None
         or not delta.keys() <= {"role", "content", "tool_calls"}
         or delta.get("content") not in (None, "")
     ):
@@ -517,17 +509,28 @@ def _tool_fragment_index(choice: dict[str, Any]) -> int | None:
 
 def _plain_choice(choice: dict[str, Any]) -> bool:
     """A choice whose only effect is its content: a non-empty text, with no finish reason."""
-    delta = choice.get("delta")
+    delta = _delta_alone(choice)
     return (
-        choice.get("index", 0) in (0, None)
-        and not choice.get("finish_reason")
-        and not choice.get("native_finish_reason")
-        and "error" not in choice
-        and type(delta) is dict
+        delta is not None
         and delta.keys() <= {"role", "content"}
         and type(delta.get("content")) is str
         and bool(delta["content"])
     )
+
+
+def _delta_alone(choice: dict[str, Any]) -> dict[str, Any] | None:
+    """The delta of the first choice when it is all the choice says: no finish reason (nor a
+    native one) and no error."""
+    delta = choice.get("delta")
+    if (
+        choice.get("index", 0) not in (0, None)
+        or choice.get("finish_reason")
+        or choice.get("native_finish_reason")
+        or "error" in choice
+        or type(delta) is not dict
+    ):
+        return None
+    return delta
 
 
 def assemble_completion(body: dict[str, Any]) -> StreamOutcome:

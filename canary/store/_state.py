@@ -191,8 +191,8 @@ def _cas_update(with_slot: bool) -> Update:
 
 
 _CAS = _cas_update(with_slot=False)
-_INSERT = insert(t.endpoint_state)  # the same: built once, its columns given as parameters
 _CAS_IN_SLOT = _cas_update(with_slot=True)
+_INSERT = insert(t.endpoint_state)  # built once too, its columns given as parameters
 
 
 def _cas_state(
