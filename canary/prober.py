@@ -146,7 +146,10 @@ class Prober:
         second = list(
             await asyncio.gather(*(self._send(endpoint, p, urgent=True) for p in rechecks))
         )
-        results = await asyncio.to_thread(judge_endpoint, judging, looked, second)
+        if second:  # re-check answers to analyse: off the loop too
+            results = await asyncio.to_thread(judge_endpoint, judging, looked, second)
+        else:  # the first look's results as they are: not worth a thread's round trip
+            results = judge_endpoint(judging, looked, second)
         observations = first + second
         results = self._mark_invalid(results, observations)
         return EndpointProbing(endpoint, language, tuple(observations), results)

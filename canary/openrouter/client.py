@@ -13,6 +13,7 @@ import contextlib
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -124,6 +125,18 @@ class OpenRouterClient:
             if usable(self.base_url)
             else None
         )
+        # The listing has a pool of its own: a model's listing must not queue behind the probes
+        # of the models before it (it is the first link of that model's chain).
+        self._h1_listing = (
+            H1Pool(
+                self.base_url,
+                headers,
+                connect_timeout_s=connect_timeout_s,
+                max_connections=max_connections,
+            )
+            if self._h1 is not None
+            else None
+        )
 
     async def __aenter__(self) -> OpenRouterClient:
         return self
@@ -137,8 +150,9 @@ class OpenRouterClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._h1 is not None:
-            self._h1.close()
+        for pool in (self._h1, self._h1_listing):
+            if pool is not None:
+                pool.close()
         await self._http.aclose()
 
     # -- the endpoints listing -------------------------------------------------------------
@@ -181,13 +195,20 @@ class OpenRouterClient:
             )
             await self._sleep(delay)
 
+    def _get(
+        self, path: str
+    ) -> AbstractAsyncContextManager[H1Response] | AbstractAsyncContextManager[httpx.Response]:
+        if self._h1_listing is not None:
+            return self._h1_listing.get(path)
+        return self._http.stream("GET", path)
+
     async def _listing_attempt(
         self, model_id: str, path: str, remaining: float
     ) -> list[Endpoint] | _Failed:
         if remaining <= 0:
             return _Failed(Transport.timeout, "listing deadline exceeded")
         try:
-            async with asyncio.timeout(remaining), self._http.stream("GET", path) as response:
+            async with asyncio.timeout(remaining), self._get(path) as response:
                 raw, too_big = await read_capped(response, MAX_LISTING_BYTES)
                 status, headers = response.status_code, response.headers
                 content_type = headers.get("content-type", "")
@@ -393,7 +414,7 @@ class OpenRouterClient:
         content_type = response.headers.get("content-type", "")
         if status == 200 and content_type.lower().startswith("text/event-stream"):
             return None
-        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)  # type: ignore[arg-type]
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
         body = load_json(raw)
         served_by = error_provider(body)
         if status != 200:

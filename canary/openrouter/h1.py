@@ -12,7 +12,8 @@ reading task is woken only when something it acts on happens (first token, [DONE
 chunk, the end of the body).
 
 Failures are raised as the httpx exceptions the rest of the client classifies
-(:func:`canary.openrouter.wire.exception_kind`). The endpoints listing stays on httpx.
+(:func:`canary.openrouter.wire.exception_kind`). The endpoints listing goes through it too (a GET,
+read whole), so a round never loads httpx's transport stack unless a proxy is configured.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import asyncio
 import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -350,13 +351,10 @@ class H1Pool:
                 return connection
         return None
 
-    @asynccontextmanager
-    async def post(
+    def post(
         self, path: str, body: bytes, on_sent: Callable[[], None]
-    ) -> AsyncIterator[H1Response]:
+    ) -> AbstractAsyncContextManager[H1Response]:
         """POST `body` (JSON) to `path` under the base URL; yields once the head has arrived."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self._max)
         request = (
             f"POST {self._prefix}{path} HTTP/1.1\r\n".encode("latin-1")
             + self._fixed
@@ -365,6 +363,19 @@ class H1Pool:
             + b"\r\n\r\n"
             + body
         )
+        return self._exchange(request, on_sent)
+
+    def get(self, path: str) -> AbstractAsyncContextManager[H1Response]:
+        """GET `path` under the base URL; yields once the head has arrived."""
+        request = f"GET {self._prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self._fixed + b"\r\n"
+        return self._exchange(request, _nothing)
+
+    @asynccontextmanager
+    async def _exchange(
+        self, request: bytes, on_sent: Callable[[], None]
+    ) -> AsyncIterator[H1Response]:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._max)
         async with self._slots:
             connection: _Connection | None = None
             try:
@@ -394,6 +405,10 @@ class H1Pool:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
+
+
+def _nothing() -> None:
+    return None
 
 
 def encode_json(payload: Any) -> bytes:

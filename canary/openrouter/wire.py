@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 import httpx
 
@@ -114,7 +115,7 @@ def http_error_message(status: int, body: Any, raw: bytes, content_type: str) ->
     return message
 
 
-def retry_after(headers: httpx.Headers, body: Any) -> float | None:
+def retry_after(headers: Mapping[str, str], body: Any) -> float | None:
     value = headers.get("retry-after")
     if value is not None:
         try:
@@ -144,7 +145,13 @@ def same_provider(served_by: str, provider_name: str) -> bool:
     return a == b or slugify(a) == slugify(b)
 
 
-async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+class Body(Protocol):
+    """A response whose body is read in pieces (httpx's, or the lean client's H1Response)."""
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+async def read_capped(response: Body, limit: int) -> tuple[bytes, bool]:
     """Up to ``limit`` bytes of the body, and whether there was more."""
     out = bytearray()
     async for piece in response.aiter_bytes():

@@ -16,10 +16,8 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
-    case,
     delete,
     func,
-    insert,
     or_,
     select,
     update,
@@ -31,7 +29,8 @@ from canary.store import tables as t
 from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import RoundLost, require_held
 from canary.store._extra import DECIDING, abandoned_detail
-from canary.store.engine import StoreBase, dialect_insert, plain
+from canary.store.bulk import insert_rows
+from canary.store.engine import StoreBase, plain
 from canary.store.latency import refresh_latency_figures
 from canary.store.latest_verdicts import raise_latest_verdicts
 from canary.store.plain_reads import contract_result_row, round_row
@@ -234,7 +233,7 @@ class RoundsMixin(StoreBase):
                     or (r["tag"], r["contract"], r["attempt"], r["nonce"]) not in existing
                 ]
             if rows:
-                conn.execute(insert(t.probes), rows)
+                insert_rows(conn, t.probes, rows)
         return len(rows)
 
     def record_verdicts(
@@ -261,8 +260,9 @@ class RoundsMixin(StoreBase):
                         table.c.round_id == round_id, table.c.model == model, table.c.tag.in_(tags)
                     )
                 )
-            conn.execute(
-                insert(t.round_verdicts),
+            insert_rows(
+                conn,
+                t.round_verdicts,
                 [
                     {
                         "round_id": round_id,
@@ -281,7 +281,7 @@ class RoundsMixin(StoreBase):
                 for r in verdicts[tag].results
             ]
             if results:
-                conn.execute(insert(t.contract_results), results)
+                insert_rows(conn, t.contract_results, results)
             raise_latest_verdicts(conn, round_id, model, tags)
 
     def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
@@ -379,16 +379,15 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
 
 
 def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
-    table = t.ttft_buckets
-    stmt = dialect_insert(conn.dialect.name)(table)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["model", "tag", "hour", "bucket"],
-        set_={
-            "n": table.c.n + stmt.excluded.n,
-            "top": case((stmt.excluded.top > table.c.top, stmt.excluded.top), else_=table.c.top),
-        },
-    )
-    conn.execute(stmt, buckets)
+    insert_rows(conn, t.ttft_buckets, buckets, _ADD_TO_BUCKET)
+
+
+# SQLite and PostgreSQL spell the upsert alike; a bucket keeps its largest sample
+_ADD_TO_BUCKET = (
+    "ON CONFLICT (model, tag, hour, bucket) DO UPDATE SET "
+    "n = ttft_buckets.n + excluded.n, "
+    "top = CASE WHEN excluded.top > ttft_buckets.top THEN excluded.top ELSE ttft_buckets.top END"
+)
 
 
 def _as_utc(value: datetime | str | None) -> datetime | None:

@@ -150,13 +150,17 @@ def sqlite_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+# One row type per column list, process-wide: a reader lives for one transaction, and building a
+# namedtuple class costs more than reading a few rows.
+_ROW_TYPES: dict[tuple[str, ...], type] = {}
+
+
 class Reader:
     """Runs plain SQL with ``:name`` parameters on a :class:`Transport`, converting values."""
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
         self.dialect: Dialect = transport.dialect
-        self._row_types: dict[tuple[str, ...], type] = {}
 
     def rows(
         self,
@@ -172,9 +176,9 @@ class Reader:
         wanted = {**(KINDS[table] if table else {}), **(kinds or {})}
         converters = [(i, _converter(wanted[n])) for i, n in enumerate(names) if n in wanted]
         key = tuple(names)
-        row_type = self._row_types.get(key)
+        row_type = _ROW_TYPES.get(key)
         if row_type is None:
-            row_type = self._row_types[key] = namedtuple("Row", names, rename=True)  # noqa: PYI024
+            row_type = _ROW_TYPES[key] = namedtuple("Row", names, rename=True)  # noqa: PYI024
         out: list[SqlRow] = []
         for values in raw:
             if converters:

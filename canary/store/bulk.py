@@ -1,0 +1,64 @@
+"""A round's many rows written as one plain ``executemany`` on the driver.
+
+SQLAlchemy's Core insert runs every value of every row through Python (its bind processors and
+parameter building), which costs more than the insert itself for the hundred-odd probe rows a
+model's round writes. These rows hold plain values (text, numbers, booleans, None) and aware
+times, the only ones that need converting: as the column type would, once per distinct value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table
+
+from canary.store.plain import sqlite_time
+from canary.store.tables import UTCDateTime
+
+_SQL: dict[tuple[str, str, tuple[str, ...], str], str] = {}
+
+
+def insert_rows(
+    conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], on_conflict: str = ""
+) -> None:
+    """INSERT ``rows`` (each with the same columns) into ``table`` in one executemany;
+    ``on_conflict``: an ``ON CONFLICT ...`` clause both backends read alike."""
+    if not rows:
+        return
+    columns = tuple(rows[0])
+    sqlite = conn.dialect.name == "sqlite"
+    key = (conn.dialect.name, table.name, columns, on_conflict)
+    sql = _SQL.get(key)
+    if sql is None:
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        names = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join([mark] * len(columns))
+        sql = _SQL[key] = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks}) {on_conflict}'
+    times = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, UTCDateTime)]
+    converted: dict[datetime, Any] = {}
+
+    def time_value(value: datetime | None) -> Any:
+        if value is None:
+            return None
+        found = converted.get(value)
+        if found is None:
+            found = converted[value] = sqlite_time(value) if sqlite else _aware_utc(value)
+        return found
+
+    params = []
+    for row in rows:
+        values = [row[c] for c in columns]
+        for i in times:
+            values[i] = time_value(values[i])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)
+
+
+def _aware_utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"naive datetime {value.isoformat()} given to the store: pass an aware one"
+        )
+    return value.astimezone(UTC)
