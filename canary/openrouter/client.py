@@ -113,30 +113,24 @@ class OpenRouterClient:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
         )
-        # The probes' streams go through the lean HTTP/1.1 client (see canary.openrouter.h1),
-        # unless a proxy is configured for the base URL: then httpx, which honours it, does.
-        self._h1 = (
-            H1Pool(
+        # The probes' streams and the listing go through the lean HTTP/1.1 client (see
+        # canary.openrouter.h1), unless a proxy is configured for the base URL: then httpx, which
+        # honours it, does. The listing has a pool of its own: a model's listing must not queue
+        # behind the probes of the models before it (it is the first link of that model's chain).
+        lean = usable(self.base_url)
+
+        def lean_pool() -> H1Pool | None:
+            if not lean:
+                return None
+            return H1Pool(
                 self.base_url,
                 headers,
                 connect_timeout_s=connect_timeout_s,
                 max_connections=max_connections,
             )
-            if usable(self.base_url)
-            else None
-        )
-        # The listing has a pool of its own: a model's listing must not queue behind the probes
-        # of the models before it (it is the first link of that model's chain).
-        self._h1_listing = (
-            H1Pool(
-                self.base_url,
-                headers,
-                connect_timeout_s=connect_timeout_s,
-                max_connections=max_connections,
-            )
-            if self._h1 is not None
-            else None
-        )
+
+        self._h1 = lean_pool()
+        self._h1_listing = lean_pool()
 
     async def __aenter__(self) -> OpenRouterClient:
         return self

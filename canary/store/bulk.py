@@ -9,15 +9,16 @@ times, the only ones that need converting: as the column type would, once per di
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Table
 
-from canary.store.plain import sqlite_time
+from canary.store.plain import sqlite_time, stored_utc
 from canary.store.tables import UTCDateTime
 
-_SQL: dict[tuple[str, str, tuple[str, ...], str], str] = {}
+# per backend, table, columns and conflict clause: the statement and the time columns' places
+_STATEMENTS: dict[tuple[str, str, tuple[str, ...], str], tuple[str, list[int]]] = {}
 
 
 def insert_rows(
@@ -30,22 +31,24 @@ def insert_rows(
     columns = tuple(rows[0])
     sqlite = conn.dialect.name == "sqlite"
     key = (conn.dialect.name, table.name, columns, on_conflict)
-    sql = _SQL.get(key)
-    if sql is None:
+    found = _STATEMENTS.get(key)
+    if found is None:
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         names = ", ".join(f'"{c}"' for c in columns)
         marks = ", ".join([mark] * len(columns))
-        sql = _SQL[key] = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks}) {on_conflict}'
-    times = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, UTCDateTime)]
+        sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks}) {on_conflict}'
+        times = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, UTCDateTime)]
+        found = _STATEMENTS[key] = (sql, times)
+    sql, times = found
     converted: dict[datetime, Any] = {}
 
     def time_value(value: datetime | None) -> Any:
         if value is None:
             return None
-        found = converted.get(value)
-        if found is None:
-            found = converted[value] = sqlite_time(value) if sqlite else _aware_utc(value)
-        return found
+        stored = converted.get(value)
+        if stored is None:
+            stored = converted[value] = sqlite_time(value) if sqlite else stored_utc(value)
+        return stored
 
     params = []
     for row in rows:
@@ -54,11 +57,3 @@ def insert_rows(
             values[i] = time_value(values[i])
         params.append(tuple(values))
     conn.exec_driver_sql(sql, params)
-
-
-def _aware_utc(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(
-            f"naive datetime {value.isoformat()} given to the store: pass an aware one"
-        )
-    return value.astimezone(UTC)

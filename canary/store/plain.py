@@ -141,13 +141,18 @@ def _converter(kind: Kind) -> Callable[[Any], Any]:
     return time_of
 
 
-def sqlite_time(value: datetime) -> str:
-    """A time as SQLAlchemy writes it to SQLite (naive UTC, microseconds always shown)."""
+def stored_utc(value: datetime) -> datetime:
+    """An aware time as the store keeps it (UTC); a naive one is refused, whatever writes it."""
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
             f"naive datetime {value.isoformat()} given to the store: pass an aware one"
         )
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value.astimezone(UTC)
+
+
+def sqlite_time(value: datetime) -> str:
+    """A time as SQLAlchemy writes it to SQLite (naive UTC, microseconds always shown)."""
+    return stored_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 # One row type per column list, process-wide: a reader lives for one transaction, and building a

@@ -30,6 +30,8 @@ from sqlalchemy import (
 from sqlalchemy import text as sql_text
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from canary.store.plain import stored_utc
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -47,11 +49,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(
-                f"naive datetime {value.isoformat()} given to the store: pass an aware one"
-            )
-        value = value.astimezone(UTC)
+        value = stored_utc(value)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
