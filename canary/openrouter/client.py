@@ -57,7 +57,10 @@ log = get_logger("canary.openrouter")
 MAX_LISTING_BYTES = 16 * 1024 * 1024
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 DRAIN_S = 0.5
-COALESCE_S = 0.2  # after the first answer token: how long pieces may gather between reads
+# After the first answer token: how long pieces may gather between reads. An answer's end is
+# seen half a step late on average, holding its place in the round that long; 150 ms rather than
+# 200 trades a few per cent of CPU for a round 2-3 % nearer its ideal (README, performance).
+COALESCE_S = 0.15
 
 
 class ListingError(RuntimeError):

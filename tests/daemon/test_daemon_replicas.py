@@ -40,7 +40,7 @@ KEY = "sim-replicas-key"
 CANARY = Path(sys.executable).parent / "canary"
 TTFT_MS = 100
 # With these, a replica's round (126 requests and re-checks, each holding its place until its
-# stream's end is read on the 200 ms grid) takes about a second, well under a slot, so both
+# stream's end is read on the 150 ms grid) takes about a second, well under a slot, so both
 # replicas run every slot.
 CONCURRENCY = 32
 # A slot every 15 s: longer than a round of the slowed model (two of its answers in a row, 10.5 s)
