@@ -12,10 +12,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Boolean, Connection, Float, Integer, String, Table
 
 from canary.store.plain import sqlite_time, stored_utc
 from canary.store.tables import UTCDateTime
+
+# Types whose values the driver binds as SQLAlchemy would (Text is a String)
+_PLAIN = (Boolean, Float, Integer, String)
 
 # per backend, table, columns and conflict clause: the statement and the time columns' places
 _STATEMENTS: dict[tuple[str, str, tuple[str, ...], str], tuple[str, list[int]]] = {}
@@ -33,6 +36,7 @@ def insert_rows(
     key = (conn.dialect.name, table.name, columns, on_conflict)
     found = _STATEMENTS.get(key)
     if found is None:
+        _check_plain(table, columns)
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         names = ", ".join(f'"{c}"' for c in columns)
         marks = ", ".join([mark] * len(columns))
@@ -57,3 +61,13 @@ def insert_rows(
             values[i] = time_value(values[i])
         params.append(tuple(values))
     conn.exec_driver_sql(sql, params)
+
+
+def _check_plain(table: Table, columns: tuple[str, ...]) -> None:
+    """Refuse what only SQLAlchemy's insert would get right: a column whose values it converts
+    (JSON, say), or a column left out that it would fill from a Python-side default."""
+    for c in table.c:
+        if c.name in columns and not isinstance(c.type, (*_PLAIN, UTCDateTime)):
+            raise TypeError(f"{table.name}.{c.name} ({c.type}) needs SQLAlchemy's insert")
+        if c.name not in columns and (c.default is not None or c.onupdate is not None):
+            raise TypeError(f"{table.name}.{c.name} has a Python-side default: use Core's insert")

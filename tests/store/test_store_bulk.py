@@ -86,3 +86,11 @@ def test_a_naive_time_is_refused(store: Store, model: str) -> None:
     with pytest.raises(ValueError, match="naive datetime"), store.engine.begin() as conn:
         insert_rows(conn, t.probes, [naive])
     assert _read(store, model) == {}
+
+
+def test_what_only_sqlalchemy_converts_is_refused(store: Store, model: str) -> None:
+    row = {"model": model, "scheduled_at": T0, "detail": {"extra": True}}
+    with pytest.raises(TypeError, match=r"rounds\.detail \(JSON\)"), store.engine.begin() as conn:
+        insert_rows(conn, t.rounds, [row])
+    with store.engine.connect() as conn:
+        assert conn.scalars(select(t.rounds.c.id).where(t.rounds.c.model == model)).all() == []
