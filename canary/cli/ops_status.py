@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 import typer
@@ -124,13 +125,25 @@ COLUMNS = (
 )  # fmt: skip
 
 
+# Each result's mark and each contract's label, made once: a table of 2,000 endpoints shows
+# the same dozen of them 12,000 times.
+_MARKS = {result: Span(mark, style) for result, (mark, style) in RESULT_STYLES.items()}
+_UNKNOWN_MARK = Span("·")
+
+
+@cache
+def _label(contract: str, first: bool) -> Span:
+    return Span(f"{contract} " if first else f" {contract} ")
+
+
 def providers_table(model: str, mode: str, views: list[ProviderView], colour: bool) -> str:
     rows = []
     for v in views:
         marks: list[Span] = []
         for c, r in v.results.items():
-            mark, style = RESULT_STYLES.get(r.result, ("·", ""))
-            marks += [Span(f" {c} " if marks else f"{c} "), Span(mark, style)]
+            marks.append(_label(c, not marks))
+            marks.append(_MARKS.get(r.result, _UNKNOWN_MARK))
+        day = v.ttft_24h
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
@@ -141,7 +154,9 @@ def providers_table(model: str, mode: str, views: list[ProviderView], colour: bo
                 cell(v.state, STATE_STYLES.get(v.state, "")),
                 cell(str(v.failing_streak)),
                 marks if v.results else cell("none yet", "dim"),
-                cell(" / ".join(seconds(v.ttft_24h.get(q)) for q in ("p50", "p95", "p99"))),
+                cell(
+                    f"{seconds(day.get('p50'))} / {seconds(day.get('p95'))} / {seconds(day.get('p99'))}"
+                ),
                 latency_cell(v.latency),
                 cell("; ".join(notes)),
             )

@@ -65,7 +65,7 @@ def styled(spans: Cell, colour: bool) -> str:
 
 def _laid(spans: Cell, colour: bool) -> tuple[str, int]:
     """A cell as written and its width in terminal cells."""
-    text = styled(spans, colour=False)
+    text = spans[0].text if len(spans) == 1 else "".join([s.text for s in spans])
     width = len(text) if text.isascii() else cell_len(text)
     return (styled(spans, colour=True) if colour else text), width
 

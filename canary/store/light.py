@@ -10,7 +10,6 @@ other URL goes through the store as before.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -31,6 +30,8 @@ from canary.store.plain_reads import ModelLayers, ResultMark, WindowFigures, lis
 from canary.store.rows import QuarantineRow, RoundRow
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import psycopg
 
 _SQLITE = "sqlite:///"
@@ -50,8 +51,10 @@ class _Sqlite:
     dialect: Dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
+        import sqlite3
+
         # mode=rw: an existing database only (a read never creates one)
-        self.conn = sqlite3.connect(
+        self.conn: sqlite3.Connection = sqlite3.connect(
             f"file:{path}?mode=rw",
             uri=True,
             timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
@@ -128,7 +131,10 @@ class LightStore:
         self._driver: _Sqlite | _Postgres | None = None  # connected on the first read
         self._reader: Reader | None = None
         self._snapshots: dict[str, dict[str, dict[str, Any]] | None] = {}
+        # each driver imported only for its own URLs (sqlite3 costs a PostgreSQL read 4 ms)
         if url.startswith(_SQLITE):
+            import sqlite3
+
             self._errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
         else:
             import psycopg

@@ -69,12 +69,16 @@ def latencies(
     its latest samples, oldest first (``recent``: the sparkline)."""
     tags = sorted({*tags, *day, *week})
     recent = recent or {}
-    day_of = {tag: dict(day.get(tag) or NO_SAMPLE) for tag in tags}
-    p95s = {tag: figures["p95"] for tag, figures in day_of.items()}
+    day_of = {tag: day.get(tag) or NO_SAMPLE for tag in tags}
+    p95s = [float(f["p95"]) for f in day_of.values() if f["p95"] is not None]
     out = {}
     for tag in tags:
         figures = day_of[tag]
-        peers = [float(v) for other, v in p95s.items() if other != tag and v is not None]
+        own = figures["p95"]
+        peers = p95s
+        if own is not None:  # every other endpoint's p95: all of them but this one's
+            peers = p95s.copy()
+            peers.remove(float(own))
         meta = advertised.get(tag) or {}
         openrouter = meta.get("latency_last_30m")
         out[tag] = Latency(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from canary.core.stats import histogram_of, window_figures
 from canary.views.cost import skipped_json
@@ -68,6 +71,27 @@ def test_peers_are_the_median_of_the_other_endpoints_24h_p95() -> None:
     assert out["a"].peers_p95_24h_s == 4.0  # median of 2, 4, 9
     assert out["silent"].state == "unknown" and out["silent"].peers_n == 4
     assert latencies({"a": [1.0]}, {}, {}, ["a"], BOUND)["a"].peers_p95_24h_s is None
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from("abcdefghij"),
+        st.one_of(st.none(), st.sampled_from([0.5, 1.0, 1.0, 2.5, 9.0])),  # ties on purpose
+        max_size=10,
+    )
+)
+def test_peers_are_every_other_endpoint_whatever_the_ties(p95_of: dict[str, float | None]) -> None:
+    """Each endpoint's peers are the other endpoints with a 24 h p95, one value each, equal
+    values included: the median of exactly those, however many share this one's value."""
+    day = {
+        t: {"p50": p95, "p95": p95, "p99": p95, "n": 0 if p95 is None else 5}
+        for t, p95 in p95_of.items()
+    }
+    out = latencies_of_figures(day, {}, {}, list(p95_of), BOUND)
+    for tag, lat in out.items():
+        others = [float(v) for t, v in p95_of.items() if t != tag and v is not None]
+        assert lat.peers_n == len(others)
+        assert lat.peers_p95_24h_s == (round(statistics.median(others), 3) if others else None)
 
 
 def test_openrouter_figures_come_from_the_snapshot_in_ms() -> None:

@@ -1,7 +1,7 @@
 """Benchmark: how fast `canary status` answers on a store that has run for days.
 
     .venv/bin/python tests/bench/bench_cli.py [--models 20] [--providers 15] [--days 7] [--runs 10]
-        [--no-sqlite] [--no-postgres] [--api]
+        [--no-sqlite] [--no-postgres] [--api] [--keep | --url URL] [--canary PATH]
 
 It seeds a store through the store's own API as the daemon would have filled it: a round every
 30 minutes for `--days` days per model, each endpoint with 7 probes a round (3 latency samples
@@ -13,7 +13,9 @@ the PostgreSQL of CANARY_TEST_POSTGRES_URL (default 127.0.0.1:5432, database tes
 database of its own that it vacuums and analyzes after seeding (as autovacuum would have) and drops
 afterwards. With `--api` it also starts `canary serve` on each seeded store and times
 `GET /v1/providers?model=M` over HTTP (one keep-alive client, as an app polls it; target under
-100 ms).
+100 ms). `--canary` times another installation of the command: the default is the checkout's
+editable install, whose finder and test tools cost every start of it about 25 ms that a release
+installed with `pip install .` (as the Docker image has it) does not.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import postgres_url  # noqa: E402
 
 CANARY = Path(sys.executable).with_name("canary")
+PROBES = Path(__file__).resolve().parents[2] / "probes"
 TARGET_S = 0.6
 PROVIDERS_TARGET_S = 0.1
 CONTRACTS = (Contract.refusal, Contract.language, Contract.schema, Contract.tools)
@@ -138,21 +141,26 @@ def kept_database(name: str) -> str:
     return admin_url.set(database=name).render_as_string(hide_password=False)
 
 
-def time_status(url: str, models: int, runs: int, folder: Path, *extra: str) -> list[float]:
+def time_status(
+    canary: Path, url: str, models: int, runs: int, folder: Path, *extra: str
+) -> list[float]:
     config = folder / "canary.toml"
     config.write_text(
         f'database_url = "{url}"\n'
         + "".join(f'[[models]]\nid = "bench/model-{m}"\n' for m in range(models)),
         encoding="utf-8",
     )
+    # an installed release finds its probe definitions as the Docker image points it at them
+    env = {"CANARY_PROBES_DIR": str(PROBES), **os.environ}
     times = []
     for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run(
-            [str(CANARY), "--config", str(config), "status", *extra],
+            [str(canary), "--config", str(config), "status", *extra],
             capture_output=True,
             text=True,
             check=False,
+            env=env,
         )
         times.append(time.perf_counter() - started)
         if done.returncode != 0 or "bench/model-0" not in done.stdout:
@@ -243,6 +251,14 @@ def main() -> None:
         help="time an existing store instead (seeded by an earlier run with --keep, same sizes)",
     )
     parser.add_argument(
+        "--canary",
+        type=Path,
+        default=CANARY,
+        help="the canary command to time (default: this Python's, an editable install in a "
+        "checkout; an installed release, as `pip install .` or the Docker image has it, starts "
+        "without the editable finder and the test tools' distributions)",
+    )
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="seed a PostgreSQL database named canary_bench_cli_<models>x<providers> and keep it",
@@ -315,13 +331,14 @@ def seed_in_parallel(store: Store, args: argparse.Namespace, now: datetime) -> i
 
 
 def time_all(args: argparse.Namespace, folder: Path, name: str, url: str) -> None:
-    print(f"{name}: load average {os.getloadavg()[0]:.2f}")
+    print(f"{name}: load average {os.getloadavg()[0]:.2f}; timing {args.canary}")
     for shown, extra in (
         ("(a table per model)", ()),
         ("--json", ("--json",)),
         ("--model bench/model-0", ("--model", "bench/model-0")),
     ):
-        report(f"canary status {shown}", time_status(url, args.models, args.runs, folder, *extra))
+        times = time_status(args.canary, url, args.models, args.runs, folder, *extra)
+        report(f"canary status {shown}", times)
     if args.api:
         report(
             "GET /v1/providers?model=bench/model-0",
