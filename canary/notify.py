@@ -39,7 +39,7 @@ from canary import metrics
 from canary.logs import get_logger, scrub
 
 if TYPE_CHECKING:
-    from canary.store.rows import AuditRow
+    from canary.store.log_rows import AuditRow
 
 log = get_logger("canary.notify")
 

@@ -26,8 +26,8 @@ from canary.cli.common import fail, print_json, to_second
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from canary.store.log_rows import DriftRow
     from canary.store.repository import Store
-    from canary.store.rows import DriftRow
 
 PER_MILLION = 1_000_000
 JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
@@ -109,7 +109,7 @@ def _print_served(model: str, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def drift_json(row: DriftRow) -> dict[str, Any]:
-    """One stored drift row (``canary.store.rows.DriftRow``) in the CLI's JSON shape."""
+    """One stored drift row (``canary.store.log_rows.DriftRow``) in the CLI's JSON shape."""
     from canary.views.records import iso
 
     return {

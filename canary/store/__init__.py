@@ -9,16 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from canary.store.rows import (
-    AuditRow,
     ContractResultRow,
-    DriftChange,
-    DriftRow,
-    ExclusionRow,
     FloorRefused,
-    HistoryRow,
-    LeaseRow,
     NoActiveQuarantine,
-    ProbeRow,
     QuarantineRow,
     RoundRow,
     UnknownExclusion,
@@ -27,7 +20,27 @@ from canary.store.rows import (
 
 if TYPE_CHECKING:
     from canary.store._audit_rows import AuditRows
+    from canary.store.log_rows import (
+        AuditRow,
+        DriftChange,
+        DriftRow,
+        ExclusionRow,
+        HistoryRow,
+        LeaseRow,
+        ProbeRow,
+    )
     from canary.store.repository import Store
+
+# defined on first use: a read command builds none of these classes (see log_rows)
+_LOG_ROWS = {
+    "AuditRow",
+    "DriftChange",
+    "DriftRow",
+    "ExclusionRow",
+    "HistoryRow",
+    "LeaseRow",
+    "ProbeRow",
+}
 
 __all__ = [
     "AuditRow",
@@ -58,4 +71,8 @@ def __getattr__(name: str) -> object:
         from canary.store._audit_rows import AuditRows
 
         return AuditRows
+    if name in _LOG_ROWS:
+        from canary.store import log_rows
+
+        return getattr(log_rows, name)
     raise AttributeError(f"module 'canary.store' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from canary.core.model import Event
 from canary.store import tables as t
 from canary.store._audit_rows import audit_values
 from canary.store.engine import StoreBase
-from canary.store.rows import AuditRow, LeaseRow
+from canary.store.log_rows import AuditRow, LeaseRow
 
 DEFAULT_CLAIM_S = 120.0
 

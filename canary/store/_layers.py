@@ -30,6 +30,7 @@ from canary.store import tables as t
 from canary.store._audit_rows import write_audit
 from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store.engine import StoreBase, insert_ignoring_conflict, plain
+from canary.store.log_rows import ExclusionRow
 from canary.store.plain_reads import (
     ModelLayers,
     active_runtime,
@@ -38,7 +39,7 @@ from canary.store.plain_reads import (
     runtime_exclusion,
     snapshot_on,
 )
-from canary.store.rows import ExclusionRow, FloorRefused, UnknownExclusion
+from canary.store.rows import FloorRefused, UnknownExclusion
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import require_held
 from canary.store._extra import DECIDING
 from canary.store.engine import StoreBase, plain
+from canary.store.log_rows import DriftChangeLike, DriftRow, HistoryRow
 from canary.store.plain_reads import (
     EMPTY_LISTING,
     ResultMark,
     WindowFigures,
     contract_result_row,
 )
-from canary.store.rows import ContractResultRow, DriftChangeLike, DriftRow, HistoryRow, RoundRow
+from canary.store.rows import ContractResultRow, RoundRow
 
 
 def endpoint_meta(e: Endpoint) -> dict[str, Any]:

@@ -33,10 +33,10 @@ from canary.store.bulk import insert_rows
 from canary.store.engine import StoreBase, plain
 from canary.store.latency import refresh_latency_figures
 from canary.store.latest_verdicts import raise_latest_verdicts
+from canary.store.log_rows import ProbeRow
 from canary.store.plain_reads import contract_result_row, round_row
 from canary.store.rows import (
     ContractResultRow,
-    ProbeRow,
     RoundRow,
     SkippedEndpoint,
     UnknownRound,

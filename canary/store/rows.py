@@ -1,10 +1,14 @@
-"""What the store hands out and takes in: plain frozen dataclasses, never ORM objects."""
+"""What the store hands out and takes in: plain frozen dataclasses, never ORM objects.
+
+Here are the rows the published list and ``canary status`` read (rounds, contract results,
+quarantines) and the store's errors; the others are in :mod:`canary.store.log_rows`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypedDict
+from typing import Any, TypedDict
 
 
 class UnknownExclusion(LookupError):
@@ -47,32 +51,6 @@ class SlotAlreadyCounted(RuntimeError):
         self.slot = slot
 
 
-# Inputs. The core defines its own equivalent; anything with these attributes fits.
-
-
-class DriftChangeLike(Protocol):
-    @property
-    def tag(self) -> str | None: ...
-    @property
-    def field(self) -> str: ...
-    @property
-    def old(self) -> Any: ...
-    @property
-    def new(self) -> Any: ...
-    @property
-    def alert(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class DriftChange:
-    tag: str | None
-    field: str
-    old: Any
-    new: Any
-    alert: bool = False
-    reason: str | None = None
-
-
 class SkippedEndpoint(TypedDict):
     """An endpoint a round did not probe (the budget), as ``rounds.skipped`` keeps it."""
 
@@ -101,34 +79,6 @@ class RoundRow:
 
 
 @dataclass(frozen=True)
-class ProbeRow:
-    id: int
-    round_id: int
-    model: str
-    tag: str
-    contract: str
-    language: str | None
-    attempt: int
-    transport: str
-    status: int | None
-    error: str | None
-    served_by: str | None
-    attribution_ok: bool
-    ttft_s: float | None
-    reasoning_s: float | None
-    total_s: float | None
-    finish_reason: str | None
-    native_finish_reason: str | None
-    sample: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd: float | None
-    checksum: str
-    at: datetime
-    ttft_censored: bool = False  # a stall: ttft_s is the first-token timeout, a lower bound
-
-
-@dataclass(frozen=True)
 class ContractResultRow:
     round_id: int
     model: str
@@ -142,21 +92,6 @@ class ContractResultRow:
     language: str | None
     language_anomaly: bool
     at: datetime | None = None  # the round's scheduled time
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    """One endpoint's verdict in one round, with its contract results."""
-
-    round_id: int
-    at: datetime  # the round's scheduled time
-    model: str
-    tag: str
-    verdict: str
-    language_anomaly_in: str | None
-    results: tuple[ContractResultRow, ...] = ()
-    round_status: str = "finished"  # running | finished | abandoned: only a finished one counts
-    extra: bool = False  # an extra round (`canary round --now`): judged, but it decides nothing
 
 
 @dataclass(frozen=True)
@@ -175,65 +110,3 @@ class QuarantineRow:
     round_id: int | None
     causes: tuple[str, ...] = ()  # the contracts that caused it ("all": from before causes)
     withheld_at: datetime | None = None  # held back from the published list by the floor
-
-
-@dataclass(frozen=True)
-class ExclusionRow:
-    id: int
-    model: str
-    tag: str
-    reason: str
-    actor: str
-    created_at: datetime
-    until: datetime | None
-    removed_at: datetime | None
-    removed_by: str | None
-    remove_reason: str | None
-
-
-@dataclass(frozen=True)
-class AuditRow:
-    id: int
-    at: datetime
-    actor: str
-    event: str
-    model: str | None
-    tag: str | None
-    detail: dict[str, Any]
-    evidence: tuple[int, ...]
-    policy_version: str | None
-    round_id: int | None
-    notified_at: datetime | None
-    notify_attempts: int
-    next_attempt_at: datetime | None
-
-
-@dataclass(frozen=True)
-class DriftRow:
-    id: int
-    round_id: int | None
-    model: str
-    tag: str | None
-    at: datetime
-    field: str
-    old: Any
-    new: Any
-    alert: bool
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class LeaseRow:
-    name: str
-    holder: str
-    acquired_at: datetime
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class SnapshotRow:
-    round_id: int | None
-    model: str
-    tag: str
-    at: datetime
-    meta: dict[str, Any] = field(default_factory=dict)

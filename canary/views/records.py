@@ -13,7 +13,8 @@ from canary.core.layers import iso_utc
 from canary.core.model import Exclusion
 
 if TYPE_CHECKING:
-    from canary.store.rows import AuditRow, HistoryRow, QuarantineRow, RoundRow
+    from canary.store.log_rows import AuditRow, HistoryRow
+    from canary.store.rows import QuarantineRow, RoundRow
 
 
 iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None stays None
