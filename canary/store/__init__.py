@@ -31,15 +31,23 @@ if TYPE_CHECKING:
     )
     from canary.store.repository import Store
 
-# defined on first use: a read command builds none of these classes (see log_rows)
-_LOG_ROWS = {
-    "AuditRow",
-    "DriftChange",
-    "DriftRow",
-    "ExclusionRow",
-    "HistoryRow",
-    "LeaseRow",
-    "ProbeRow",
+# Imported on first use, each from its module: the repository (SQLAlchemy) and the rows that a
+# read command never builds (see log_rows).
+_LAZY = {
+    "Store": "repository",
+    "AuditRows": "_audit_rows",
+    **dict.fromkeys(
+        (
+            "AuditRow",
+            "DriftChange",
+            "DriftRow",
+            "ExclusionRow",
+            "HistoryRow",
+            "LeaseRow",
+            "ProbeRow",
+        ),
+        "log_rows",
+    ),
 }
 
 __all__ = [
@@ -63,16 +71,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name == "Store":
-        from canary.store.repository import Store
+    if name not in _LAZY:
+        raise AttributeError(f"module 'canary.store' has no attribute {name!r}")
+    from importlib import import_module
 
-        return Store
-    if name == "AuditRows":
-        from canary.store._audit_rows import AuditRows
-
-        return AuditRows
-    if name in _LOG_ROWS:
-        from canary.store import log_rows
-
-        return getattr(log_rows, name)
-    raise AttributeError(f"module 'canary.store' has no attribute {name!r}")
+    return getattr(import_module(f"canary.store.{_LAZY[name]}"), name)

@@ -1,5 +1,5 @@
-"""The store's other rows: probes, history, exclusions, the audit log, drift, leases and
-snapshots, as plain frozen dataclasses.
+"""The store's other rows: probes, history, exclusions, the audit log, drift, leases, as
+plain frozen dataclasses.
 
 They are kept apart from :mod:`canary.store.rows` (rounds, results, quarantines: what the
 published list and ``canary status`` read) so that a read command does not build classes it never
@@ -8,7 +8,7 @@ uses: each frozen dataclass costs about 1 ms to define on Python 3.11.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -134,12 +134,3 @@ class LeaseRow:
     holder: str
     acquired_at: datetime
     expires_at: datetime
-
-
-@dataclass(frozen=True)
-class SnapshotRow:
-    round_id: int | None
-    model: str
-    tag: str
-    at: datetime
-    meta: dict[str, Any] = field(default_factory=dict)

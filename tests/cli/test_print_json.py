@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import sys
+from contextlib import redirect_stdout
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -56,9 +56,6 @@ def test_times_keep_the_text_they_had_and_named_tuples_are_arrays() -> None:
 
 def _printed(value: Any) -> str:
     buffer = io.StringIO()
-    stdout, sys.stdout = sys.stdout, buffer
-    try:
+    with redirect_stdout(buffer):
         print_json(value)
-    finally:
-        sys.stdout = stdout
     return buffer.getvalue()
