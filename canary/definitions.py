@@ -1,44 +1,30 @@
 """Reading the definition files under ``probes/``, and the reviewed built-in exclusion list.
 
-Light on purpose (pydantic and PyYAML only): operator commands read the built-in list through
-:func:`load_builtin_exclusions` without loading every probe definition, and the full load
-(:func:`canary.probes.load_probes`) reads it through the same function.
+Light on purpose (PyYAML and :mod:`canary.checked`, no pydantic): operator commands read the
+built-in list through :func:`load_builtin_exclusions` without loading every probe definition,
+and the full load (:func:`canary.probes.load_probes`) reads it through the same function.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canary.checked import Bound, FieldError, Record
 from canary.core.identity import TAG_PATTERN
 from canary.core.model import Exclusion, Layer
 
 BUILTIN_FILE = "builtin_exclusions.yaml"
-_M = TypeVar("_M", bound=BaseModel)
+_R = TypeVar("_R", bound=Record)
 
 
 class ProbeDefinitionError(ValueError):
     """A probe definition file is missing or invalid; the message names the file and the field."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"unknown key {where!r}"
-    if first["type"] == "missing":
-        return f"missing key {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"field {where!r}: {message}" if where else message
 
 
 def read_definition(directory: Path, relative: str) -> Any:
@@ -67,38 +53,48 @@ def read_definition(directory: Path, relative: str) -> Any:
     return data
 
 
-def parse_definition(directory: Path, relative: str, model: type[_M]) -> _M:
+def parse_record(directory: Path, relative: str, record: type[_R]) -> _R:
+    """A definition file read as ``record``; ProbeDefinitionError naming the field otherwise."""
     try:
-        return model.model_validate(read_definition(directory, relative))
-    except ValidationError as exc:
+        return record.of(read_definition(directory, relative))
+    except FieldError as exc:
         raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
+
+
+def _describe(error: FieldError) -> str:
+    if error.kind != "value" or not error.loc:
+        return str(error)
+    return f"field {error.where!r}: {error.message}"
 
 
 def _midnight(day: date | None) -> datetime | None:
     return None if day is None else datetime.combine(day, time(), tzinfo=UTC)
 
 
-class BuiltinEntry(Strict):
-    model: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")
-    provider: str = Field(pattern=TAG_PATTERN)  # a full tag, or a base slug: every endpoint
-    reason: str = Field(min_length=1)
+NotEmpty = Bound(min_length=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltinEntry(Record):
+    model: Annotated[str, Bound(pattern=r"^[^/\s]+/[^/\s]+$")]
+    provider: Annotated[str, Bound(pattern=TAG_PATTERN)]  # a full tag, or a base slug: all
+    reason: Annotated[str, NotEmpty]
     since: date
     until: date | None = None
-    evidence: str = Field(min_length=1)
+    evidence: Annotated[str, NotEmpty]
     rounds: tuple[int, ...] = ()
 
 
-class BuiltinExclusions(Strict):
+@dataclass(frozen=True, kw_only=True)
+class BuiltinExclusions(Record):
     entries: tuple[BuiltinEntry, ...] = ()
 
-    @model_validator(mode="after")
-    def _unique(self) -> BuiltinExclusions:
+    def check(self) -> None:
         seen: set[tuple[str, str]] = set()
         for e in self.entries:
             if (e.model, e.provider) in seen:
                 raise ValueError(f"duplicate entry for {e.model} / {e.provider}")
             seen.add((e.model, e.provider))
-        return self
 
     def exclusions(self) -> tuple[Exclusion, ...]:
         return tuple(
@@ -117,4 +113,4 @@ class BuiltinExclusions(Strict):
 
 def load_builtin_exclusions(directory: Path) -> tuple[Exclusion, ...]:
     """The reviewed built-in list; ProbeDefinitionError naming the field when it is invalid."""
-    return parse_definition(Path(directory), BUILTIN_FILE, BuiltinExclusions).exclusions()
+    return parse_record(Path(directory), BUILTIN_FILE, BuiltinExclusions).exclusions()

@@ -23,7 +23,7 @@ from canary.core.plan import slot_of
 from canary.drill import SIM_KEY, drill_settings, iso
 from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, Settings
+from canary.settings import ModelSettings, Settings, as_plain
 
 SHOWCASE = Path(__file__).parent / "sim" / "scenarios" / "showcase.yaml"
 CONTROL_HOST = "filterhost"
@@ -91,9 +91,9 @@ def write_settings(folder: Path, settings: Settings) -> Path:
         "max_tokens": o.max_tokens,
     }
     lines = [*_toml_lines(top), "", "[openrouter]", *_toml_lines(openrouter)]
-    lines += ["", "[policy]", *_toml_lines(settings.policy.model_dump(mode="json"))]
+    lines += ["", "[policy]", *_toml_lines(as_plain(settings.policy))]
     for model in settings.models:
-        lines += ["", "[[models]]", *_toml_lines(model.model_dump(mode="json"))]
+        lines += ["", "[[models]]", *_toml_lines(as_plain(model))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -161,15 +161,13 @@ async def run_demo(
 
     loaded = load_scenario(scenario)
     model_ids = [m.id for m in loaded.models]
-    base = base.model_copy(
-        update={
-            # Portuguese, the language of the real case: one host mixes Spanish into it.
-            "languages": ("pt",),
-            "models": tuple(
-                ModelSettings(id=m, positive_controls=(CONTROL_HOST,), capacity_floor=2)
-                for m in model_ids
-            ),
-        }
+    base = base.replace(
+        # Portuguese, the language of the real case: one host mixes Spanish into it.
+        languages=("pt",),
+        models=tuple(
+            ModelSettings(id=m, positive_controls=(CONTROL_HOST,), capacity_floor=2)
+            for m in model_ids
+        ),
     )
     step = timedelta(minutes=base.interval_minutes)
     clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes) - (rounds - 1) * step)

@@ -14,8 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import SecretStr
-
+from canary.checked import Secret
 from canary.core.floor import Publication
 from canary.core.model import Contract, Event, EventKind, RoundVerdict
 from canary.core.plan import slot_of
@@ -69,9 +68,7 @@ def drill_settings(
     update: dict[str, Any] = {
         "database_url": database_url,
         "models": models,
-        "openrouter": base.openrouter.model_copy(
-            update={"base_url": base_url, "api_key": SecretStr(SIM_KEY)}
-        ),
+        "openrouter": base.openrouter.replace(base_url=base_url, api_key=Secret(SIM_KEY)),
     }
     if mode:
         update["mode"] = mode

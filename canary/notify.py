@@ -33,12 +33,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-from pydantic import SecretStr
 
 from canary import metrics
 from canary.logs import get_logger, scrub
 
 if TYPE_CHECKING:
+    from canary.checked import Secret
     from canary.store.log_rows import AuditRow
 
 log = get_logger("canary.notify")
@@ -92,7 +92,7 @@ class WebhookLike(Protocol):
     def format(self) -> str: ...
 
     @property
-    def secret(self) -> SecretStr: ...
+    def secret(self) -> Secret: ...
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:

@@ -30,10 +30,13 @@ from jsonschema.exceptions import SchemaError
 from pydantic import (
     AfterValidator,
     BaseModel,
+    ConfigDict,
     Field,
+    ValidationError,
     field_validator,
 )
 
+from canary.checked import plain
 from canary.core.contracts.common import canonical_json, schema_validator
 from canary.core.contracts.refusal import find_refusal
 from canary.core.model import Contract, Endpoint, Exclusion
@@ -41,9 +44,9 @@ from canary.definitions import (
     BUILTIN_FILE,
     BuiltinExclusions,
     ProbeDefinitionError,
-    parse_definition,
+    parse_record,
+    read_definition,
 )
-from canary.definitions import Strict as _Strict
 from canary.settings import SUPPORTED_LANGUAGES
 
 __all__ = ["ProbeDefinitionError", "ProbeSet", "ProbeRequest", "load_probes"]
@@ -51,6 +54,29 @@ __all__ = ["ProbeDefinitionError", "ProbeSet", "ProbeRequest", "load_probes"]
 NONCE = "{nonce}"
 _M = TypeVar("_M", bound="BaseModel")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"unknown key {where!r}"
+    if first["type"] == "missing":
+        return f"missing key {where!r}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"field {where!r}: {message}" if where else message
+
+
+def parse_definition(directory: Path, relative: str, model: type[_M]) -> _M:
+    """A definition file read as the pydantic ``model``; ProbeDefinitionError otherwise."""
+    try:
+        return model.model_validate(read_definition(directory, relative))
+    except ValidationError as exc:
+        raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
 
 
 class UnknownProbeLanguage(LookupError):
@@ -326,7 +352,7 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
             raise ProbeDefinitionError(
                 f"{directory.name}/refusal_patterns.yaml: missing patterns for {lang!r}"
             )
-    builtin = parse_definition(directory, BUILTIN_FILE, BuiltinExclusions)
+    builtin = parse_record(directory, BUILTIN_FILE, BuiltinExclusions)
 
     checksums: dict[str, str] = {}
     for lang in languages:
@@ -335,7 +361,7 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
     checksums["refusal_patterns/en"] = _sha(refusal.languages["en"].patterns)
     checksums["schema"] = _sha(schema_probe.model_dump(mode="json", by_alias=True))
     checksums["tools"] = _sha(tools_probe.model_dump(mode="json"))
-    checksums["builtin_exclusions"] = _sha(builtin.model_dump(mode="json"))
+    checksums["builtin_exclusions"] = _sha(plain(builtin))
 
     per_request: dict[tuple[Contract, str], str] = {}
     for lang in languages:

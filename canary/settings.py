@@ -8,18 +8,11 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from canary.checked import Bound, Check, FieldError, Record, Secret, plain
 
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -45,129 +38,150 @@ class SettingsError(ValueError):
     """A setting is invalid; the message names it and says what is wrong."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _model_id(value: str) -> str:
+    author, _, slug = value.partition("/")
+    if not author or not slug or "/" in slug:
+        raise ValueError(f"{value!r} is not of the form author/slug")
+    return value
 
 
-class MaxPrice(_Strict):
+def _tags(value: tuple[str, ...]) -> tuple[str, ...]:
+    from canary.core.identity import check_tag
+
+    return tuple(check_tag(tag) for tag in value)
+
+
+def _quantization(value: str | None) -> str | None:
+    if value is not None and value not in QUANTIZATION_ORDER:
+        raise ValueError(f"{value!r} is not one of {', '.join(QUANTIZATION_ORDER)}")
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value
+
+
+def _base_url(value: str) -> str:
+    return str(_http_url(value)).rstrip("/")
+
+
+def _languages(value: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [lang for lang in value if lang not in SUPPORTED_LANGUAGES]
+    if unknown:
+        raise ValueError(
+            f"unsupported {', '.join(unknown)} (supported: {', '.join(SUPPORTED_LANGUAGES)})"
+        )
+    if not value:
+        raise ValueError("at least one language is needed")
+    return value
+
+
+def _database_url(value: str) -> str:
+    if not value.startswith(("sqlite", "postgresql")):
+        raise ValueError(f"{_redact_url(value)!r} is neither sqlite:/// nor postgresql+psycopg://")
+    return value
+
+
+Positive = Bound(gt=0)
+NotNegative = Bound(ge=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxPrice(Record):
     """USD per million tokens."""
 
-    prompt: float | None = Field(default=None, ge=0)
-    completion: float | None = Field(default=None, ge=0)
+    prompt: Annotated[float, NotNegative] | None = None
+    completion: Annotated[float, NotNegative] | None = None
 
 
-class ModelSettings(_Strict):
-    id: str
-    positive_controls: tuple[str, ...] = ()  # endpoint tags (lowercase slugs)
-    capacity_floor: int = Field(default=2, ge=0)
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings(Record):
+    id: Annotated[str, Check(_model_id)]
+    positive_controls: Annotated[tuple[str, ...], Check(_tags)] = ()  # endpoint tags (slugs)
+    capacity_floor: Annotated[int, NotNegative] = 2
     max_price: MaxPrice | None = None
-    min_quantization: str | None = None
-
-    @field_validator("id")
-    @classmethod
-    def _model_id(cls, value: str) -> str:
-        author, _, slug = value.partition("/")
-        if not author or not slug or "/" in slug:
-            raise ValueError(f"{value!r} is not of the form author/slug")
-        return value
-
-    @field_validator("positive_controls")
-    @classmethod
-    def _controls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from canary.core.identity import check_tag
-
-        return tuple(check_tag(tag) for tag in value)
-
-    @field_validator("min_quantization")
-    @classmethod
-    def _quantization(cls, value: str | None) -> str | None:
-        if value is not None and value not in QUANTIZATION_ORDER:
-            raise ValueError(f"{value!r} is not one of {', '.join(QUANTIZATION_ORDER)}")
-        return value
+    min_quantization: Annotated[str | None, Check(_quantization)] = None
 
 
-class OpenRouterSettings(_Strict):
-    base_url: str = "https://openrouter.ai/api/v1"
-    api_key: SecretStr = SecretStr("")
-    connect_timeout_s: float = Field(default=5.0, gt=0)
-    first_token_timeout_s: float = Field(default=30.0, gt=0)
-    stream_timeout_s: float = Field(default=60.0, gt=0)
-    listing_deadline_s: float = Field(default=30.0, gt=0)
-    max_tokens: int = Field(default=400, ge=16)
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value.rstrip("/")
+@dataclass(frozen=True, kw_only=True)
+class OpenRouterSettings(Record):
+    base_url: Annotated[str, Check(_base_url)] = "https://openrouter.ai/api/v1"
+    api_key: Secret = Secret("")
+    connect_timeout_s: Annotated[float, Positive] = 5.0
+    first_token_timeout_s: Annotated[float, Positive] = 30.0
+    stream_timeout_s: Annotated[float, Positive] = 60.0
+    listing_deadline_s: Annotated[float, Positive] = 30.0
+    max_tokens: Annotated[int, Bound(ge=16)] = 400
 
 
-class Webhook(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Webhook(Record):
     """A receiver of notifications. With a ``secret`` (or ``secret_file``, read at load), each
     delivery is signed with HMAC-SHA256 (see :mod:`canary.notify`); without one, unsigned."""
 
     url: str
     format: Literal["json", "slack"] = "json"
-    secret: SecretStr = SecretStr("")
+    secret: Secret = Secret("")
     secret_file: Path | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _secret_from_file(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("secret_file") in (None, ""):
+    def prepare(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        if data.get("secret_file") in (None, ""):
             return data
         if data.get("secret"):
             raise ValueError("set secret or secret_file, not both")
         return {**data, "secret": read_secret_file(Path(data["secret_file"]), "secret_file")}
 
 
-class OtelSettings(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class OtelSettings(Record):
     """OpenTelemetry traces of rounds (needs ``pip install canary[otel]``); off by default."""
 
-    endpoint: str | None = None  # OTLP over HTTP, e.g. "http://collector:4318" (+ /v1/traces)
+    # OTLP over HTTP, e.g. "http://collector:4318" (+ /v1/traces)
+    endpoint: Annotated[str | None, Check(_http_url)] = None
     service_name: str | None = None  # None: OTEL_SERVICE_NAME, else "canary"
     # how long a stop waits for the collector to take the queued spans before dropping them
-    shutdown_timeout_s: float = Field(default=5.0, gt=0)
-
-    @field_validator("endpoint")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value
+    shutdown_timeout_s: Annotated[float, Positive] = 5.0
 
 
-class Policy(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Policy(Record):
     """The quarantine rules' numbers. Their hash is the policy version recorded with decisions."""
 
-    failing_rounds: int = Field(default=2, ge=1)
-    recovery_rounds: int = Field(default=2, ge=1)
-    ladder_days: tuple[float, ...] = (1, 3, 7)
-    ladder_reset_days: float = Field(default=14, gt=0)
-    model_wide_share: float = Field(default=0.5, gt=0, le=1)  # "most endpoints": more than this
+    failing_rounds: Annotated[int, Bound(ge=1)] = 2
+    recovery_rounds: Annotated[int, Bound(ge=1)] = 2
+    ladder_days: tuple[float, ...] = (1.0, 3.0, 7.0)
+    ladder_reset_days: Annotated[float, Positive] = 14.0
+    # "most endpoints": more than this share
+    model_wide_share: Annotated[float, Bound(gt=0, le=1)] = 0.5
     # a contract's fail older than this starts its count again (hours)
-    streak_max_age_hours: float = Field(default=6, gt=0)
+    streak_max_age_hours: Annotated[float, Positive] = 6.0
 
 
-class Settings(_Strict):
-    database_url: str = "sqlite:///canary.db"
+@dataclass(frozen=True, kw_only=True)
+class Settings(Record):
+    database_url: Annotated[str, Check(_database_url)] = "sqlite:///canary.db"
     mode: Literal["observe", "enforce"] = "observe"
-    interval_minutes: float = Field(default=30, gt=0)
-    ttft_threshold_s: float = Field(default=10, gt=0)
-    ttft_samples: int = Field(default=3, ge=1)
-    languages: tuple[str, ...] = SUPPORTED_LANGUAGES
-    admin_token: SecretStr = SecretStr("")
-    concurrency: int = Field(default=32, ge=1)
-    per_provider_concurrency: int = Field(default=4, ge=1)
-    daily_budget_usd: float | None = Field(default=None, gt=0)
-    latency_degraded_p95_s: float = Field(default=5.0, gt=0)
-    lease_ttl_s: float = Field(default=90, gt=0)  # a round lease not renewed for this long is dead
-    lease_renew_s: float = Field(default=30, gt=0)  # renewed this often while a round runs
+    interval_minutes: Annotated[float, Positive] = 30.0
+    ttft_threshold_s: Annotated[float, Positive] = 10.0
+    ttft_samples: Annotated[int, Bound(ge=1)] = 3
+    languages: Annotated[tuple[str, ...], Check(_languages)] = SUPPORTED_LANGUAGES
+    admin_token: Secret = Secret("")
+    concurrency: Annotated[int, Bound(ge=1)] = 32
+    per_provider_concurrency: Annotated[int, Bound(ge=1)] = 4
+    daily_budget_usd: Annotated[float, Positive] | None = None
+    latency_degraded_p95_s: Annotated[float, Positive] = 5.0
+    # a round lease not renewed for this long is dead
+    lease_ttl_s: Annotated[float, Positive] = 90.0
+    lease_renew_s: Annotated[float, Positive] = 30.0  # renewed this often while a round runs
     log_format: Literal["auto", "console", "json"] = "auto"
-    shutdown_grace_s: float = Field(default=20, ge=0)  # a running round's time to finish on stop
-    startup_wait_s: float = Field(default=60, ge=0)  # how long start-up retries the store
-    retention_days: int = Field(default=30, ge=7)  # probes and other evidence older are pruned
+    # a running round's time to finish on stop
+    shutdown_grace_s: Annotated[float, NotNegative] = 20.0
+    startup_wait_s: Annotated[float, NotNegative] = 60.0  # how long start-up retries the store
+    # probes and other evidence older are pruned
+    retention_days: Annotated[int, Bound(ge=7)] = 30
     probes_dir: Path = PROJECT_ROOT / "probes"
     openrouter: OpenRouterSettings = OpenRouterSettings()
     policy: Policy = Policy()
@@ -175,29 +189,11 @@ class Settings(_Strict):
     models: tuple[ModelSettings, ...] = ()
     webhooks: tuple[Webhook, ...] = ()
 
-    @field_validator("languages")
-    @classmethod
-    def _languages(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [lang for lang in value if lang not in SUPPORTED_LANGUAGES]
-        if unknown:
-            raise ValueError(
-                f"unsupported {', '.join(unknown)} (supported: {', '.join(SUPPORTED_LANGUAGES)})"
-            )
-        if not value:
-            raise ValueError("at least one language is needed")
-        return value
+    def check(self) -> None:
+        self._streak_age_spans_the_failing_rounds()
+        self._stall_is_slowness()
 
-    @field_validator("database_url")
-    @classmethod
-    def _database_url(cls, value: str) -> str:
-        if not value.startswith(("sqlite", "postgresql")):
-            raise ValueError(
-                f"{_redact_url(value)!r} is neither sqlite:/// nor postgresql+psycopg://"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _streak_age_spans_the_failing_rounds(self) -> Settings:
+    def _streak_age_spans_the_failing_rounds(self) -> None:
         needed = self.policy.failing_rounds * self.interval_minutes / 60
         if self.policy.streak_max_age_hours < needed:
             raise ValueError(
@@ -205,27 +201,26 @@ class Settings(_Strict):
                 f"than failing_rounds x interval_minutes ({needed:g} h): no streak could reach "
                 "the threshold"
             )
-        return self
 
-    @model_validator(mode="after")
-    def _stall_is_slowness(self) -> Settings:
+    def _stall_is_slowness(self) -> None:
         # A stream silent for first_token_timeout_s counts as one slow ttft sample: the wait
         # must reach the threshold, or a stall would be cut before it could count as slow.
         timeout, threshold = self.openrouter.first_token_timeout_s, self.ttft_threshold_s
         if timeout < threshold:
-            raise ValueError(
-                f"setting 'openrouter.first_token_timeout_s': {timeout:g} s is below "
-                f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
+            raise FieldError(
+                ("openrouter", "first_token_timeout_s"),
+                f"{timeout:g} s is below ttft_threshold_s ({threshold:g} s); a stream silent "
+                "that long must count as slow",
             )
         # The client's first-token deadline is min(first_token_timeout_s, stream_timeout_s): a
         # shorter stream deadline would cut a stall before the threshold too.
         stream = self.openrouter.stream_timeout_s
         if stream < threshold:
-            raise ValueError(
-                f"setting 'openrouter.stream_timeout_s': {stream:g} s is below "
-                f"ttft_threshold_s ({threshold:g} s); a stream silent that long must count as slow"
+            raise FieldError(
+                ("openrouter", "stream_timeout_s"),
+                f"{stream:g} s is below ttft_threshold_s ({threshold:g} s); a stream silent "
+                "that long must count as slow",
             )
-        return self
 
     def model(self, model_id: str) -> ModelSettings:
         for m in self.models:
@@ -327,34 +322,37 @@ def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[tuple[str, 
     return applied
 
 
-def _source_of(
-    error: ValidationError, file_source: str, applied: Mapping[tuple[str, ...], str]
-) -> str:
+def _source_of(error: FieldError, file_source: str, applied: Mapping[tuple[str, ...], str]) -> str:
     """Who gave the invalid value: the environment variable that set it, else the file."""
-    loc = tuple(str(p) for p in error.errors()[0]["loc"])
+    loc = tuple(str(p) for p in error.loc)
     for path, var in applied.items():
         if loc[: len(path)] == path:
             return f"environment {var}"
     return file_source
 
 
-def _describe(error: ValidationError, source: str) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "settings"
-    if first["type"] == "extra_forbidden":
-        return f"{source}: unknown setting {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    if not first["loc"]:  # a rule across settings: its message names them
-        return f"{source}: {message}"
-    return f"{source}: setting {where!r}: {message}"
+def _describe(error: FieldError, source: str) -> str:
+    if error.kind == "unknown":
+        return f"{source}: unknown setting {error.where!r}"
+    if error.kind == "missing":
+        return f"{source}: setting {error.where!r} is required"
+    if not error.loc:  # a rule across settings: its message names them
+        return f"{source}: {error.message}"
+    return f"{source}: setting {error.where!r}: {error.message}"
 
 
 def with_changes(settings: Settings, source: str, **changes: Any) -> Settings:
     """``settings`` with ``changes``, validated again (rules across settings included)."""
     try:
-        return Settings.model_validate({**dict(settings), **changes})
-    except ValidationError as exc:
+        return settings.replace(**changes)
+    except FieldError as exc:
         raise SettingsError(_describe(exc, source)) from None
+
+
+def as_plain(record: Record) -> dict[str, Any]:
+    """A settings record as JSON would hold it (a secret as stars)."""
+    plain_record: dict[str, Any] = plain(record)
+    return plain_record
 
 
 def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -375,7 +373,7 @@ def load_settings(path: Path | None = None, env: Mapping[str, str] | None = None
         raise SettingsError(f"{source}: no such settings file")
     applied = _apply_env(data, env)
     try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
+        return Settings.of(data)
+    except FieldError as exc:
         file_source = source if path.exists() else "environment"
         raise SettingsError(_describe(exc, _source_of(exc, file_source, applied))) from None

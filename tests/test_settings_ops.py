@@ -41,7 +41,7 @@ def test_retention_below_a_week_is_refused() -> None:
     with pytest.raises(SettingsError) as caught:
         load_settings(None, env={"CANARY_RETENTION_DAYS": "6"})
     assert str(caught.value) == (
-        "environment CANARY_RETENTION_DAYS: setting 'retention_days': Input should be greater than or equal to 7"
+        "environment CANARY_RETENTION_DAYS: setting 'retention_days': should be at least 7, not 6"
     )
 
 

@@ -56,7 +56,13 @@ def readable_metavar(param: Parameter) -> None:
         param.metavar = "" if getattr(param, "is_flag", False) else (param.name or "").upper()
 
 
-_PLAIN_TEXT = (str, str | None)
+# A value already of its parameter's type (a default, a flag's bool, a text, an unset option's
+# None) is taken as it is; exact types, since a bool is no int.
+_NONE = type(None)
+_TAKEN_AS_IS: dict[Any, tuple[type, ...]] = {
+    str: (str,), str | None: (str, _NONE), int: (int,), int | None: (int, _NONE),
+    bool: (bool,), bool | None: (bool, _NONE),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,14 @@ class _LazyCoercion(RuntimeParam):
     """Typer builds a pydantic adapter for a parameter before coercing its value, even for a
     value it will not coerce (an option left unset is None): about 0.1 s of an operator command's
     start-up (pydantic's validators, one schema per option). This coercion builds the adapter
-    when a value comes, and takes a text value for a text parameter as it is."""
+    when a value comes that needs converting (``--limit 20``: text for a number), and takes a
+    value that already has its parameter's type as it is."""
 
     descriptor: TypeDescriptor
 
     def _coerce_value(self, value: Any, param: Any, ctx: ClickContext) -> Any:
-        if isinstance(value, str) and self.annotation in _PLAIN_TEXT:
-            return value  # what pydantic's str validation would return
+        if type(value) in _TAKEN_AS_IS.get(self.annotation, ()):
+            return value  # what pydantic's validation would return
         return build_runtime_param(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
 
 

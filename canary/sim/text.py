@@ -141,8 +141,7 @@ def warm_up(bank: TextBank) -> None:
 def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
     """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
     validated as the prober reads them)."""
-    from canary.definitions import parse_definition
-    from canary.probes import NONCE, LanguagePrompts
+    from canary.probes import NONCE, LanguagePrompts, parse_definition
     from canary.settings import PROJECT_ROOT
 
     probes = PROJECT_ROOT / "probes"

@@ -66,8 +66,8 @@ PARAMETERS = [
     "tool_choice",
 ]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-DEFAULT_CONCURRENCY = Settings.model_fields["concurrency"].default
-DEFAULT_PER_PROVIDER = Settings.model_fields["per_provider_concurrency"].default
+DEFAULT_CONCURRENCY = Settings().concurrency
+DEFAULT_PER_PROVIDER = Settings().per_provider_concurrency
 
 
 def scenario(

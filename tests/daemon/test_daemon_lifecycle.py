@@ -270,7 +270,7 @@ def test_bad_settings_are_one_line(tmp_path: Path) -> None:
     code, lines = _startup(tmp_path, CANARY_MODE="sometimes")
     assert code == 2
     assert lines == [
-        "canary: environment CANARY_MODE: setting 'mode': Input should be 'observe' or 'enforce'"
+        "canary: environment CANARY_MODE: setting 'mode': should be one of 'observe', 'enforce', not 'sometimes'"
     ]
 
 

@@ -223,8 +223,8 @@ def test_the_policy_version_changes_with_every_setting_that_changes_a_decision()
         return build_wiring(settings(**changes), store=_memory(), upgrade=False).policy_version
 
     base = version()
-    timeout = settings().openrouter.model_copy(update={"first_token_timeout_s": 20.0})
-    tokens = settings().openrouter.model_copy(update={"max_tokens": 300})
+    timeout = settings().openrouter.replace(first_token_timeout_s=20.0)
+    tokens = settings().openrouter.replace(max_tokens=300)
     assert len({base, version(openrouter=timeout), version(openrouter=tokens)}) == 3
     assert version(mode="enforce") != base
     assert version(daily_budget_usd=3.0) != base

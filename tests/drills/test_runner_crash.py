@@ -61,9 +61,7 @@ async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakySto
     store = FlakyStore(url, step)
     with start_simulator(fleet) as sim:
         base = settings(database_url=url, mode="enforce")
-        base = base.model_copy(
-            update={"openrouter": base.openrouter.model_copy(update={"base_url": sim.base_url})}
-        )
+        base = base.replace(openrouter=base.openrouter.replace(base_url=sim.base_url))
         wiring = build_wiring(base, store=store)
         reports = []
         async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
@@ -117,11 +115,9 @@ def test_one_model_failing_its_round_never_stops_the_others(tmp_path: Path) -> N
     async def one_round() -> list[ModelRound]:
         with start_simulator(two) as sim:
             base = settings(database_url=url, mode="enforce")
-            base = base.model_copy(
-                update={
-                    "models": (*base.models, ModelSettings(id="acme/drill-2")),
-                    "openrouter": base.openrouter.model_copy(update={"base_url": sim.base_url}),
-                }
+            base = base.replace(
+                models=(*base.models, ModelSettings(id="acme/drill-2")),
+                openrouter=base.openrouter.replace(base_url=sim.base_url),
             )
             wiring = build_wiring(base, store=FlakyStore(url, "apply_decision"))
             async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
