@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from canary.core.contracts.common import canonical_json
 from canary.core.model import Layer
 from canary.probes import ProbeDefinitionError, ProbeSet, load_probes
 from canary.settings import SUPPORTED_LANGUAGES
@@ -179,6 +181,28 @@ def test_builtin_exclusions_load_as_builtin_layer_entries(probes_copy: Path) -> 
     assert entry.evidence == (12, 13)
     assert "stray fragment" in entry.reason and "canary probe" in entry.reason
     assert entry.active(datetime(2026, 2, 1, tzinfo=UTC))
+
+
+def test_the_builtin_list_checksum_is_its_entries_canonical_content(probes_copy: Path) -> None:
+    """The checksum (part of the policy version) is the canonical JSON of the entries with every
+    key present and dates as written: how the file is laid out, or which library reads it, does
+    not move the policy version."""
+    (probes_copy / "builtin_exclusions.yaml").write_text(
+        "# reviewed\nentries:\n"
+        "  - {provider: badhost/fp4, model: acme/roleplay-1, since: 2026-01-15, reason: r,\n"
+        "     evidence: e, rounds: [12, 13]}\n"
+        "  - {model: acme/roleplay-1, provider: other, reason: r2, since: '2026-02-01',\n"
+        "     until: 2026-03-01, evidence: e2}\n",
+        encoding="utf-8",
+    )
+    entries = [
+        {"model": "acme/roleplay-1", "provider": "badhost/fp4", "reason": "r",
+         "since": "2026-01-15", "until": None, "evidence": "e", "rounds": [12, 13]},
+        {"model": "acme/roleplay-1", "provider": "other", "reason": "r2",
+         "since": "2026-02-01", "until": "2026-03-01", "evidence": "e2", "rounds": []},
+    ]  # fmt: skip
+    expected = hashlib.sha256(canonical_json({"entries": entries}).encode("utf-8")).hexdigest()
+    assert load_probes(probes_copy, ("en",)).checksums["builtin_exclusions"] == expected
 
 
 def test_repository_builtin_list_is_valid(probe_set: ProbeSet) -> None:
