@@ -8,6 +8,10 @@ error, since an empty list would silently re-admit every bad provider.
 
 Between refreshes, an entry whose ``until`` has passed is dropped by re-merging the layers read
 last time (no store access), so an expired quarantine does not outlive its end.
+
+Each document's ETag is weak and covers everything the document says except ``generated_at``
+(:func:`list_etag`): every replica gives the same tag for the same list, and a rebuild that only
+moves ``generated_at`` (every refresh does) keeps it, so an app revalidating gets its 304.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class Published:
-    """One model's served document, its canonical body and strong ETag."""
+    """One model's served document, its canonical body and its (weak) ETag."""
 
     model: str
     document: IgnoreDocument
@@ -84,8 +88,13 @@ def canonical_body(document: IgnoreDocument) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def strong_etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest() + '"'
+def list_etag(document: IgnoreDocument) -> str:
+    """A weak ETag over everything ``document`` says except when it was built: the same on every
+    replica and across refreshes while the list is the same. Weak (RFC 9110 8.8.1), since two
+    bodies with one tag differ in ``generated_at``: they are equivalent, not byte-identical."""
+    said = {key: value for key, value in document.items() if key != "generated_at"}
+    canonical = json.dumps(said, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return 'W/"' + hashlib.sha256(canonical.encode()).hexdigest() + '"'
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,7 @@ class IgnoreListService:
     def document(
         self, model: str, needs: frozenset[str] = frozenset()
     ) -> tuple[IgnoreDocument, str]:
-        """The model's document and its strong ETag; raises UnknownModel or ListUnavailable."""
+        """The model's document and its ETag; raises UnknownModel or ListUnavailable."""
         published = self.published(model, needs)
         return published.document, published.etag
 
@@ -273,7 +282,7 @@ class IgnoreListService:
             model=base.model,
             document=document,
             body=body,
-            etag=strong_etag(body),
+            etag=list_etag(document),
             generated_at=base.generated_at,
             stale=base.stale,
             next_change=base.next_change,  # every entry of the variant is one of base's layers
@@ -302,7 +311,7 @@ class IgnoreListService:
             model=model,
             document=document,
             body=body,
-            etag=strong_etag(body),
+            etag=list_etag(document),
             generated_at=generated_at,
             stale=stale,
             next_change=min(changes) if changes else None,

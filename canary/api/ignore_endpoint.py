@@ -88,7 +88,10 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 def _matches(header: str | None, etag: str) -> bool:
+    """``If-None-Match`` against the current tag by weak comparison (RFC 9110 13.1.2): the opaque
+    tags are compared with any ``W/`` left aside."""
     if not header:
         return False
     candidates = [part.strip() for part in header.split(",")]
-    return "*" in candidates or any(c.removeprefix("W/") == etag for c in candidates)
+    opaque = etag.removeprefix("W/")
+    return "*" in candidates or any(c.removeprefix("W/") == opaque for c in candidates)

@@ -90,11 +90,19 @@ def openapi_document() -> dict[str, Any]:
                         "200": {
                             **_json({"$ref": "#/components/schemas/IgnoreList"}, "The list."),
                             "headers": {
-                                "ETag": {"schema": {"type": "string"}},
+                                "ETag": {
+                                    "description": "Weak, over everything the list says "
+                                    "except generated_at: the same on every replica while the "
+                                    "list is unchanged.",
+                                    "schema": {"type": "string"},
+                                },
                                 "Cache-Control": {"schema": {"type": "string"}},
                             },
                         },
-                        "304": {"description": "Not modified (If-None-Match matched the ETag)."},
+                        "304": {
+                            "description": "Not modified (If-None-Match matched the ETag, "
+                            "by weak comparison)."
+                        },
                         **_errors(400, 404, 503),
                     },
                 }

@@ -11,7 +11,7 @@ from ops_seed import NOW, Clock
 from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, strong_etag
+from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
 from canary.store.plain_reads import ModelLayers
 
 M = "acme/one"
@@ -101,11 +101,36 @@ def test_stale_changes_the_etag_and_recovery_restores_fresh() -> None:
     assert doc == fresh_doc and etag == fresh_etag  # same clock, same data: same bytes
 
 
-def test_the_etag_is_the_quoted_sha256_of_the_published_body() -> None:
-    service = IgnoreListService(LayerStore(), (), [M], "p-1", Clock())
-    service.refresh()
-    published = service.published(M)
-    assert published.etag == strong_etag(published.body) and published.etag.startswith('"')
+def test_the_etag_is_weak_and_a_rebuild_that_only_moves_generated_at_keeps_it() -> None:
+    store = LayerStore()
+    store.quarantines = [_q("bad", NOW + timedelta(days=1))]
+    clock = Clock()
+    service = IgnoreListService(store, (), [M], "p-1", clock)
+    assert service.refresh()
+    first = service.published(M)
+    assert first.etag.startswith('W/"') and first.etag.endswith('"')
+    clock.now += timedelta(seconds=15)  # housekeeping rebuilds the list from the same store
+    assert service.refresh()
+    again = service.published(M)
+    assert again.document["generated_at"] != first.document["generated_at"]
+    assert again.body != first.body and again.etag == first.etag
+    store.runtime = [Exclusion(M, "new", Layer.runtime, "incident")]  # the list itself changes
+    assert service.refresh()
+    assert service.published(M).etag != first.etag
+
+
+def test_two_replicas_built_at_different_times_give_one_etag_per_list_and_variant() -> None:
+    store = LayerStore()
+    store.quarantines = [_q("bad", NOW + timedelta(days=1))]
+    early, late = Clock(), Clock(NOW + timedelta(seconds=7))
+    one = IgnoreListService(store, (), [M], "p-1", early)
+    two = IgnoreListService(store, (), [M], "p-1", late)
+    assert one.refresh() and two.refresh()
+    for needs in (frozenset(), frozenset({"tools"})):
+        a, b = one.published(M, needs), two.published(M, needs)
+        assert a.document["generated_at"] != b.document["generated_at"]
+        assert a.etag == b.etag
+    assert one.published(M).etag != one.published(M, frozenset({"tools"})).etag
 
 
 def test_a_failing_model_source_also_fails_static() -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from canary.client import IgnoreListClient, IgnoreListUnavailable
@@ -17,26 +19,20 @@ MODEL = "acme/roleplay-1"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-class Live:
-    def __init__(self, tmp_path: Path) -> None:
+class Replica:
+    """One canary replica on a shared store: its own list service, clock and uvicorn server."""
+
+    def __init__(self, store: Any, clock: Callable[[], datetime] = lambda: NOW) -> None:
         import uvicorn
 
         from canary.api.app import create_app
         from canary.ignorelist import IgnoreListService
         from canary.settings import ModelSettings, Settings
-        from canary.store.repository import Store
 
-        self.db = tmp_path / "canary.db"
-        url = f"sqlite:///{self.db}"
-        self.store = Store(url)
-        self.store.upgrade()
-        self.store.add_exclusion(
-            MODEL, "bad-host", "stray tokens", "test", None, NOW, builtin=(), floor=0
-        )
-        self.service = IgnoreListService(self.store, (), [MODEL], "p-test", clock=lambda: NOW)
+        self.service = IgnoreListService(store, (), [MODEL], "p-test", clock=clock)
         assert self.service.refresh()
-        settings = Settings(database_url=url, models=(ModelSettings(id=MODEL),))
-        app = create_app(settings, self.store, self.service, clock=lambda: NOW)
+        settings = Settings(database_url=store.url, models=(ModelSettings(id=MODEL),))
+        app = create_app(settings, store, self.service, clock=clock)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)  # requests queue here until uvicorn accepts: no start-up wait needed
@@ -52,7 +48,55 @@ class Live:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
+
+
+class Live(Replica):
+    """One replica on a SQLite store of its own, holding one runtime exclusion."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        from canary.store.repository import Store
+
+        self.db = tmp_path / "canary.db"
+        self.store = Store(f"sqlite:///{self.db}")
+        self.store.upgrade()
+        self.store.add_exclusion(
+            MODEL, "bad-host", "stray tokens", "test", None, NOW, builtin=(), floor=0
+        )
+        super().__init__(self.store)
+
+    def stop(self) -> None:
+        super().stop()
         self.store.dispose()
+
+
+class ServerClock:
+    """A replica's clock, moved by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Balancer(httpx.BaseTransport):
+    """A round-robin load balancer in front of real replicas: each request goes to the next
+    one; it records the status of every answer."""
+
+    def __init__(self, replicas: list[Replica]) -> None:
+        self._targets = itertools.cycle([httpx.URL(r.base_url) for r in replicas])
+        self._http = httpx.HTTPTransport()
+        self.statuses: list[int] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        target = next(self._targets)
+        request.url = request.url.copy_with(host=target.host, port=target.port)
+        response = self._http.handle_request(request)
+        self.statuses.append(response.status_code)
+        return response
+
+    def close(self) -> None:
+        self._http.close()
 
 
 @pytest.fixture
@@ -122,3 +166,37 @@ def test_an_app_that_states_its_needs_gets_the_list_cut_for_them(
         live.stop()
         with pytest.raises(IgnoreListUnavailable):
             other.get()
+
+
+def test_revalidating_against_two_replicas_across_housekeeping_gets_304s(
+    live: Live, clock: Any
+) -> None:
+    """Two replicas built their lists at different times and rebuild them every 15 s: while the
+    list is the same, every revalidation after the first answer is a 304, whichever replica
+    answers; a change to the list is a 200 with the new list."""
+    early, late = ServerClock(NOW + timedelta(seconds=3)), ServerClock(NOW + timedelta(seconds=11))
+    replicas = [Replica(live.store, early), Replica(live.store, late)]
+    balancer = Balancer(replicas)
+    try:
+        with IgnoreListClient(
+            "http://canary.internal", MODEL, clock=clock, transport=balancer
+        ) as c:
+            assert c.get() == ["bad-host"]
+            for _ in range(4):
+                clock.now += 20  # past the server's max-age: the client revalidates
+                for replica, server_clock in zip(replicas, (early, late), strict=True):
+                    server_clock.now += timedelta(seconds=20)  # housekeeping: a rebuild
+                    assert replica.service.refresh()
+                assert c.get() == ["bad-host"]
+            assert balancer.statuses == [200, 304, 304, 304, 304]
+            live.store.add_exclusion(
+                MODEL, "worse-host", "timeouts", "test", None, NOW, builtin=(), floor=0
+            )
+            for replica in replicas:
+                assert replica.service.refresh()
+            clock.now += 20
+            assert c.get() == ["bad-host", "worse-host"]
+            assert balancer.statuses[-1] == 200
+    finally:
+        for replica in replicas:
+            replica.stop()
