@@ -6,9 +6,10 @@ at most every :data:`REFRESH_EVERY` (a few indexed queries per model) and the la
 kept while the store is unreachable. :class:`ListFigures` describe the lists this replica serves
 (its in-memory :class:`canary.ignorelist.IgnoreListService`), read at each scrape.
 
-Endpoints exported: those of each watched model's latest listing, plus any a current entry names
-(quarantined or excluded while unlisted). Endpoints that left the listing are dropped, so the
-series follow the fleet instead of its history.
+Endpoints exported: those of each watched model's latest listing, plus one quarantined while
+unlisted (its quarantine is still published). Endpoints that left the listing are dropped
+otherwise, so the series follow the fleet instead of its history; an entry is not an endpoint (a
+provider slug excluded adds no series of its own: the endpoints it names show ``excluded``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ TTFT_QUANTILES = tuple(
     for window in ("24h", "7d")
     for label, key in (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
 )
-NAMED_STATES = frozenset({"quarantined", "excluded"})
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def read_store_figures(
         _endpoint(view)
         for model in models
         for view in views[model]
-        if view.provider in (listings[model] or {}) or view.state in NAMED_STATES
+        if view.provider in (listings[model] or {}) or view.state == "quarantined"
     ]
     model_figures = []
     for model in models:

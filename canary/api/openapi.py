@@ -275,10 +275,7 @@ def openapi_document() -> dict[str, Any]:
                                     "at": {"type": "string", "format": "date-time"},
                                     "exclusions": {
                                         "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "required": ["model", "provider", "layer", "reason"],
-                                        },
+                                        "items": {"$ref": "#/components/schemas/Exclusion"},
                                     },
                                 },
                             },

@@ -26,6 +26,20 @@ SCHEMAS: dict[str, Any] = {
             "until": TIME,
         },
     },
+    "Exclusion": {
+        "type": "object",
+        "description": "A built-in or runtime entry in force.",
+        "required": ["id", "model", "provider", "layer", "reason", "since", "until"],
+        "properties": {
+            "id": {"type": ["integer", "null"], "description": "Runtime entries only."},
+            "model": {"type": "string"},
+            "provider": {"type": "string", "description": "An endpoint tag or a provider slug."},
+            "layer": {"type": "string"},
+            "reason": {"type": "string"},
+            "since": TIME,
+            "until": TIME,
+        },
+    },
     "IgnoreList": {
         "type": "object",
         "required": [
@@ -118,7 +132,12 @@ SCHEMAS: dict[str, Any] = {
                     "withheld": {"type": "boolean"},
                 },
             },
-            "exclusions": {"type": "array", "items": {"type": "object"}},
+            "exclusions": {
+                "type": "array",
+                "description": "The built-in and runtime entries that name this endpoint (its "
+                "tag, or its provider slug): why it is excluded.",
+                "items": {"$ref": "#/components/schemas/Exclusion"},
+            },
             "last_round": {
                 "type": "object",
                 "description": "Per contract: {result, detail, round_id} of the latest round.",

@@ -341,7 +341,7 @@ def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: flo
             notes.append(
                 f"quarantined {_until(now, p.quarantine_until)}, step {p.quarantine_step or '?'}"
             )
-        notes.extend(f"{e.layer.value}: {e.reason}" for e in p.exclusions)
+        notes.extend(p.exclusion_notes)
         rows.append(
             f'<tr class="state-{escape(p.state)}"><td><code>{escape(p.provider)}</code></td>'
             f"<td>{_pill(p.state)}</td><td class=num>{p.failing_streak}</td>"

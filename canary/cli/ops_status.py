@@ -84,6 +84,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             providers_table(o.model, ops.settings.mode, o.providers, colour),
             f"ignore list: {ignored}  policy {doc['policy_version']}",
             styled(floor_line(doc), colour),
+            *([entries_table(doc, o.providers, colour)] if doc["entries"] else []),
             styled(cost_line(o.cost), colour) + "\n",
         ]
     chunks.append(day_line(spend["day"]))
@@ -111,6 +112,31 @@ def floor_line(doc: IgnoreDocument) -> Cell:
             Span(f": {usable} usable endpoint(s), floor {floor}{held}"),
         )
     return cell(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
+
+
+def entries_table(doc: IgnoreDocument, views: list[ProviderView], colour: bool) -> str:
+    """The entries of the published list as entries: an entry is not an endpoint (a provider
+    slug names endpoints, each shown in the table above as ``excluded``)."""
+    from canary.views.providers import named_endpoints
+
+    rows = []
+    for e in doc["entries"]:
+        names = named_endpoints(e["provider"], e["layer"], views)
+        rows.append(
+            (
+                cell(e["provider"]),
+                cell(e["layer"]),
+                cell(", ".join(names)) if names else cell("no endpoint known", "dim"),
+                cell(e["reason"]),
+                cell(to_second(e["until"]) if e["until"] else ""),
+            )
+        )
+    return render(
+        "entries of the published list",
+        ("Entry", "Layer", "Names", "Reason", "Until"),
+        rows,
+        colour,
+    )
 
 
 RESULT_STYLES = {
@@ -147,7 +173,7 @@ def providers_table(model: str, mode: str, views: list[ProviderView], colour: bo
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
-        notes.extend(f"{e.layer.value}: {e.reason}" for e in v.exclusions)
+        notes.extend(v.exclusion_notes)
         rows.append(
             (
                 cell(v.provider),

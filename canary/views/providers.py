@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 from canary.views.latency import Latency, fleet_latencies
-from canary.views.records import iso
+from canary.views.records import exclusion_json, iso
 
 if TYPE_CHECKING:
     from canary.store.plain_reads import ResultMark, StoreReads
@@ -35,9 +35,18 @@ class ProviderView:
     quarantine_step: int | None
     quarantine_causes: tuple[str, ...]
     withheld: bool  # its quarantine is held back from the published list by the capacity floor
-    exclusions: tuple[Exclusion, ...]  # builtin and runtime entries naming this provider
+    exclusions: tuple[Exclusion, ...]  # the built-in and runtime entries that name it
     results: Mapping[str, ResultMark]  # contract -> its latest result, detail and round
     latency: Latency  # information only: never part of the routing state
+
+    @property
+    def exclusion_notes(self) -> list[str]:
+        """Each entry that excludes it, as ``layer: reason`` (``layer entry: reason`` when the
+        entry is a provider slug naming this endpoint among others)."""
+        return [
+            f"{e.layer.value}{'' if e.tag == self.provider else ' ' + e.tag}: {e.reason}"
+            for e in self.exclusions
+        ]
 
     @property
     def ttft_24h(self) -> dict[str, Any]:
@@ -67,20 +76,23 @@ class ProviderView:
                 "causes": list(self.quarantine_causes),
                 "withheld": self.withheld,
             },
-            "exclusions": [
-                {
-                    "layer": e.layer.value,
-                    "reason": e.reason,
-                    "since": iso(e.since),
-                    "until": iso(e.until),
-                    "id": e.id,
-                }
-                for e in self.exclusions
-            ],
+            "exclusions": [exclusion_json(e) for e in self.exclusions],
             "last_round": {c: mark._asdict() for c, mark in self.results.items()},
             "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
             "latency": self.latency.as_json(),
         }
+
+
+def named_endpoints(entry: str, layer: str, views: Sequence[ProviderView]) -> list[str]:
+    """The endpoints among ``views`` that an entry of the published list names: those whose
+    ``exclusions`` hold it (a built-in or runtime entry, by tag or by provider slug), and the
+    endpoint of that very tag (a quarantine)."""
+    return [
+        v.provider
+        for v in views
+        if v.provider == entry
+        or any(x.tag == entry and x.layer.value == layer for x in v.exclusions)
+    ]
 
 
 def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) -> str:
@@ -102,8 +114,11 @@ def provider_views(
     degraded_p95_s: float,
     spark: bool = False,
 ) -> list[ProviderView]:
-    """Every provider of the model known to the store or named by a layer, worst state first
-    (with each one's latest latency samples when ``spark``: the status page draws them)."""
+    """Every endpoint of the model known to the store (listed, judged, with a state or a
+    quarantine), worst state first (with each one's latest latency samples when ``spark``: the
+    status page draws them). An entry is not an endpoint: a built-in or runtime entry names
+    endpoints (in their ``exclusions``) and adds none of its own; a slug that names no known
+    endpoint is shown as an entry of the published list, not here."""
     return provider_views_of(
         store, [model], builtin=builtin, now=now, degraded_p95_s=degraded_p95_s, spark=spark
     )[model]
@@ -132,16 +147,7 @@ def provider_views_of(
             quarantined_of[q.model][q.tag] = q
     human = [e for e in (*builtin, *runtime) if e.active(now)]
     tags_of = {
-        m: sorted(
-            {
-                *known_of[m],
-                *states_of[m],
-                *latest_of[m],
-                *quarantined_of[m],
-                *(e.tag for e in human if e.model == m),
-            }
-        )
-        for m in models
+        m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m]}) for m in models
     }
     layered_of = {
         m: _named_by(tags_of[m], listing_of[m] or (), [e for e in human if e.model == m], now)

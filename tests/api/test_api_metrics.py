@@ -252,12 +252,14 @@ def test_ttft_quantiles_and_peers_come_from_the_store_histograms(api: Api) -> No
     assert scraped(text, "canary_latency_degraded", model=api.model, provider="foxtrot") == 0
 
 
-def test_an_endpoint_that_left_the_listing_is_dropped_unless_an_entry_names_it(api: Api) -> None:
-    listed = [t for t in TAGS if t not in ("foxtrot", "bravo")]
+def test_an_endpoint_that_left_the_listing_is_dropped_unless_it_is_quarantined(api: Api) -> None:
+    listed = [t for t in TAGS if t not in ("foxtrot", "bravo", "delta")]
     run_round(api.store, api.model, 0, listed=listed)
     text = rescrape(api)
     labels = {"model": api.model, "state": "healthy"}
     assert scraped(text, "canary_endpoint_state", provider="foxtrot", **labels) is None
+    # delta's runtime entry is still published, but an entry is not an endpoint
+    assert scraped(text, "canary_endpoint_state", model=api.model, provider="delta") is None
     assert scraped(text, "canary_latency_degraded", model=api.model, provider="foxtrot") is None
     assert (
         scraped(

@@ -28,6 +28,10 @@ def series(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]
     store.upgrade()
     models = fleet_models(MODELS)
     seed_fleet(store, models, PER_MODEL, NOW)
+    # an entry is not an endpoint: a slug naming no listed endpoint adds no series
+    store.add_exclusion(
+        models[0], "gone", "left OpenRouter", "test", None, NOW, builtin=(), floor=0
+    )
     response = fleet_client(store, models, NOW, daily_budget_usd=5.0).get("/metrics")
     assert response.status_code == 200
     yield dict(series_by_metric(response.text))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shutil
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))  # the shared seeding helper
 
-from ops_seed import seed  # noqa: E402
+from ops_seed import Seeded, relist, seed  # noqa: E402
 
 from canary.store.repository import Store  # noqa: E402
 
@@ -26,10 +26,19 @@ BUILTIN = """entries:
 class Fleet:
     """A model seeded relative to the real clock (the CLI reads the wall clock), and its config."""
 
-    def __init__(self, store: Store, tmp: Path, model: str) -> None:
+    def __init__(
+        self, store: Store, tmp: Path, model: str, listing: tuple[str, ...] | None = None
+    ) -> None:
+        """The six seeded providers of :func:`ops_seed.seed`; with ``listing``, only one
+        finished round half an hour ago that listed those endpoints (``seeded`` is None)."""
         self.model = model
         self.store = store
-        self.seeded = seed(store, model, now=datetime.now(UTC))
+        now = datetime.now(UTC)
+        if listing is None:
+            self.seeded: Seeded | None = seed(store, model, now=now)
+        else:
+            relist(store, model, listing, now - timedelta(minutes=30))
+            self.seeded = None
         probes = tmp / "probes"
         shutil.copytree(REPO / "probes", probes)
         (probes / "builtin_exclusions.yaml").write_text(

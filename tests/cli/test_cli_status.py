@@ -167,3 +167,33 @@ def test_the_command_exits_early_with_its_whole_output_and_exit_code(fleet: Flee
     refused = entry_point(fleet.config, "status", "--model", "nobody/none")
     assert refused.returncode == 2 and "nobody/none" in refused.stderr
     assert refused.stdout == ""
+
+
+ENTRY_LISTING = ("alpha", "bravo", "delta/turbo")
+
+
+def test_a_provider_slug_excluded_is_an_entry_not_a_provider_row(
+    cli_store: Store, tmp_path: Path
+) -> None:
+    fleet = Fleet(cli_store, tmp_path, "acme/cli-entries", listing=ENTRY_LISTING)
+    now = datetime.now(UTC)
+    cli_store.add_exclusion(
+        fleet.model, "delta", "incident 7: timeouts", "test", None, now, builtin=(), floor=0
+    )
+    [model] = status(fleet, "--model", fleet.model, "--json")["models"]
+    providers = {p["provider"]: p for p in model["providers"]}
+    assert sorted(providers) == sorted(ENTRY_LISTING)
+    assert providers["delta/turbo"]["state"] == "excluded"
+    assert providers["delta/turbo"]["exclusions"][0]["provider"] == "delta"
+    assert [e["provider"] for e in model["ignore_list"]["entries"]] == ["delta", "echo"]
+    table = status(fleet, "--model", fleet.model)
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines()]
+    rows = [c for c in cells if c]
+    providers_rows = {c[0]: c for c in rows if len(c) == 7}
+    assert sorted(providers_rows) == sorted(ENTRY_LISTING)  # no "delta ... none yet" row
+    turbo = providers_rows["delta/turbo"]
+    assert turbo[1] == "excluded" and turbo[6] == "runtime delta: incident 7: timeouts"
+    assert "entries of the published list" in table
+    entries = {c[0]: c for c in rows if len(c) == 5}
+    assert entries["delta"][1:4] == ["runtime", "delta/turbo", "incident 7: timeouts"]
+    assert entries["echo"][1:3] == ["builtin", "no endpoint known"]
