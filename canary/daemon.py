@@ -29,14 +29,24 @@ from canary.logs import get_logger
 from canary.settings import Settings, redact_url
 from canary.startup import StartupError, listen, open_store
 
-__all__ = ["Daemon", "StartupError", "lease_renew_s", "round_summary", "run_daemon"]
+__all__ = [
+    "HOUSEKEEPING_EVERY_S",
+    "Daemon",
+    "StartupError",
+    "keep_decisions",
+    "lease_renew_s",
+    "round_summary",
+    "run_daemon",
+]
 
 if TYPE_CHECKING:
+    from canary.deciding import ModelDecisions
     from canary.runner import ModelRound
     from canary.store.repository import Store
 
 log = get_logger("canary.daemon")
 
+HOUSEKEEPING_EVERY_S = 15.0  # the list rebuilt from the store, due releases, notifications
 RETENTION_EVERY_S = 3600.0  # the store is pruned at most this often, by one replica at a time
 RETENTION_FIRST_AFTER_S = 60.0  # the first pass, after start-up has settled
 UNWIND_S = 10.0  # how long a cancelled round may take to unwind (close streams, free the lease)
@@ -206,26 +216,7 @@ class Daemon:
             log.warning("notify_failed", error=repr(exc))
 
     def keep_decisions(self, now: datetime) -> None:
-        """Between rounds: release quarantines whose end has come (their notifications go out
-        now, not at the next round) and record what the floor does on the published lists."""
-        from canary.deciding import DecisionConflict
-        from canary.store.engine import STORE_ERRORS
-
-        decisions = self.wiring.decisions
-        models = list(self.settings.model_ids)
-        for model in models:  # one model's trouble must not hold back the others' releases
-            try:
-                decisions.expire_due(model, now)
-            except DecisionConflict as exc:  # kept changing under it: the next tick tries again
-                log.warning("housekeeping_conflict", model=model, error=str(exc))
-            except STORE_ERRORS as exc:
-                log.warning("housekeeping_store_unavailable", model=model, error=type(exc).__name__)
-        try:
-            decisions.sync_floor(
-                models, {m: self.settings.model(m).capacity_floor for m in models}, now
-            )
-        except STORE_ERRORS as exc:
-            log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
+        keep_decisions(self.wiring.decisions, self.settings, now)
 
     def prune_evidence(self) -> None:
         """Retention: delete evidence older than ``retention_days`` (one replica at a time)."""
@@ -257,6 +248,27 @@ class Daemon:
                 complete=pruned.complete,
                 duration_s=round(time.monotonic() - started, 3),
             )
+
+
+def keep_decisions(decisions: ModelDecisions, settings: Settings, now: datetime) -> None:
+    """Between rounds: release quarantines whose end has come (their notifications go out now,
+    not at the next round) and record what the floor does on the published lists. A store
+    error is logged: the next tick tries again."""
+    from canary.deciding import DecisionConflict
+    from canary.store.engine import STORE_ERRORS
+
+    models = list(settings.model_ids)
+    for model in models:  # one model's trouble must not hold back the others' releases
+        try:
+            decisions.expire_due(model, now)
+        except DecisionConflict as exc:  # kept changing under it: the next tick tries again
+            log.warning("housekeeping_conflict", model=model, error=str(exc))
+        except STORE_ERRORS as exc:
+            log.warning("housekeeping_store_unavailable", model=model, error=type(exc).__name__)
+    try:
+        decisions.sync_floor(models, {m: settings.model(m).capacity_floor for m in models}, now)
+    except STORE_ERRORS as exc:
+        log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
 
 
 def round_summary(report: ModelRound) -> dict[str, Any]:
@@ -361,6 +373,7 @@ def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.
         settings.interval_minutes,
         daemon.run_round,
         daemon.housekeeping,
+        housekeeping_every_s=HOUSEKEEPING_EVERY_S,
         retention=daemon.prune_evidence,
         retention_every_s=RETENTION_EVERY_S,
         retention_first_after_s=RETENTION_FIRST_AFTER_S,

@@ -1,8 +1,12 @@
 """`canary demo`: the showcase scenario, real rounds on an accelerated clock, the API and status page.
 
-The rounds are dated so that the last one falls in the current slot: the store it leaves reads
-true on the real clock afterwards. The store is kept in a folder of its own, beside a small
-settings file, so the operator commands can be pointed at it once the demo has ended.
+The rounds are dated so that the last one runs now (in the current slot): the store it leaves
+reads true on the real clock afterwards. Once the rounds are over the demo serves on as the daemon
+does, on the real clock, following its store whoever writes it: every
+:data:`~canary.daemon.HOUSEKEEPING_EVERY_S` it releases what has ended and rebuilds the list, so
+an exclusion added with ``canary --config <its folder>/canary.toml exclude add ...`` reaches its
+``/v1/ignore-list``. The store is kept in a folder of its own, beside a small settings file, so
+the operator commands can be pointed at it during the demo and after it.
 """
 
 from __future__ import annotations
@@ -14,35 +18,54 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canary.core.model import EventKind, Verdict
 from canary.core.plan import slot_of
+from canary.daemon import HOUSEKEEPING_EVERY_S
 from canary.drill import SIM_KEY, drill_settings, iso
+from canary.ignorelist import utc_now
 from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings, as_plain
+
+if TYPE_CHECKING:
+    from canary.ignorelist import IgnoreListService
+    from canary.wiring import Wiring
 
 SHOWCASE = Path(__file__).parent / "sim" / "scenarios" / "showcase.yaml"
 CONTROL_HOST = "filterhost"
 
 
 class VirtualClock:
-    """Demo time: starts now and jumps one interval per round, so quarantines show real dates."""
+    """Demo time: starts in the past and jumps one interval per round, so quarantines show real
+    dates; once the rounds are over it follows the real clock (:meth:`follow`), so what the demo
+    serves afterwards ages as it should."""
 
     def __init__(self, start: datetime) -> None:
         self._now = start
+        self._real: Callable[[], datetime] | None = None
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
         with self._lock:
-            return self._now
+            now, real = self._now, self._real
+        return now if real is None else max(now, real())
 
     def advance(self, delta: timedelta) -> None:
         with self._lock:
             self._now += delta
+
+    def follow(self, real: Callable[[], datetime]) -> None:
+        """From now on, the real clock (never earlier than the virtual time reached)."""
+        with self._lock:
+            self._real = real
+
+    @property
+    def following(self) -> bool:
+        return self._real is not None
 
 
 def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
@@ -149,10 +172,14 @@ async def run_demo(
     pause_s: float = 1.0,
     keep_serving: bool = False,
     scenario: Path = SHOWCASE,
+    real_clock: Callable[[], datetime] = utc_now,
+    refresh_every_s: float = HOUSEKEEPING_EVERY_S,
 ) -> dict[str, list[str]]:
     """Run the showcase's rounds, telling what happens; then, with ``keep_serving``, serve the
-    API and status page until cancelled (Ctrl-C or SIGTERM: both raise KeyboardInterrupt)."""
+    API and status page until cancelled (Ctrl-C or SIGTERM: both raise KeyboardInterrupt),
+    following the store on ``real_clock`` every ``refresh_every_s``."""
     from canary.api.app import create_app
+    from canary.api.page_data import next_slot
     from canary.ignorelist import IgnoreListService
     from canary.openrouter.client import OpenRouterClient
     from canary.sim.scenario import load_scenario
@@ -170,7 +197,7 @@ async def run_demo(
         ),
     )
     step = timedelta(minutes=base.interval_minutes)
-    clock = VirtualClock(slot_of(datetime.now(UTC), base.interval_minutes) - (rounds - 1) * step)
+    clock = VirtualClock(real_clock() - (rounds - 1) * step)
     lists: dict[str, list[str]] = {}
     store_url = f"sqlite:///{folder / 'canary.db'}"
     with _sigterm_as_interrupt(), start_simulator(loaded) as sim:
@@ -194,7 +221,16 @@ async def run_demo(
         )
         ignore.refresh()
         port = free_port(port)
-        server, thread = _serve_api(create_app(settings, wiring.store, ignore, clock=clock), port)
+        next_round = next_slot(settings)
+        app = create_app(
+            settings,
+            wiring.store,
+            ignore,
+            clock=clock,
+            # once its rounds are over, the demo schedules none
+            next_round=lambda now: None if clock.following else next_round(now),
+        )
+        server, thread = _serve_api(app, port)
         say(
             f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}"
         )
@@ -230,6 +266,7 @@ async def run_demo(
                             else "[] (nothing excluded yet)"
                         )
                         say(f"  published ignore list for {model}: {shown}")
+            clock.follow(real_clock)
             say(
                 f"\ndone after {rounds} rounds. Apps put this into provider.ignore: "
                 f"{json.dumps(lists)}"
@@ -239,14 +276,30 @@ async def run_demo(
             if keep_serving:
                 say(
                     f"\nserving the status page at http://127.0.0.1:{port}/ until Ctrl-C "
-                    "(--exit ends the demo after its rounds)"
+                    "(--exit ends the demo after its rounds); it follows the store: try "
+                    f"`canary --config {config} exclude add -m {model_ids[0]} -p PROVIDER "
+                    "-r REASON`"
                 )
-                await asyncio.Event().wait()
+                while True:  # like the daemon's housekeeping, without rounds or webhooks
+                    await asyncio.sleep(refresh_every_s)
+                    await asyncio.to_thread(_follow_store, wiring, settings, ignore, clock())
         finally:
             server.should_exit = True
             thread.join(timeout=5)
             wiring.store.dispose()
     return lists
+
+
+def _follow_store(
+    wiring: Wiring, settings: Settings, ignore: IgnoreListService, now: datetime
+) -> None:
+    """What the daemon's housekeeping does between rounds, but the webhooks: release what has
+    ended, record what the floor does, and rebuild the list from the store (which the operator
+    commands may have written)."""
+    from canary.daemon import keep_decisions
+
+    keep_decisions(wiring.decisions, settings, now)
+    ignore.refresh()  # a store error keeps the last good list, marked stale
 
 
 def _tell(report: ModelRound, say: Callable[[str], None]) -> None:

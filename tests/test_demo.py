@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from polling import wait_for
 from typer.testing import CliRunner
 
 from canary.cli.main import app
@@ -22,6 +27,7 @@ from canary.store.repository import Store
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
 HEALTHY = {"alpha", "bravo", "charlie/fp8"}
 CANARY = str(Path(sys.executable).parent / "canary")
+MODEL = "acme/roleplay-1"
 
 
 def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: Path) -> None:
@@ -145,3 +151,99 @@ def test_a_busy_port_falls_back_to_a_free_one() -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         assert free_port(busy) != busy
+
+
+class ServingDemo:
+    """``run_demo`` with ``keep_serving``, on an event loop of its own in a thread; ``stop``
+    cancels it as Ctrl-C does."""
+
+    def __init__(self, folder: Path, **options: Any) -> None:
+        self.lines: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        demo = run_demo(
+            Settings(database_url=f"sqlite:///{folder / 'unused.db'}"),
+            rounds=1,
+            port=0,
+            say=self.lines.append,
+            folder=folder,
+            pause_s=0,
+            keep_serving=True,
+            **options,
+        )
+        self.task = self.loop.create_task(demo)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        told = wait_for("the demo to serve on", self._serving, timeout_s=120)
+        self.base_url = told.split("status page  ")[1].split("/ ")[0]
+
+    def _run(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            self.loop.run_until_complete(self.task)
+
+    def _serving(self) -> str | None:
+        if self.task.done():
+            raise AssertionError("the demo ended:\n" + "\n".join(self.lines))
+        if not any("until Ctrl-C" in line for line in self.lines):
+            return None
+        return next(line for line in self.lines if "status page  " in line)
+
+    def get(self, path: str, **params: str) -> httpx.Response:
+        return httpx.get(self.base_url + path, params=params, timeout=10)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(timeout=30)
+        self.loop.close()
+
+
+class RealClock:
+    """The demo's real clock, moved by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_after_its_rounds_the_demo_page_tells_time_on_the_real_clock(tmp_path: Path) -> None:
+    real = RealClock(datetime(2026, 11, 29, 12, 7, 30, tzinfo=UTC))
+    demo = ServingDemo(tmp_path, real_clock=real)
+    try:
+        page = demo.get("/").text
+        assert "last round under 1 min ago · no round scheduled" in page
+        real.now += timedelta(minutes=25)
+        page = demo.get("/").text
+        assert "last round 25 min ago · no round scheduled" in page
+        assert "2026-11-29T12:32:30Z" in page
+    finally:
+        demo.stop()
+
+
+def test_the_serving_demo_follows_its_store_written_by_the_operator_commands(
+    tmp_path: Path,
+) -> None:
+    demo = ServingDemo(tmp_path, refresh_every_s=0.1)
+    try:
+        assert "alpha" not in demo.get("/v1/ignore-list", model=MODEL).json()["ignore"]
+        config = tmp_path / "canary.toml"
+        assert any(f"canary --config {config} exclude add" in line for line in demo.lines)
+        added = subprocess.run(
+            [CANARY, "--config", str(config), "exclude", "add", "-m", MODEL, "-p", "alpha",
+             "-r", "incident 3: slow in eu"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+
+        def listed() -> list[str] | None:
+            ignore = demo.get("/v1/ignore-list", model=MODEL).json()["ignore"]
+            return ignore if "alpha" in ignore else None
+
+        wait_for("the exclusion on the demo's list", listed, timeout_s=30)
+        providers = demo.get("/v1/providers", model=MODEL).json()["providers"]
+        alpha = next(p for p in providers if p["provider"] == "alpha")
+        assert alpha["state"] == "excluded"
+        [entry] = alpha["exclusions"]
+        assert (entry["layer"], entry["reason"]) == ("runtime", "incident 3: slow in eu")
+    finally:
+        demo.stop()

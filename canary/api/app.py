@@ -30,6 +30,7 @@ from canary.api.common import (
 )
 from canary.api.ignore_endpoint import IgnoreListEndpoint
 from canary.api.openapi import openapi_document
+from canary.api.page_data import next_slot
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 from canary.metrics_store import StoreMetrics, list_figures
 from canary.store.engine import STORE_ERRORS
@@ -57,9 +58,11 @@ class _Api(AdminHandlers, Handlers):
         store: Store,
         ignore: IgnoreListService,
         clock: Callable[[], datetime],
+        next_round: Callable[[datetime], datetime | None] | None,
     ) -> None:
         super().__init__(settings, store, ignore, clock)
         self.openapi_body = json.dumps(openapi_document()).encode()
+        self.next_round = next_round or next_slot(settings)
         self.fleet_metrics = StoreMetrics(
             store,
             settings.model_ids,
@@ -203,8 +206,14 @@ class _Api(AdminHandlers, Handlers):
         from canary.api.page import render
         from canary.api.page_data import gather
 
+        now = self.clock()
         context = await run_in_threadpool(
-            gather, self.settings, self.store, self.ignore, self.clock()
+            gather,
+            self.settings,
+            self.store,
+            self.ignore,
+            now,
+            next_round_at=self.next_round(now),
         )
         return HTMLResponse(render(context))
 
@@ -219,9 +228,12 @@ def create_app(
     ignore_service: IgnoreListService,
     *,
     clock: Callable[[], datetime] = utc_now,
+    next_round: Callable[[datetime], datetime | None] | None = None,
 ) -> Starlette:
-    """The ASGI app. ``store`` is a :class:`canary.store.repository.Store` (or anything alike)."""
-    api = _Api(settings, store, ignore_service, clock)
+    """The ASGI app. ``store`` is a :class:`canary.store.repository.Store` (or anything alike).
+    ``next_round``: when the next round starts, for the status page (default: the next slot;
+    None from it: no round is scheduled, as once the demo has run its rounds)."""
+    api = _Api(settings, store, ignore_service, clock, next_round)
     routes = [
         Route("/v1/ignore-list", IgnoreListEndpoint(ignore_service), methods=["GET"]),
         Route("/", api.status_page, methods=["GET"]),

@@ -428,11 +428,10 @@ def render(context: PageContext) -> str:
             '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'
         )
         sections += "</section>"
-    rounds = (
-        f"last round {_ago(now, context.last_round_at)} · "
+    rounds = f"last round {_ago(now, context.last_round_at)} · " + (
         f"next {_ago(now, context.next_round_at)} · "
         if context.next_round_at is not None
-        else ""
+        else "no round scheduled · "
     )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -46,12 +47,24 @@ class PageContext:
     slow_s: float = 5.0
     cost_day: CostDay | None = None
     last_round_at: datetime | None = None  # the latest finished round of any model
-    next_round_at: datetime | None = None  # the next slot
+    next_round_at: datetime | None = None  # the next slot; None: no round is scheduled
+
+
+def next_slot(settings: Settings) -> Callable[[datetime], datetime]:
+    """When the daemon's next round starts: the next slot of the settings' interval."""
+    interval = settings.interval_minutes
+    return lambda now: slot_of(now, interval) + timedelta(minutes=interval)
 
 
 def gather(
-    settings: Settings, store: Store, ignore: IgnoreListService, now: datetime
+    settings: Settings,
+    store: Store,
+    ignore: IgnoreListService,
+    now: datetime,
+    *,
+    next_round_at: datetime | None,
 ) -> PageContext:
+    """What the page shows at ``now``; ``next_round_at`` None: no round is scheduled."""
     store_ok = True
     try:
         models = known_models(settings.model_ids, store)
@@ -126,8 +139,7 @@ def gather(
     return PageContext(
         now=now,
         last_round_at=last_round_at,
-        next_round_at=slot_of(now, settings.interval_minutes)
-        + timedelta(minutes=settings.interval_minutes),
+        next_round_at=next_round_at,
         mode=settings.mode,
         interval_minutes=settings.interval_minutes,
         sections=sections,
