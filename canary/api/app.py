@@ -23,6 +23,7 @@ from canary.api.common import (
     Handlers,
     StoreDown,
     bad_request,
+    bool_param,
     http_error,
     limit_param,
     store_down,
@@ -31,20 +32,22 @@ from canary.api.common import (
 from canary.api.ignore_endpoint import IgnoreListEndpoint
 from canary.api.openapi import openapi_document
 from canary.api.page_data import next_slot
+from canary.core.identity import InvalidTag
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 from canary.metrics_store import StoreMetrics, list_figures
 from canary.store.engine import STORE_ERRORS
-from canary.views.cost import cost_view, model_cost
-from canary.views.known import UnknownProvider
-from canary.views.providers import provider_views
-from canary.views.records import (
-    audit_json,
-    exclusion_json,
-    iso,
-    parse_when,
-    quarantine_json,
-    round_json,
+from canary.views.bodies import (
+    audit_body,
+    exclusions_body,
+    history_body,
+    providers_body,
+    quarantines_body,
+    rounds_body,
 )
+from canary.views.cost import cost_view
+from canary.views.known import UnknownProvider, require_provider
+from canary.views.providers import provider_views
+from canary.views.records import iso, parse_when
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -84,14 +87,7 @@ class _Api(AdminHandlers, Handlers):
         spend = await self._store(
             cost_view, self.store, [model], now, self.settings.daily_budget_usd
         )
-        return JSONResponse(
-            {
-                "model": model,
-                "at": iso(now),
-                "providers": [v.as_json() for v in views],
-                "cost": model_cost(spend, model),
-            }
-        )
+        return JSONResponse(providers_body(model, now, views, spend))
 
     async def cost(self, request: Request) -> Response:
         now = self.clock()
@@ -104,27 +100,38 @@ class _Api(AdminHandlers, Handlers):
     async def rounds(self, request: Request) -> Response:
         model = await self._model(request)
         limit = limit_param(request, 20)
-        rows = await self._store(self.store.recent_rounds, model, limit)
-        return JSONResponse({"model": model, "rounds": [round_json(r) for r in rows]})
+        return JSONResponse(await self._store(rounds_body, self.store, model, limit))
+
+    async def history(self, request: Request) -> Response:
+        """One endpoint's round verdicts and contract results, newest first."""
+        model = await self._model(request)
+        provider = request.query_params.get("provider", "").strip()
+        if not provider:
+            raise BadRequest(400, "the query parameter 'provider' is required")
+        limit = limit_param(request, 30)
+        try:
+            await self._store(require_provider, self.store, model, provider)
+        except InvalidTag as exc:
+            raise BadRequest(400, str(exc)) from None
+        return JSONResponse(await self._store(history_body, self.store, model, provider, limit))
 
     async def exclusions(self, request: Request) -> Response:
         """The built-in and runtime entries in force (``?model=`` narrows to one model)."""
         model = await self._optional_model(request)
-        now = self.clock()
-        runtime = await self._store(self.store.active_exclusions, model, now)
-        builtin = [
-            e for e in self.ignore.builtin if (model is None or e.model == model) and e.active(now)
-        ]
-        records = [exclusion_json(e) for e in (*runtime, *builtin)]
-        return JSONResponse({"model": model, "at": iso(now), "exclusions": records})
+        body = await self._store(
+            exclusions_body, self.store, self.ignore.builtin, model, self.clock()
+        )
+        return JSONResponse(body)
 
     async def quarantines(self, request: Request) -> Response:
-        """The quarantines in force, with their causes and whether the floor withholds them."""
+        """The quarantines in force, with their causes and whether the floor withholds them
+        (``?all=true``: every quarantine, ended ones too)."""
         model = await self._optional_model(request)
-        now = self.clock()
-        rows = await self._store(self.store.quarantines, model, True, now)
-        records = [quarantine_json(q) for q in rows]
-        return JSONResponse({"model": model, "at": iso(now), "quarantines": records})
+        include_ended = bool_param(request, "all")
+        body = await self._store(
+            quarantines_body, self.store, model, self.clock(), include_ended=include_ended
+        )
+        return JSONResponse(body)
 
     async def _optional_model(self, request: Request) -> str | None:
         if not request.query_params.get("model", "").strip():
@@ -143,8 +150,7 @@ class _Api(AdminHandlers, Handlers):
                     400, f"since is not an ISO-8601 time: {since_raw[:40]!r}"
                 ) from None
         limit = limit_param(request, 200)
-        rows = await self._store(self.store.audit, model=model, since=since, limit=limit)
-        return JSONResponse({"records": [audit_json(r) for r in rows]})
+        return JSONResponse(await self._store(audit_body, self.store, model, since, limit))
 
     # -- operations --------------------------------------------------------------------------
 
@@ -243,6 +249,7 @@ def create_app(
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/v1/providers", api.providers, methods=["GET"]),
         Route("/v1/rounds", api.rounds, methods=["GET"]),
+        Route("/v1/history", api.history, methods=["GET"]),
         Route("/v1/cost", api.cost, methods=["GET"]),
         Route("/v1/audit", api.audit, methods=["GET"]),
         Route("/v1/exclusions", api.exclusions, methods=["GET"]),

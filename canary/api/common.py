@@ -62,6 +62,16 @@ def limit_param(request: Request, default: int) -> int:
     return value
 
 
+def bool_param(request: Request, name: str) -> bool:
+    """A boolean query parameter: ``true``/``1`` or ``false``/``0`` (absent: false)."""
+    raw = request.query_params.get(name, "").strip().lower()
+    if raw in ("", "false", "0"):
+        return False
+    if raw in ("true", "1"):
+        return True
+    raise BadRequest(400, f"{name} must be true or false, not {raw[:40]!r}")
+
+
 def text_field(body: dict[str, Any], key: str, *, required: bool = True) -> str | None:
     value = body.get(key)
     if value is None and not required:

@@ -175,10 +175,55 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/history": {
+                "get": {
+                    "summary": "One endpoint's round verdicts and contract results, newest "
+                    "first (what `canary history --json` prints).",
+                    "parameters": [
+                        _model_param(),
+                        {
+                            "name": "provider",
+                            "in": "query",
+                            "required": True,
+                            "description": "The endpoint's tag (or its provider slug).",
+                            "schema": {"type": "string"},
+                        },
+                        _LIMIT,
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["model", "provider", "history"],
+                                "properties": {
+                                    "model": {"type": "string"},
+                                    "provider": {"type": "string"},
+                                    "history": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/HistoryRecord"},
+                                    },
+                                },
+                            },
+                            "History.",
+                        ),
+                        **_errors(400, 404, 503),
+                    },
+                }
+            },
             "/v1/quarantines": {
                 "get": {
                     "summary": "The quarantines in force, with their causes (read-only, no token).",
-                    "parameters": [_model_param(required=False)],
+                    "parameters": [
+                        _model_param(required=False),
+                        {
+                            "name": "all",
+                            "in": "query",
+                            "required": False,
+                            "description": "true: every quarantine, ended ones too (with "
+                            "released_at and release_why).",
+                            "schema": {"type": "boolean"},
+                        },
+                    ],
                     "responses": {
                         "200": _json(
                             {

@@ -231,6 +231,29 @@ SCHEMAS: dict[str, Any] = {
             "detail": {"type": "object"},
         },
     },
+    "HistoryRecord": {
+        "type": "object",
+        "required": ["round_id", "at", "round_status", "extra", "verdict", "results"],
+        "properties": {
+            "round_id": {"type": "integer"},
+            "at": TIME,
+            "round_status": {"type": "string"},
+            "extra": {"type": "boolean", "description": "An extra round (`canary round --now`)."},
+            "verdict": {"type": "string"},
+            "language_anomaly_in": {"type": ["string", "null"]},
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "contract": {"type": "string"},
+                        "result": {"type": "string"},
+                        "detail": {"type": ["string", "null"]},
+                    },
+                },
+            },
+        },
+    },
     "Reason": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
     "Name": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": r"\S"},
 }

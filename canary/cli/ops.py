@@ -43,26 +43,18 @@ def quarantine_list(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Quarantines in force (or all of them with --all)."""
-    from canary.views.records import quarantine_json
+    """Quarantines in force (or all of them with --all); --json prints GET /v1/quarantines's
+    body (?all=true with --all)."""
+    from canary.views.bodies import quarantines_body
 
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
-        rows = ops.store.quarantines(model=model, active_only=not include_ended, now=ops.now)
-    records = [quarantine_json(r) for r in rows]
+        body = quarantines_body(ops.store, model, ops.now, include_ended=include_ended)
     if as_json:
-        keys = ("model", "provider", "since", "until", "step", "reason")
-        print_json(
-            [
-                {
-                    k: r[k]
-                    for k in (*keys, *(("released_at", "release_why") if include_ended else ()))
-                }
-                for r in records
-            ]
-        )
+        print_json(body)
         return
+    records = body["quarantines"]
     show(
         "quarantines" + (" (all)" if include_ended else " in force"),
         ("Model", "Provider", "Since", "Until", "Step", "Reason", "Released"),
@@ -227,20 +219,18 @@ def exclude_add(
 
 
 def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
-    """Active exclusions: the runtime layer and the reviewed built-in list."""
-    from canary.views.records import exclusion_json
+    """Active exclusions: the runtime layer and the reviewed built-in list; --json prints
+    GET /v1/exclusions's body."""
+    from canary.views.bodies import exclusions_body
 
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
-        runtime = ops.store.active_exclusions(model, ops.now)
-        builtin = [
-            e for e in ops.builtin() if (model is None or e.model == model) and e.active(ops.now)
-        ]
-    records = [exclusion_json(e) for e in (*runtime, *builtin)]
+        body = exclusions_body(ops.store, ops.builtin(), model, ops.now)
     if as_json:
-        print_json(records)
+        print_json(body)
         return
+    records = body["exclusions"]
     keys = ("id", "layer", "model", "provider", "reason", "since", "until")
     show(
         "exclusions",
@@ -320,16 +310,18 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """A provider's round verdicts and contract results, newest first; an extra round
-    (`canary round --now`) and a round that did not finish are marked as such."""
-    from canary.views.records import history_json
+    (`canary round --now`) and a round that did not finish are marked as such. --json prints
+    GET /v1/history's body."""
+    from canary.views.bodies import history_body
 
     with ops_context(ctx) as ops:
         ops.check_model(model)
         ops.check_provider(model, provider)
-        records = [history_json(r) for r in ops.store.history(model, provider, limit)]
+        body = history_body(ops.store, model, provider, limit)
     if as_json:
-        print_json(records)
+        print_json(body)
         return
+    records = body["history"]
     show(
         f"history of {provider} ({model})",
         ("Round", "At", "Status", "Verdict", "Results"),
@@ -359,18 +351,19 @@ def audit(
     limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 200,
     as_json: JsonOpt = False,
 ) -> None:
-    """Audit records: every automatic decision and operator action, newest first."""
-    from canary.views.records import audit_json
+    """Audit records: every automatic decision and operator action, newest first; --json prints
+    GET /v1/audit's body."""
+    from canary.views.bodies import audit_body
 
     start = when(since, "--since") if since else None
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
-        rows = ops.store.audit(model=model, since=start, limit=limit)
-    records = [audit_json(r) for r in rows]
+        body = audit_body(ops.store, model, start, limit)
     if as_json:
-        print_json(records)
+        print_json(body)
         return
+    records = body["records"]
     show(
         "audit",
         ("At", "Event", "Actor", "Model", "Provider", "Detail"),

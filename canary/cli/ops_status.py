@@ -36,6 +36,7 @@ LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim
 
 def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Each provider's state, last results, latency and cost, and the published ignore list."""
+    from canary.views.bodies import providers_body
     from canary.views.cost import cost_view, model_cost
     from canary.views.providers import provider_views_of
     from canary.views.records import iso
@@ -57,7 +58,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             _ModelStatus(m, service.document(m)[0], views_of[m], model_cost(spend, m))
             for m in models
         ]
-    if as_json:
+    if as_json:  # each model: GET /v1/providers's body, and its GET /v1/ignore-list document
         print_json(
             {
                 "at": iso(ops.now),
@@ -65,10 +66,8 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
                 "cost": spend["day"],
                 "models": [
                     {
-                        "model": o.model,
+                        **providers_body(o.model, ops.now, o.providers, spend),
                         "ignore_list": o.ignore,
-                        "providers": [v.as_json() for v in o.providers],
-                        "cost": {k: v for k, v in o.cost.items() if k != "day"},
                     }
                     for o in out
                 ],

@@ -386,3 +386,34 @@ def test_quarantines_in_force_carry_their_causes_without_a_token(api: Api) -> No
     assert api.client.get("/v1/quarantines", params={"model": api.model}).json()[
         "quarantines"
     ] == []  # fmt: skip
+
+
+def test_history_gives_one_endpoints_verdicts_and_names_the_known_providers(api: Api) -> None:
+    response = api.client.get("/v1/history", params={"model": api.model, "provider": "charlie/fp8"})
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["model"], body["provider"]) == (api.model, "charlie/fp8")
+    assert [r["round_id"] for r in body["history"]] == sorted(api.seeded.rounds, reverse=True)
+    assert [r["verdict"] for r in body["history"]] == ["fail", "pass"]
+    one = api.client.get(
+        "/v1/history", params={"model": api.model, "provider": "charlie/fp8", "limit": 1}
+    )
+    assert len(one.json()["history"]) == 1
+    missing = api.client.get("/v1/history", params={"model": api.model})
+    assert missing.status_code == 400 and "provider" in missing.json()["error"]
+    unknown = api.client.get("/v1/history", params={"model": api.model, "provider": "zulu"})
+    assert unknown.status_code == 404 and "alpha" in unknown.json()["known"]
+    invalid = api.client.get("/v1/history", params={"model": api.model, "provider": "Bad Tag"})
+    assert invalid.status_code == 400 and "not a provider slug" in invalid.json()["error"]
+
+
+def test_quarantines_with_all_include_the_ended_ones(api: Api) -> None:
+    api.store.release_quarantine(api.model, "bravo", "api", "fixed", api.clock.now)
+    params = {"model": api.model}
+    assert api.client.get("/v1/quarantines", params=params).json()["quarantines"] == []
+    ended = api.client.get("/v1/quarantines", params={**params, "all": "true"}).json()
+    [bravo] = ended["quarantines"]
+    assert (bravo["provider"], bravo["release_why"]) == ("bravo", "manual")
+    assert bravo["released_at"] is not None
+    bad = api.client.get("/v1/quarantines", params={**params, "all": "maybe"})
+    assert bad.status_code == 400 and "all must be true or false" in bad.json()["error"]

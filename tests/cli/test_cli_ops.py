@@ -64,9 +64,16 @@ def test_status_of_an_unknown_model_names_the_known_ones(fleet: Fleet) -> None:
 
 
 def test_quarantine_list_json_has_the_documented_fields(fleet: Fleet) -> None:
-    rows = [r for r in run_json(fleet, "quarantine", "list") if r["model"] == fleet.model]
+    body = run_json(fleet, "quarantine", "list")
+    assert set(body) == {"model", "at", "quarantines"} and body["model"] is None
+    rows = [r for r in body["quarantines"] if r["model"] == fleet.model]
     assert len(rows) == 1
-    assert set(rows[0]) == {"model", "provider", "since", "until", "step", "reason"}
+    assert set(rows[0]) == {
+        "id", "model", "provider", "since", "until", "step", "reason", "causes", "withheld",
+        "released_at", "release_why", "evidence",
+    }  # fmt: skip
+    assert rows[0]["causes"] == ["hygiene"] and rows[0]["withheld"] is False
+    assert rows[0]["evidence"] == list(fleet.seeded.rounds)
     assert rows[0]["provider"] == "bravo" and rows[0]["step"] == 1
     assert "hygiene failed" in rows[0]["reason"] and rows[0]["until"].endswith("Z")
 
@@ -110,8 +117,9 @@ def test_quarantine_release_is_audited_with_the_cli_actor_and_reason(fleet: Flee
         "fixed upstream",
     )
     assert result.exit_code == 0, result.output
-    assert [r for r in run_json(fleet, "quarantine", "list") if r["model"] == fleet.model] == []
-    record = run_json(fleet, "audit", "--model", fleet.model)[0]
+    body = run_json(fleet, "quarantine", "list")
+    assert [r for r in body["quarantines"] if r["model"] == fleet.model] == []
+    record = run_json(fleet, "audit", "--model", fleet.model)["records"][0]
     assert (record["event"], record["actor"], record["provider"]) == (
         "release",
         f"cli:{getpass.getuser()}",
@@ -166,7 +174,7 @@ def test_exclude_add_list_remove_round_trip_with_audit(fleet: Fleet) -> None:
     )
     assert added.exit_code == 0, added.output
     new_id = int(added.stdout.split("(id ")[1].split(")")[0])
-    listed = run_json(fleet, "exclude", "list", "--model", fleet.model)
+    listed = run_json(fleet, "exclude", "list", "--model", fleet.model)["exclusions"]
     runtime = {(e["provider"], e["layer"]) for e in listed}
     assert {("alpha", "runtime"), ("delta", "runtime"), ("echo", "builtin")} == runtime
     alpha = next(e for e in listed if e["provider"] == "alpha")
@@ -177,7 +185,7 @@ def test_exclude_add_list_remove_round_trip_with_audit(fleet: Fleet) -> None:
     assert "alpha" not in run_json(fleet, "ignore-list", "--model", fleet.model)["ignore"]
     events = [
         (r["event"], r["detail"].get("reason"))
-        for r in run_json(fleet, "audit", "--model", fleet.model)[:2]
+        for r in run_json(fleet, "audit", "--model", fleet.model)["records"][:2]
     ]
     assert events == [("exclusion_removed", "incident over"), ("exclusion_added", "incident 9")]
     again = run(fleet, "exclude", "remove", str(new_id))
@@ -291,7 +299,9 @@ def test_ignore_list_table_says_which_needs_it_was_cut_for(fleet: Fleet) -> None
 
 
 def test_history_lists_verdicts_and_results_newest_first(fleet: Fleet) -> None:
-    rows = run_json(fleet, "history", "--model", fleet.model, "--provider", "charlie/fp8")
+    body = run_json(fleet, "history", "--model", fleet.model, "--provider", "charlie/fp8")
+    assert (body["model"], body["provider"]) == (fleet.model, "charlie/fp8")
+    rows = body["history"]
     assert [r["round_id"] for r in rows] == sorted(fleet.seeded.rounds, reverse=True)
     assert [r["verdict"] for r in rows] == ["fail", "pass"]
     assert {c["contract"]: c["result"] for c in rows[0]["results"]} == {
@@ -321,7 +331,7 @@ def test_history_marks_extra_rounds_and_rounds_that_did_not_finish(fleet: Fleet)
         else:
             store.finish_round(rid, "abandoned")
         marked[kind] = rid
-    rows = run_json(fleet, "history", "-m", model, "-p", "alpha")
+    rows = run_json(fleet, "history", "-m", model, "-p", "alpha")["history"]
     assert [(r["round_id"], r["round_status"], r["extra"]) for r in rows] == [
         (marked["abandoned"], "abandoned", False),
         (marked["extra"], "finished", True),
@@ -352,12 +362,13 @@ def test_history_of_an_unknown_provider_names_the_known_ones(fleet: Fleet) -> No
 
 
 def test_audit_json_records_have_the_documented_fields_and_since_filters(fleet: Fleet) -> None:
-    records = run_json(fleet, "audit", "--model", fleet.model)
+    records = run_json(fleet, "audit", "--model", fleet.model)["records"]
     assert [r["event"] for r in records] == ["exclusion_added", "quarantine"]
     assert {"at", "event", "actor", "model", "provider", "detail"} <= set(records[0])
     since = (datetime.now(UTC) - timedelta(minutes=20)).isoformat()
     assert [
-        r["event"] for r in run_json(fleet, "audit", "--model", fleet.model, "--since", since)
+        r["event"]
+        for r in run_json(fleet, "audit", "--model", fleet.model, "--since", since)["records"]
     ] == ["exclusion_added"]
     table = run(fleet, "audit", "--model", fleet.model)
     assert table.exit_code == 0 and "quarantine" in table.stdout

@@ -1,0 +1,110 @@
+"""The bodies of the read routes, built once for the API and the CLI: one view, one shape.
+
+``GET /v1/quarantines`` answers :func:`quarantines_body` and ``canary quarantine list --json``
+prints it; likewise ``/v1/exclusions`` and ``exclude list``, ``/v1/audit`` and ``audit``,
+``/v1/history`` and ``history``, ``/v1/providers`` and each model of ``status`` (beside its
+``ignore_list``, the ``/v1/ignore-list`` document). The tables of the CLI are drawn from the same
+records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from canary.views.cost import CostView, ModelCost, model_cost
+from canary.views.records import (
+    audit_json,
+    exclusion_json,
+    history_json,
+    iso,
+    quarantine_json,
+    round_json,
+)
+
+if TYPE_CHECKING:
+    from canary.core.model import Exclusion
+    from canary.store.plain_reads import StoreReads
+    from canary.store.repository import Store
+    from canary.views.providers import ProviderView
+
+
+class QuarantinesBody(TypedDict):
+    model: str | None  # None: every model
+    at: str | None
+    quarantines: list[dict[str, Any]]  # quarantine_json records
+
+
+class ExclusionsBody(TypedDict):
+    model: str | None
+    at: str | None
+    exclusions: list[dict[str, Any]]  # exclusion_json records: runtime, then built-in
+
+
+class AuditBody(TypedDict):
+    records: list[dict[str, Any]]  # audit_json records, newest first
+
+
+class HistoryBody(TypedDict):
+    model: str
+    provider: str
+    history: list[dict[str, Any]]  # history_json records, newest first
+
+
+class RoundsBody(TypedDict):
+    model: str
+    rounds: list[dict[str, Any]]
+
+
+class ProvidersBody(TypedDict):
+    model: str
+    at: str | None
+    providers: list[dict[str, Any]]  # ProviderView.as_json, worst state first
+    cost: ModelCost
+
+
+def quarantines_body(
+    store: StoreReads, model: str | None, now: datetime, *, include_ended: bool = False
+) -> QuarantinesBody:
+    """The quarantines in force at ``now`` (every one ever with ``include_ended``), with their
+    causes, evidence and whether the floor withholds them."""
+    rows = store.quarantines(model=model, active_only=not include_ended, now=now)
+    return {"model": model, "at": iso(now), "quarantines": [quarantine_json(q) for q in rows]}
+
+
+def exclusions_body(
+    store: StoreReads, builtin: Sequence[Exclusion], model: str | None, now: datetime
+) -> ExclusionsBody:
+    """The runtime and built-in entries in force at ``now``."""
+    runtime = store.active_exclusions(model, now)
+    reviewed = [e for e in builtin if (model is None or e.model == model) and e.active(now)]
+    records = [exclusion_json(e) for e in (*runtime, *reviewed)]
+    return {"model": model, "at": iso(now), "exclusions": records}
+
+
+def audit_body(store: Store, model: str | None, since: datetime | None, limit: int) -> AuditBody:
+    return {"records": [audit_json(r) for r in store.audit(model=model, since=since, limit=limit)]}
+
+
+def history_body(store: Store, model: str, provider: str, limit: int) -> HistoryBody:
+    """One endpoint's round verdicts and contract results, newest first."""
+    rows = store.history(model, provider, limit)
+    return {"model": model, "provider": provider, "history": [history_json(r) for r in rows]}
+
+
+def rounds_body(store: StoreReads, model: str, limit: int) -> RoundsBody:
+    return {"model": model, "rounds": [round_json(r) for r in store.recent_rounds(model, limit)]}
+
+
+def providers_body(
+    model: str, now: datetime, views: Sequence[ProviderView], spend: CostView
+) -> ProvidersBody:
+    """A model's endpoints (from :func:`canary.views.providers.provider_views`) and its probe
+    cost (from :func:`canary.views.cost.cost_view`, which may hold other models too)."""
+    return {
+        "model": model,
+        "at": iso(now),
+        "providers": [v.as_json() for v in views],
+        "cost": model_cost(spend, model),
+    }
