@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from ops_seed import NOW, Clock
 
 from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
+from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, list_etag
 from canary.store.plain_reads import ModelLayers
 
 M = "acme/one"
@@ -228,3 +231,46 @@ def test_the_served_list_holds_the_floor_and_says_when_it_is_breached() -> None:
     service.refresh()
     doc, _ = service.document(M)
     assert doc["ignore"] == ["good"] and doc["floor_breached"] is True
+
+
+_tags = st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,8}(/[a-z0-9]{1,4})?", fullmatch=True), max_size=4)
+_times = st.datetimes(timezones=st.just(UTC)).map(lambda t: t.isoformat())
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> dict[str, object]:
+    ignore = draw(_tags)
+    return {
+        "model": draw(st.sampled_from(["acme/one", "acme/two"])),
+        "ignore": ignore,
+        "provider": {"ignore": ignore},
+        "entries": [
+            {
+                "provider": t,
+                "layer": draw(st.sampled_from(["builtin", "runtime", "quarantine"])),
+                "reason": draw(st.text(max_size=12)),
+                "since": None,
+                "until": draw(_times | st.none()),
+            }
+            for t in ignore
+        ],
+        "withheld": draw(_tags),
+        "capacity_floor": draw(st.integers(0, 5)),
+        "usable_endpoints": draw(st.none() | st.integers(0, 9)),
+        "floor_breached": draw(st.booleans()),
+        "needs": draw(st.none() | st.just(["tools"])),
+        "generated_at": draw(_times),
+        "stale": draw(st.booleans()),
+        "policy_version": draw(st.sampled_from(["p-1", "p-2"])),
+    }
+
+
+@given(_documents(), _documents(), _times, st.data())
+def test_the_etag_tells_two_lists_apart_by_all_they_say_but_when_they_were_built(
+    one: dict[str, Any], second: dict[str, Any], built: str, data: st.DataObject
+) -> None:
+    tag = list_etag(one)
+    assert tag.startswith('W/"') and tag == list_etag({**one, "generated_at": built})
+    said = data.draw(st.sampled_from(sorted(set(one) - {"generated_at"})))
+    other = {**one, said: second[said]}  # the same list but for what it says in one field
+    assert (list_etag(other) == tag) == (one[said] == second[said])
