@@ -84,7 +84,7 @@ def served_now(store: Store, model: str) -> list[dict[str, Any]]:
     """Each endpoint's latest served model: ``[{provider, served_model, expected}]``."""
     from canary.core.served import is_expected
 
-    latest = store.served_models_before(model, 2**62)
+    latest = store.served_models_before(model, None)
     snapshot = store.latest_snapshot(model) or {}
     return [
         {

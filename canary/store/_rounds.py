@@ -284,18 +284,17 @@ class RoundsMixin(StoreBase):
                 insert_rows(conn, t.contract_results, results)
             raise_latest_verdicts(conn, round_id, model, tags)
 
-    def served_models_before(self, model: str, round_id: int) -> dict[str, str]:
-        """Each endpoint's served model in its latest round before ``round_id`` that recorded
-        one, among the rounds that decide: an extra round (``canary round --now``) or an
-        abandoned attempt never becomes the baseline, so the next deciding round still sees a
-        change first answered in one."""
+    def served_models_before(self, model: str, round_id: int | None) -> dict[str, str]:
+        """Each endpoint's served model in its latest round before ``round_id`` (``None``: the
+        latest of all) that recorded one, among the rounds that decide: an extra round
+        (``canary round --now``) or an abandoned attempt never becomes the baseline, so the next
+        deciding round still sees a change first answered in one."""
         v, r = t.round_verdicts.c, t.rounds.c
         stmt = (
             select(v.tag, v.served_model)
             .join(t.rounds, r.id == v.round_id)
             .where(
                 v.model == model,
-                v.round_id < round_id,
                 v.served_model.is_not(None),
                 r.status == "finished",
                 DECIDING,
@@ -303,6 +302,8 @@ class RoundsMixin(StoreBase):
             .order_by(v.round_id.desc())
             .limit(SERVED_LOOKBACK)
         )
+        if round_id is not None:  # no sentinel id: an int4 column refuses one past 2**31
+            stmt = stmt.where(v.round_id < round_id)
         out: dict[str, str] = {}
         with self._read() as conn:
             for tag, served in conn.execute(stmt):

@@ -1,4 +1,5 @@
-"""``canary drift`` through typer's runner, against a SQLite store a real drill filled.
+"""``canary drift`` through typer's runner, against a store a real drill filled (SQLite and
+PostgreSQL).
 
 The drill and the command share the store through CANARY_DATABASE_URL; the settings file is an
 empty one in a temporary folder (plus one watched model that never drifted), so a developer's
@@ -93,9 +94,9 @@ def at_round(k: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+def filled(tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Filled:
     folder = tmp_path_factory.mktemp("drift-cli")
-    url = f"sqlite:///{folder / 'canary.db'}"
+    url = store_url
     base = Settings(
         languages=("en",),
         ttft_samples=1,
