@@ -325,7 +325,9 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
     """Load and validate every definition; raise ProbeDefinitionError with a readable message."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise ProbeDefinitionError(f"{directory.name}: probe definitions directory not found")
+        raise ProbeDefinitionError(
+            f"{directory}: probe definitions directory not found (probes_dir, CANARY_PROBES_DIR)"
+        )
     languages = tuple(languages)
     unsupported = [lang for lang in languages if lang not in SUPPORTED_LANGUAGES]
     if unsupported or not languages:

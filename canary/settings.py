@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from canary.bundled import bundled_dir
 from canary.checked import Bound, Check, FieldError, Record, Secret, plain
 
 SUPPORTED_LANGUAGES = (
@@ -182,7 +183,7 @@ class Settings(Record):
     startup_wait_s: Annotated[float, NotNegative] = 60.0  # how long start-up retries the store
     # probes and other evidence older are pruned
     retention_days: Annotated[int, Bound(ge=7)] = 30
-    probes_dir: Path = PROJECT_ROOT / "probes"
+    probes_dir: Path = bundled_dir("probes")  # the copy installed with the package
     openrouter: OpenRouterSettings = OpenRouterSettings()
     policy: Policy = Policy()
     otel: OtelSettings = OtelSettings()

@@ -34,8 +34,11 @@ def demo(
     import asyncio
     import logging
 
+    from canary.cli.common import fail
+    from canary.definitions import ProbeDefinitionError
     from canary.demo import demo_folder, run_demo
     from canary.logs import configure_logging
+    from canary.store.migrate import MigrationsNotFound
 
     settings = settings_from(ctx)
     configure_logging(settings, level=logging.WARNING)  # the story is told on stdout
@@ -54,3 +57,7 @@ def demo(
         )
     except KeyboardInterrupt:
         typer.echo(f"\nstopped; the store stays in {where}")
+    except ProbeDefinitionError as exc:
+        fail(f"probe definitions: {exc}", code=1)  # as `canary serve` says it
+    except MigrationsNotFound as exc:
+        fail(str(exc).strip("'\""), code=1)

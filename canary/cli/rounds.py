@@ -222,9 +222,11 @@ def drill(
     import asyncio
     import os
 
+    from canary.definitions import ProbeDefinitionError
     from canary.drill import DrillError, run_drill
     from canary.settings import SettingsError, env_value
     from canary.sim.scenario import ScenarioError
+    from canary.store.migrate import MigrationsNotFound
 
     if mode not in (None, "observe", "enforce"):
         fail(f"--mode must be observe or enforce, not {mode!r}")
@@ -250,6 +252,10 @@ def drill(
         )
     except (ScenarioError, SettingsError, DrillError) as exc:
         fail(str(exc), code=1 if isinstance(exc, DrillError) else 2)
+    except ProbeDefinitionError as exc:
+        fail(f"probe definitions: {exc}", code=1)  # as `canary serve` says it
+    except MigrationsNotFound as exc:
+        fail(str(exc).strip("'\""), code=1)
 
 
 def _human(line: dict[str, Any]) -> str:

@@ -141,10 +141,10 @@ def warm_up(bank: TextBank) -> None:
 def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
     """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
     validated as the prober reads them)."""
+    from canary.bundled import bundled_dir
     from canary.probes import NONCE, LanguagePrompts, parse_definition
-    from canary.settings import PROJECT_ROOT
 
-    probes = PROJECT_ROOT / "probes"
+    probes = bundled_dir("probes")
     found = []
     for path in sorted((probes / "prompts").glob("*.yaml")):
         prompts = parse_definition(probes, f"prompts/{path.name}", LanguagePrompts)

@@ -11,6 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
 
+from canary.bundled import bundled_dir
+
 # Any fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
 UPGRADE_LOCK_KEY = 0x63616E617279  # "canary"
 
@@ -25,17 +27,14 @@ class MigrationsNotFound(LookupError):
 
 
 def migrations_dir() -> Path:
-    """``$CANARY_MIGRATIONS_DIR``, else ``migrations/`` beside the package, else in the cwd."""
-    tried: list[Path] = []
+    """``$CANARY_MIGRATIONS_DIR`` when set (an override used as given), else the migrations
+    installed with the package (:func:`canary.bundled.bundled_dir`). Never the working
+    directory's: an unrelated ``migrations/`` there must not migrate canary's database."""
     env = os.environ.get("CANARY_MIGRATIONS_DIR")
-    if env:
-        tried.append(Path(env))
-    tried.append(Path(__file__).resolve().parents[2] / "migrations")
-    tried.append(Path.cwd() / "migrations")
-    for path in tried:
-        if (path / "env.py").is_file():
-            return path
-    raise MigrationsNotFound(tried)
+    path = Path(env) if env else bundled_dir("migrations")
+    if not (path / "env.py").is_file():
+        raise MigrationsNotFound([path])
+    return path
 
 
 def alembic_config(url: str | None = None) -> Config:
