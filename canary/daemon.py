@@ -287,6 +287,8 @@ def round_summary(report: ModelRound) -> dict[str, Any]:
     }
     if report.error is not None:
         summary["error"] = report.error
+    if report.stopped is not None:  # every probe stopped at OpenRouter: not a successful round
+        summary["probing"] = report.stopped.problem.value
     return summary
 
 

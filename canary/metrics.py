@@ -3,7 +3,8 @@
 Two kinds, kept apart:
 
 * per process, on :data:`REGISTRY`: counters of what this replica did (contract results judged,
-  rounds run and their wall time, probe spend, webhook deliveries). They only grow, so summing
+  probe requests by transport class, rounds run and their wall time, probe spend, webhook
+  deliveries). They only grow, so summing
   them over replicas is right; the runner and the notifier call the ``observe_*`` functions.
 * per fleet, from :class:`FleetCollector`: what the store and the served lists say (endpoint
   states, the capacity floor, rounds, quarantines, latency, spend, the outbox), the same on every
@@ -15,6 +16,7 @@ providers from the latest endpoints list. README ("Metrics and alerts") counts t
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +29,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from canary import __version__
-from canary.core.model import Contract, Result
+from canary.core.model import Contract, Result, Transport
 from canary.views.providers import STATES
 
 if TYPE_CHECKING:
@@ -39,6 +41,14 @@ PROBES = Counter(
     "canary_probes",
     "Contract results judged by this process, by contract and result.",
     ("contract", "result"),
+    registry=REGISTRY,
+)
+PROBE_TRANSPORTS = Counter(
+    "canary_probe_transport",
+    "Probe requests sent by this process, by how the wire answered (transport class: ok, "
+    "rate_limited, provider_error, timeout, unroutable, auth_config, bad_request). "
+    "auth_config: OpenRouter itself refused the request (key, credits, permissions, base URL).",
+    ("transport",),
     registry=REGISTRY,
 )
 ROUNDS = Counter("canary_rounds", "Model rounds run by this process.", registry=REGISTRY)
@@ -63,10 +73,18 @@ for _contract in Contract:
         PROBES.labels(contract=_contract.value, result=_result.value)
 for _outcome in ("sent", "failed"):
     NOTIFICATIONS.labels(outcome=_outcome)
+for _transport in Transport:
+    PROBE_TRANSPORTS.labels(transport=_transport.value)
 
 
 def observe_probe(contract: str, result: str) -> None:
     PROBES.labels(contract=str(contract), result=str(result)).inc()
+
+
+def observe_transports(transports: Iterable[str]) -> None:
+    """One round's probe requests, by transport class (one increment per class)."""
+    for transport, count in Tally(transports).items():
+        PROBE_TRANSPORTS.labels(transport=str(transport)).inc(count)
 
 
 def observe_round(duration_s: float, cost_usd: float | None) -> None:

@@ -46,6 +46,7 @@ from canary.core.model import (
     Verdict,
 )
 from canary.core.plan import round_index, slot_of
+from canary.core.probing import Stopped, listing_stopped, round_stopped
 from canary.core.served import served_model, served_model_changes
 from canary.core.verdict import judge_round
 from canary.deciding import ACTOR
@@ -96,6 +97,8 @@ class ModelRound:
     # a low-cardinality code of why: an exception's class name, "lost", "listing_<transport>"
     error_type: str | None = None
     duration_s: float | None = None  # this model's round, from its claim to its end
+    # every probe (or the listing) stopped at OpenRouter itself: not a successful round
+    stopped: Stopped | None = None
 
 
 @dataclass(frozen=True)
@@ -434,10 +437,14 @@ class RoundRunner:
         exc: ListingError,
     ) -> None:
         alert = listing_alert(model.id, exc.transport, str(exc))
+        report.stopped = listing_stopped(exc.transport, connected=exc.connected, error=str(exc))
+        detail = {"listing": exc.transport.value}
+        if report.stopped is not None:
+            detail["probing"] = report.stopped.problem.value
         self.w.store.finish_round(
             round_id,
             "abandoned",
-            detail={"listing": exc.transport.value},
+            detail=detail,
             at=self.clock(),
             holder=self.holder,
             audit=None if alert is None else self._audit_rows([alert]),
@@ -491,6 +498,19 @@ class RoundRunner:
         if budget is not None:
             budget.settle(ready.reserved, report.cost_usd)
         store.record_observations(round_id, model.id, observations, now, holder=holder)
+        self.w.metrics.observe_transports(o.transport.value for o in observations)
+        report.stopped = round_stopped(observations)
+        if report.stopped is not None:
+            # not a successful round: its row says why before the decision ends it, so the
+            # success timestamp never counts it, on any replica
+            store.note_round(round_id, {"probing": report.stopped.problem.value}, holder=holder)
+            log.warning(
+                "probes_stopped_at_openrouter",
+                model=model.id,
+                round_id=round_id,
+                probing=report.stopped.problem.value,
+                error=report.stopped.error,
+            )
 
         outcome = judge_round(
             model.id,

@@ -33,6 +33,7 @@ from canary.api.ignore_endpoint import IgnoreListEndpoint
 from canary.api.openapi import openapi_document
 from canary.api.page_data import next_slot
 from canary.core.identity import InvalidTag
+from canary.core.probing import Probing, fleet_probing
 from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
 from canary.metrics_store import StoreMetrics, list_figures
 from canary.store.engine import STORE_ERRORS
@@ -158,16 +159,23 @@ class _Api(AdminHandlers, Handlers):
         return JSONResponse({"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
+        """Ready: the store answers, the list was read, a round finished lately. A probing
+        problem (every probe of the latest rounds stopped at OpenRouter) is named in the body
+        but leaves the replica ready: it still serves the list apps need."""
         now = self.clock()
         reasons: list[str] = []
         window = timedelta(minutes=3 * self.settings.interval_minutes)
         reachable = await run_in_threadpool(_ping, self.store)
         last_round = None
+        problems: dict[str, Probing | None] = {}
         if not reachable:
             reasons.append("the store is unreachable")
         else:
             try:
                 last_round = await run_in_threadpool(self.store.last_finished_round_at)
+                problems = await run_in_threadpool(
+                    self.store.probing_problems, self.settings.model_ids, now - window
+                )
             except STORE_ERRORS:
                 reasons.append("the store is unreachable")
         if reachable and last_round is None and now - self.started_at > window:
@@ -176,11 +184,14 @@ class _Api(AdminHandlers, Handlers):
             reasons.append(f"the last round finished at {iso(last_round)}, more than {window} ago")
         if self.ignore.last_refresh_at is None:
             reasons.append("the ignore list has not been read from the store yet")
+        probing = fleet_probing(list(problems.values()))
         body = {
             "ready": not reasons,
             "reasons": reasons,
             "last_round_at": iso(last_round),
             "ignore_list_stale": self.ignore.stale,
+            "probing": probing,
+            "probing_models": sorted(m for m, p in problems.items() if p is not None),
         }
         return JSONResponse(body, status_code=200 if not reasons else 503)
 

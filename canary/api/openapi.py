@@ -406,7 +406,12 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     "summary": "Ready: store reachable, list loaded, a round in 3 intervals.",
                     "responses": {
-                        "200": _json({"type": "object"}, "Ready."),
+                        "200": _json(
+                            {"type": "object"},
+                            "Ready. `probing` names why the latest rounds' probes never got "
+                            "past OpenRouter (auth_config, unreachable), else null; "
+                            "`probing_models` lists the models it concerns.",
+                        ),
                         "503": _json({"type": "object"}, "Not ready; `reasons` says why."),
                     },
                 }

@@ -35,6 +35,16 @@ def settings_from(ctx: typer.Context) -> Settings:
     return settings
 
 
+def require_api_key(settings: Settings, command: str) -> None:
+    """Stop (exit 2) when no OpenRouter key is configured: every probe would come back 401, and a
+    daemon without one would only look alive. The demo and drills bring the simulator's key."""
+    if not settings.openrouter.api_key.get_secret_value().strip():
+        fail(
+            f"`canary {command}` needs an OpenRouter API key: set OPENROUTER_API_KEY (or "
+            "OPENROUTER_API_KEY_FILE, or [openrouter] api_key in the settings file)"
+        )
+
+
 def missing_sqlite_file(url: str) -> Path | None:
     """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
     from urllib.parse import unquote

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, print_json, settings_from
+from canary.cli.common import fail, print_json, require_api_key, settings_from
 
 if TYPE_CHECKING:
     from canary.core.floor import Publication
@@ -73,6 +73,7 @@ def probe(
         return
     if model is None:
         fail("--model is required (or use --estimate)")
+    require_api_key(settings, "probe")
     from canary.aio import run as run_to_completion
 
     document = run_to_completion(_probe(settings, model, provider or []))

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from canary.cli.common import fail, first_line, print_json, settings_from, to_second
+from canary.cli.common import (
+    fail,
+    first_line,
+    print_json,
+    require_api_key,
+    settings_from,
+    to_second,
+)
 
 if TYPE_CHECKING:
     from canary.runner import ModelRound
@@ -54,6 +61,7 @@ def round_now(
     settings = settings_from(ctx)
     if not settings.models:
         fail("no models to watch: set [[models]] in the settings file or CANARY_MODELS")
+    require_api_key(settings, "round")
     wiring = _open_wiring(settings)
 
     async def work() -> list[ModelRound]:
@@ -203,6 +211,7 @@ def serve(
     from canary.daemon import StartupError, run_daemon
 
     settings = settings_from(ctx)
+    require_api_key(settings, "serve")
     try:
         run_daemon(settings, host=host, port=port)
     except StartupError as exc:

@@ -157,6 +157,9 @@ class Observation:
     started_at: float | None = None  # wall clock (epoch seconds) when the request was sent
     served_model: str | None = None  # the `model` the answer reported
     response_id: str | None = None  # the answer's `id` (the generation id)
+    # False: no connection to OpenRouter could be opened (connect error or connect timeout, no
+    # HTTP answer at all): the request never reached it (canary.core.probing)
+    connected: bool = True
 
     @property
     def completed(self) -> bool:

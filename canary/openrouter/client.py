@@ -52,6 +52,10 @@ from canary.openrouter.wire import (
 
 __all__ = ["ListingError", "OpenRouterClient", "pin_provider"]
 
+# No connection to OpenRouter could be opened (the h1 pool raises these too): the request never
+# reached it, whatever its transport class says (canary.core.probing).
+CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+
 log = get_logger("canary.openrouter")
 
 MAX_LISTING_BYTES = 16 * 1024 * 1024
@@ -66,10 +70,19 @@ COALESCE_S = 0.15
 class ListingError(RuntimeError):
     """The endpoints listing failed for good (after retries within its deadline)."""
 
-    def __init__(self, model_id: str, transport: Transport, message: str, *, attempts: int = 1):
+    def __init__(
+        self,
+        model_id: str,
+        transport: Transport,
+        message: str,
+        *,
+        attempts: int = 1,
+        connected: bool = True,
+    ):
         self.model_id = model_id
         self.transport = transport
         self.attempts = attempts
+        self.connected = connected  # False: the last attempt could not connect to OpenRouter
         super().__init__(f"listing endpoints of {model_id} failed ({transport}): {message}")
 
 
@@ -167,7 +180,13 @@ class OpenRouterClient:
             if not isinstance(result, _Failed):
                 return result
             if not retryable(result.transport):
-                raise ListingError(model_id, result.transport, result.message, attempts=attempt)
+                raise ListingError(
+                    model_id,
+                    result.transport,
+                    result.message,
+                    attempts=attempt,
+                    connected=result.connected,
+                )
             wait = result.retry_after
             delay = self._rng.uniform(0.0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
             delay = max(delay, wait) if wait is not None else delay
@@ -182,6 +201,7 @@ class OpenRouterClient:
                     f"{result.message}; gave up after {attempt} attempt(s) within "
                     f"{self.listing_deadline_s:g} s ({why})",
                     attempts=attempt,
+                    connected=result.connected,
                 )
             log.info(
                 "listing_retry",
@@ -212,7 +232,11 @@ class OpenRouterClient:
         except TimeoutError:
             return _Failed(Transport.timeout, "no answer within the listing deadline")
         except (httpx.HTTPError, OSError) as exc:
-            return _Failed(classify_exception(exception_kind(exc)), describe(exc))
+            return _Failed(
+                classify_exception(exception_kind(exc)),
+                describe(exc),
+                connected=not isinstance(exc, CONNECT_FAILURES),
+            )
         body = load_json(raw)
         if status != 200:
             transport = classify_status(
@@ -262,6 +286,7 @@ class OpenRouterClient:
         early: tuple[Transport, str, str | None] | None = None
         failure: tuple[Transport, str] | None = None
         stream_open = False  # a 200 event stream whose body is being read
+        connected = True  # False: no connection to OpenRouter could be opened
         stalled_at: float | None = None
         first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
         try:
@@ -303,6 +328,7 @@ class OpenRouterClient:
             if status == 200:
                 message = f"truncated stream: connection lost ({message})"
             failure = classify_exception(exception_kind(exc)), message
+            connected = status is not None or not isinstance(exc, CONNECT_FAILURES)
         except (SSEError, _TooLarge) as exc:
             failure = Transport.provider_error, str(exc)
         outcome = assembler.finish()
@@ -315,8 +341,9 @@ class OpenRouterClient:
         else:
             transport, error = outcome.transport, outcome.error
         return self._observation(
-            endpoint, base, outcome, timing, status, transport, error, served_by, stalled_at
-        )
+            endpoint, base, outcome, timing, status, transport, error, served_by, stalled_at,
+            connected=connected,
+        )  # fmt: skip
 
     def _timed_out(self, assembler: StreamAssembler) -> tuple[Transport, str]:
         no_token = assembler.first_token_s is None
@@ -437,6 +464,8 @@ class OpenRouterClient:
         error: str | None,
         served_by: str | None = None,
         stalled_at: float | None = None,
+        *,
+        connected: bool = True,
     ) -> Observation:
         providers = outcome.providers or ((served_by,) if served_by else ())
         mismatched = [p for p in providers if not same_provider(p, endpoint.provider_name)]
@@ -478,6 +507,7 @@ class OpenRouterClient:
             tool_calls=outcome.tool_calls,
             usage=outcome.usage,
             served_model=outcome.served_model,
+            connected=connected,
             response_id=outcome.response_id,
         )
 
@@ -492,6 +522,7 @@ class _Failed(NamedTuple):
     transport: Transport
     message: str
     retry_after: float | None = None
+    connected: bool = True  # False: no connection to OpenRouter could be opened
 
 
 class _Timing:

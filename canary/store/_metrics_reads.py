@@ -12,20 +12,24 @@ from datetime import datetime
 from sqlalchemy import bindparam, func, select
 
 from canary.core.model import Contract, EventKind
+from canary.core.probing import Probing
 from canary.core.verdict import CONTROL_MISSING, PROBE_WEAK
 from canary.store import tables as t
-from canary.store._extra import DECIDING
+from canary.store._extra import DECIDING, PROBED
 from canary.store.engine import StoreBase
 
+KNOWN_PROBLEMS = frozenset(p.value for p in Probing)
 # A refusal result with one of these reasons says the round's refusal probe proved nothing.
 WEAK_PROBE_REASONS = (PROBE_WEAK, CONTROL_MISSING)
 
 
 @dataclass(frozen=True)
 class FinishedRound:
-    """A model's latest scheduled round that finished: abandoned rounds do not count, nor do
-    extra ones (``canary round --now``: they decide nothing, and must not hide that the
-    scheduled rounds stopped)."""
+    """A model's latest successful round: a scheduled round that finished and whose probes got
+    past OpenRouter. Abandoned rounds do not count, nor do extra ones (``canary round --now``:
+    they decide nothing, and must not hide that the scheduled rounds stopped), nor those whose
+    every probe OpenRouter refused or could not take (``detail.probing``,
+    :mod:`canary.core.probing`: a missing key must not look like a working canary)."""
 
     model: str
     round_id: int
@@ -56,6 +60,7 @@ _LAST_FINISHED = (
         _rounds.status == "finished",
         _rounds.finished_at.is_not(None),
         DECIDING,
+        PROBED,
     )
     .order_by(_rounds.scheduled_at.desc())
     .limit(1)
@@ -117,3 +122,21 @@ class MetricsReadsMixin(StoreBase):
             would_quarantines={m: would.get(m, 0) for m in models},
             failing_deliveries=int(failing),
         )
+
+    def probing_problems(self, models: Sequence[str], since: datetime) -> dict[str, Probing | None]:
+        """Each model's latest ended scheduled round of a slot at or after ``since``: the
+        probing problem its detail names (``auth_config``, ``unreachable``), or None. Models
+        without such a round are left out. One read of the recent rounds (the scheduled_at
+        index), for ``/readyz``."""
+        wanted = set(models)
+        stmt = (
+            select(_rounds.model, _rounds.detail["probing"].as_string())
+            .where(_rounds.scheduled_at >= since, _rounds.status != "running", DECIDING)
+            .order_by(_rounds.scheduled_at.desc(), _rounds.id.desc())
+        )
+        latest: dict[str, Probing | None] = {}
+        with self._read() as conn:
+            for model, problem in conn.execute(stmt):
+                if model in wanted and model not in latest:
+                    latest[model] = Probing(problem) if problem in KNOWN_PROBLEMS else None
+        return latest

@@ -114,6 +114,26 @@ class RoundsMixin(StoreBase):
                     conn, audit.events, audit.actor, audit.policy_version, ended_at, round_id
                 )
 
+    def note_round(
+        self, round_id: int, detail: Mapping[str, Any], *, holder: str | None = None
+    ) -> None:
+        """Add ``detail`` to a round's detail before it ends (why it is not a successful round,
+        written before its decision commits, so no read ever sees it ended without it). With
+        ``holder``, only while that claimer still runs it (:class:`RoundLost` otherwise)."""
+        r = t.rounds.c
+        with self._write() as conn:
+            require_held(conn, round_id, holder)
+            row = conn.execute(
+                select(r.detail).where(r.id == round_id).with_for_update()
+            ).one_or_none()
+            if row is None:
+                raise UnknownRound(round_id)
+            conn.execute(
+                update(t.rounds)
+                .where(r.id == round_id)
+                .values(detail={**(row.detail or {}), **detail})
+            )
+
     def abandon_stale_rounds(self, older_than: datetime, *, now: datetime | None = None) -> int:
         """Mark running rounds started, and last beating, before ``older_than`` abandoned
         (their runner died). A decided round is finished already: never touched."""

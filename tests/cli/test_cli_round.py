@@ -192,6 +192,7 @@ def test_the_slot_round_is_found_after_many_extra_rounds(
         "CANARY_DATABASE_URL": url,
         "CANARY_MODELS": "acme/ran-extra",
         "CANARY_OPENROUTER_BASE_URL": f"http://127.0.0.1:{free_port()}/api/v1",
+        "OPENROUTER_API_KEY": "sk-or-round",
     }.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(app, ["round"], catch_exceptions=False)

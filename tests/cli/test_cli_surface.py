@@ -213,6 +213,7 @@ def test_round_in_a_slot_that_already_ran_says_when_and_by_whom(
     monkeypatch.setenv("CANARY_DATABASE_URL", url)
     monkeypatch.setenv("CANARY_MODELS", model)
     monkeypatch.setenv("CANARY_OPENROUTER_BASE_URL", "http://127.0.0.1:9/api/v1")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-surface")
     result = runner.invoke(app, ["round"])
     assert result.exit_code == 0, result.output
     stamp = slot.strftime("%Y-%m-%dT%H:%M")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from canary.core.oneshot import unfinished
+from canary.core.probing import Probing, Stopped
 
 
 @dataclass(frozen=True)
@@ -14,9 +15,12 @@ class End:
     model: str
     status: str
     error: str | None = None
+    stopped: Stopped | None = None
 
 
 LISTING = "listing endpoints of acme/a failed (provider_error): connection refused"
+REFUSED = Stopped(Probing.auth_config, "HTTP 401: No auth credentials found")
+UNREACHABLE = Stopped(Probing.unreachable, "connect_error: [Errno 111] Connection refused")
 
 
 @pytest.mark.parametrize(
@@ -29,6 +33,26 @@ LISTING = "listing endpoints of acme/a failed (provider_error): connection refus
         ([End("acme/a", "lost", "reclaimed")], ["acme/a: round lost: reclaimed"]),
         # the decision committed, something after it failed: still worth a look
         ([End("acme/a", "finished", "OSError: x")], ["acme/a: round finished: OSError: x"]),
+        # finished, but every probe stopped at OpenRouter itself: it saw no provider
+        (
+            [End("acme/a", "finished", stopped=REFUSED), End("acme/b", "finished")],
+            [
+                "acme/a: round finished: OpenRouter refused every probe (auth_config: HTTP 401: "
+                "No auth credentials found)"
+            ],
+        ),  # fmt: skip
+        (
+            [End("acme/a", "finished", stopped=UNREACHABLE)],
+            [
+                "acme/a: round finished: no probe could reach OpenRouter (unreachable: "
+                "connect_error: [Errno 111] Connection refused)"
+            ],
+        ),  # fmt: skip
+        # an error says more than the stop (the listing's message names the transport)
+        (
+            [End("acme/a", "abandoned", LISTING, UNREACHABLE)],
+            [f"acme/a: round abandoned: {LISTING}"],
+        ),
         (
             [End("acme/a", "finished"), End("acme/b", "abandoned"), End("acme/c", "lost")],
             ["acme/b: round abandoned", "acme/c: round lost"],

@@ -147,6 +147,7 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
     by_name = {r["alert"]: r for r in rules()}
     assert {
         "CanaryRoundsStopped",
+        "CanaryOpenRouterRefusesProbes",
         "CanaryNoRoundFinished",
         "CanaryIgnoreListStale",
         "CanaryFloorBreached",
@@ -165,6 +166,11 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
     for decision in ("quarantine", "would_quarantine"):
         assert f'"decision", "{decision}"' in started["expr"]
         assert f'decision="{decision}"' in started["annotations"]["runbook"]
+    # a missing or rejected key pages within one round, not after three intervals
+    refused = by_name["CanaryOpenRouterRefusesProbes"]
+    assert 'canary_probe_transport_total{transport="auth_config"}' in refused["expr"]
+    assert (refused["for"], refused["labels"]["severity"]) == ("0m", "page")
+    assert '"probing": "auth_config"' in refused["annotations"]["runbook"]
     assert "canary_budget_left_usd" in by_name["CanaryBudgetSpent"]["expr"]
     assert "canary_webhook_failing_deliveries" in by_name["CanaryWebhookFailing"]["expr"]
 
