@@ -46,7 +46,7 @@ def test_serve_with_otel_configured_but_not_installed_stops_with_one_line(tmp_pa
         '[otel]\nendpoint = "http://127.0.0.1:9"\n'
         '[[models]]\nid = "acme/traced-1"\n'
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENROUTER_API_KEY": "sk-or-traced"}
     done = subprocess.run(
         [sys.executable, "-c", WRAPPER, "--config", str(config), "serve", "--port",
          str(free_port())],
@@ -74,6 +74,7 @@ def test_an_ambient_otel_endpoint_without_the_extra_warns_once_and_serves(tmp_pa
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
+        "OPENROUTER_API_KEY": "sk-or-traced",
         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.observability:4318",
     }
     log = tmp_path / "serve.log"
