@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from canary.core.contracts.confirm import NOT_CONFIRMED, Look, confirm, recheck_probes
+from canary.core.contracts.confirm import NOT_CONFIRMED, Recheck, confirm, recheck_probes
 from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
 from canary.core.model import Contract, ContractResult, Observation, Result, ToolCall, Transport
 from canary.probes import ProbeSet
@@ -37,7 +37,7 @@ F, P, U = Result.fail, Result.passed, Result.inconclusive
 def test_a_first_look_failure_fails_on_two_looks_of_three(
     looks: list[Result], result: Result
 ) -> None:
-    judged = confirm(FAILED, [Look(r, r.value) for r in looks])
+    judged = confirm(FAILED, [Recheck(r, r.value) for r in looks])
     assert judged.result is result
     assert judged.contract is Contract.schema and judged.reason == (
         NOT_CONFIRMED if result is P else "invalid_json"
@@ -45,18 +45,18 @@ def test_a_first_look_failure_fails_on_two_looks_of_three(
 
 
 def test_confirmation_explains_itself() -> None:
-    judged = confirm(FAILED, [Look(F, "not valid JSON"), Look(P, "valid")])
+    judged = confirm(FAILED, [Recheck(F, "not valid JSON"), Recheck(P, "valid")])
     assert judged.detail == (
         "not valid JSON; confirmed, 2/3 looks fail (re-checks: fail: not valid JSON; pass: valid)"
     )
-    unconfirmed = confirm(FAILED, [Look(P, "valid"), Look(P, "valid")])
+    unconfirmed = confirm(FAILED, [Recheck(P, "valid"), Recheck(P, "valid")])
     assert unconfirmed.detail.startswith("not confirmed by the re-checks, 1/3 looks fail")
 
 
 def test_a_passing_or_unsure_first_look_is_left_alone() -> None:
     for result in (P, U, Result.transport_error, Result.not_applicable):
         first = replace(FAILED, result=result)
-        assert confirm(first, [Look(F, "x"), Look(F, "y")]) is first
+        assert confirm(first, [Recheck(F, "x"), Recheck(F, "y")]) is first
 
 
 def test_each_failing_contract_names_the_probe_that_rechecks_it() -> None:

@@ -61,7 +61,8 @@ def _without(key: str) -> str:
         ),
         ("", "stop", Result.fail, "invalid_json", "empty answer"),
         ('{"character": "Varro", "mo', "length", Result.inconclusive, "truncated", "max_tokens"),
-        ("", "content_filter", Result.fail, "content_filter", "content_filter"),
+        ("", "content_filter", Result.inconclusive, "filtered", "content_filter"),
+        (json.dumps(GOOD), "content_filter", Result.inconclusive, "filtered", "refusal look"),
         ("[1, 2]", "stop", Result.fail, "schema_mismatch", "is not of type 'object'"),
     ],
 )

@@ -4,6 +4,10 @@ The evidence rule every contract here follows: only a *completed* observation (t
 answered by the pinned provider) is evidence about quality. When none is completed the result is
 ``transport_error`` and the detail names the transport classes seen, so the round freezes the
 endpoint's count instead of moving it.
+
+An answer the host's filter ended (``finish_reason`` ``content_filter``, :func:`is_filtered`), on
+any probe, is a failing look of the refusal contract, not of the probe's own: for schema, tools
+and language it is an unsure sample (reason ``filtered``); a ttft sample keeps its timing.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 SAMPLE_CHARS = 120
+FILTERED = "filtered"  # reason: the host's filter ended the answer (a refusal look, not ours)
+FILTERED_WHY = "ended by the host's filter (finish_reason content_filter): a refusal look"
 
 
 def sample_of(text: str, limit: int = SAMPLE_CHARS) -> str:
@@ -33,6 +39,11 @@ def sample_of(text: str, limit: int = SAMPLE_CHARS) -> str:
 
 def completed(observations: Iterable[Observation]) -> list[Observation]:
     return [o for o in observations if o.completed]
+
+
+def is_filtered(o: Observation) -> bool:
+    """A completed answer that the host's filter ended (``finish_reason`` ``content_filter``)."""
+    return o.completed and o.finish_reason == "content_filter"
 
 
 def incomplete_summary(observations: Sequence[Observation]) -> str:
@@ -63,9 +74,9 @@ def no_evidence(contract: Contract, observations: Sequence[Observation]) -> Cont
     )
 
 
-def not_an_answer(o: Observation) -> Look:
+def not_an_answer(o: Observation) -> Recheck:
     """The look of a re-check that brought no completed answer: unsure, naming why."""
-    return Look(
+    return Recheck(
         Result.inconclusive, str(o.transport) if o.attribution_ok else "attribution_mismatch"
     )
 

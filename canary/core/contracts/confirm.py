@@ -2,7 +2,7 @@
 
 A contract that fails on its first look (its usual judgement over the round's answers) is
 re-checked at once: two more answers to the same probe, sent together, each judged alone as a
-:class:`Look`. The contract fails the round only when 2 of the 3 looks fail. So the cost is paid
+:class:`Recheck`. The contract fails the round only when 2 of the 3 looks fail. So the cost is paid
 only on failures; one sporadic bad answer (a broken JSON object 1 % of the time, a queue burst)
 fails a round only when a re-check reproduces it, while a host that fails every time fails as
 before.
@@ -39,8 +39,9 @@ RECHECK_PROBE: Mapping[Contract, Contract] = {
 
 
 @dataclass(frozen=True)
-class Look:
-    """One re-check answer judged alone: ``pass``, ``fail`` or ``inconclusive``, and why."""
+class Recheck:
+    """One re-check answer judged alone (one of the 3 looks of a confirmation): ``pass``,
+    ``fail`` or ``inconclusive``, and why."""
 
     result: Result
     why: str
@@ -56,7 +57,7 @@ def recheck_probes(first: Iterable[ContractResult]) -> tuple[Contract, ...]:
     )
 
 
-def confirm(first: ContractResult, looks: Sequence[Look]) -> ContractResult:
+def confirm(first: ContractResult, looks: Sequence[Recheck]) -> ContractResult:
     """The contract's result for the round from its first look and the re-checks' looks."""
     if first.result is not Result.fail:
         return first

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from canary.core.contracts.confirm import RECHECK_PROBE, Look, confirm, recheck_probes
+from canary.core.contracts.confirm import RECHECK_PROBE, Recheck, confirm, recheck_probes
 from canary.core.contracts.evidence import (
     control_result,
     from_controls,
@@ -71,7 +71,12 @@ def first_look(j: Judging, observations: Sequence[Observation]) -> FirstLook:
         hygiene = judge_hygiene(answers, observations, j.hygiene_share)
     results = (
         judge_ttft(observations, j.ttft_threshold_s),
-        judge_refusal(of[Contract.refusal], j.refusal_patterns, max_tokens=j.max_tokens),
+        judge_refusal(
+            of[Contract.refusal],
+            j.refusal_patterns,
+            max_tokens=j.max_tokens,
+            elsewhere=observations,
+        ),
         judge_schema(of[Contract.schema], j.schema, j.schema_applicable),
         language_result,
         hygiene,
@@ -95,7 +100,7 @@ def judge_endpoint(
     return tuple(out)
 
 
-def _look(j: Judging, contract: Contract, o: Observation, first: FirstLook) -> Look:
+def _look(j: Judging, contract: Contract, o: Observation, first: FirstLook) -> Recheck:
     if contract is Contract.ttft:
         return ttft_look(o, j.ttft_threshold_s)
     if contract is Contract.refusal:

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canary.core.contracts.common import no_evidence, not_an_answer, sample_of
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.confirm import Recheck
 from canary.core.contracts.evidence import PROSE
 from canary.core.model import Contract, ContractResult, Observation, Result
 from canary.text.hygiene import degenerate_repetition, leading_garbage
@@ -84,15 +84,15 @@ def judge_hygiene(
     )
 
 
-def hygiene_look(o: Observation, eligible: bool) -> Look:
+def hygiene_look(o: Observation, eligible: bool) -> Recheck:
     """One re-check answer: unclean (a stray opening or degenerate repetition) or clean."""
     if not o.completed:
         return not_an_answer(o)
     if not eligible:
-        return Look(Result.inconclusive, "a refusal, empty or cut-short answer")
+        return Recheck(Result.inconclusive, "a refusal, empty or cut-short answer")
     garbage, repetition = unclean(o.content)
     if garbage is not None:
-        return Look(Result.fail, f"stray leading fragment {garbage!r}")
+        return Recheck(Result.fail, f"stray leading fragment {garbage!r}")
     if repetition is not None:
-        return Look(Result.fail, f"degenerate repetition: {repetition}")
-    return Look(Result.passed, "clean")
+        return Recheck(Result.fail, f"degenerate repetition: {repetition}")
+    return Recheck(Result.passed, "clean")

@@ -30,8 +30,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from canary.core.contracts.common import no_evidence, not_an_answer, sample_of
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.common import (
+    FILTERED,
+    FILTERED_WHY,
+    is_filtered,
+    no_evidence,
+    not_an_answer,
+    sample_of,
+)
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 if TYPE_CHECKING:
@@ -88,6 +95,15 @@ def judge_language(
         if not any(o.completed for o in probe):
             missing = replace(no_evidence(Contract.language, probe), language=expected)
             return LanguageFirstLook(missing, None)
+        if all(is_filtered(o) for o in probe if o.completed):
+            filtered = ContractResult(
+                Contract.language,
+                Result.inconclusive,
+                f"no answer to judge: the language probe's answer was {FILTERED_WHY}",
+                reason=FILTERED,
+                language=expected,
+            )
+            return LanguageFirstLook(filtered, None)
         return LanguageFirstLook(
             ContractResult(
                 Contract.language,
@@ -161,22 +177,24 @@ def judge_language(
 
 def language_look(
     o: Observation, eligible: bool, expected: str, analyze: Analyze, foreign: str | None
-) -> Look:
+) -> Recheck:
     """One re-check answer: it confirms the flag when it is an anomaly itself or carries the
     foreign language the first look found."""
     if not o.completed:
         return not_an_answer(o)
+    if is_filtered(o):
+        return Recheck(Result.inconclusive, FILTERED)
     if not eligible:
-        return Look(Result.inconclusive, "a refusal, empty or cut-short answer")
+        return Recheck(Result.inconclusive, "a refusal, empty or cut-short answer")
     analysis = analyze(o.content, expected)
     if analysis.anomaly:
-        return Look(Result.fail, analysis.reason)
+        return Recheck(Result.fail, analysis.reason)
     if foreign is not None and analysis.count(foreign):
         found = analysis.count(foreign)
-        return Look(Result.fail, f"{foreign} in {found}/{len(analysis.sentences)} sentences")
+        return Recheck(Result.fail, f"{foreign} in {found}/{len(analysis.sentences)} sentences")
     if analysis.ok:
-        return Look(Result.passed, analysis.reason)
-    return Look(Result.inconclusive, analysis.reason)
+        return Recheck(Result.passed, analysis.reason)
+    return Recheck(Result.inconclusive, analysis.reason)
 
 
 def _carrier(

@@ -12,6 +12,11 @@ One completed answer fails when:
 An empty answer that stopped on ``length`` is not counted as a refusal: the model spent the whole
 ``max_tokens`` budget before writing (a reasoning model thinking); it is an inconclusive sample.
 
+An answer of ANY probe that the host's filter ended (``content_filter``: a ttft sample, the
+structured-output or tool-call answer, the language probe) is a failing look of this contract:
+it fails the first look, whatever the refusal probe's own answers, and like any refusal failure
+it is confirmed (or not) by two more refusal-probe answers, 2 of the 3 looks failing.
+
 Usually one refusal probe is sent per round. When several are, the first look fails when most
 completed answers fail ("most" = more than half), is inconclusive when a minority fails, and
 passes when none does. A failing first look is re-checked by two more answers, each judged
@@ -27,13 +32,14 @@ from collections.abc import Callable, Sequence
 
 from canary.core.contracts.common import (
     completed,
+    is_filtered,
     majority_result,
     most_common,
     no_evidence,
     not_an_answer,
     sample_of,
 )
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 HEAD_CHARS = 200
@@ -86,7 +92,13 @@ def judge_refusal(
     patterns_for_language: PatternsFor,
     head_chars: int = HEAD_CHARS,
     max_tokens: int | None = None,
+    elsewhere: Sequence[Observation] = (),
 ) -> ContractResult:
+    """The first look over the refusal probe's ``observations``; ``elsewhere``: the round's
+    other answers, of which those the host's filter ended fail it."""
+    filtered = [o for o in elsewhere if is_filtered(o) and o.contract is not Contract.refusal]
+    if filtered:
+        return _filtered_elsewhere(observations, filtered)
     done = completed(observations)
     if not done:
         return no_evidence(Contract.refusal, observations)
@@ -127,18 +139,39 @@ def judge_refusal(
     )
 
 
+def _filtered_elsewhere(
+    observations: Sequence[Observation], filtered: Sequence[Observation]
+) -> ContractResult:
+    """A filter ended answers of other probes: a failing first look, to be confirmed."""
+    probes = ", ".join(sorted({o.contract.value for o in filtered}))
+    own = completed(observations)
+    also = sum(1 for o in own if is_filtered(o))
+    counts = f"{len(filtered)} answer(s) of other probes ({probes}) ended by the host's filter"
+    if also:
+        counts += f", and {also}/{len(own)} refusal answers"
+    first = filtered[0]
+    return ContractResult(
+        Contract.refusal,
+        Result.fail,
+        f"{counts}: finish_reason content_filter on a benign request",
+        sample=sample_of(first.content),
+        reason="content_filter",
+        language=(own[0] if own else first).language,
+    )
+
+
 def refusal_look(
     o: Observation,
     patterns_for_language: PatternsFor,
     head_chars: int = HEAD_CHARS,
     max_tokens: int | None = None,
-) -> Look:
+) -> Recheck:
     """One re-check answer of the refusal probe, judged alone."""
     if not o.completed:
         return not_an_answer(o)
     reason, why = _judge_one(o, patterns_for_language, head_chars, max_tokens)
     if reason is None:
-        return Look(Result.passed, "answered")
+        return Recheck(Result.passed, "answered")
     if reason == "truncated_empty":
-        return Look(Result.inconclusive, why)
-    return Look(Result.fail, why)
+        return Recheck(Result.inconclusive, why)
+    return Recheck(Result.fail, why)

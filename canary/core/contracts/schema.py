@@ -8,7 +8,8 @@ Rules, as decided for this contract:
   trailing whitespace is tolerated (real hosts send it); a Markdown code fence or prose around the
   JSON is not: under ``response_format`` the host promised raw JSON, and apps parse it as such.
 - An answer that does not parse and stopped on ``length`` was cut by our ``max_tokens``: that is
-  an inconclusive sample, not a capability failure.
+  an inconclusive sample, not a capability failure. An answer the host's filter ended
+  (``content_filter``) is no schema evidence either (reason ``filtered``): it is a refusal look.
 - The first look fails when most completed answers fail (usually there is one); the detail carries
   the JSON parser's or the validator's (jsonschema ``best_match``) message. It is then re-checked
   by two more answers, each judged alone (:func:`schema_look`): a host whose JSON breaks now and
@@ -22,7 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from canary.core.contracts.common import (
+    FILTERED,
+    FILTERED_WHY,
     completed,
+    is_filtered,
     majority_result,
     most_common,
     no_evidence,
@@ -31,7 +35,7 @@ from canary.core.contracts.common import (
     schema_error,
     schema_validator,
 )
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 
@@ -49,13 +53,16 @@ def parse_json(text: str) -> tuple[Any, str | None]:
         return None, f"{what}: {exc.msg.removesuffix(' at')} {where}"
 
 
+UNSURE = frozenset({"truncated", FILTERED})  # inconclusive samples, not schema failures
+
+
 def _judge_one(o: Observation, schema: dict[str, Any]) -> tuple[str | None, str]:
+    if is_filtered(o):
+        return FILTERED, FILTERED_WHY
     value, problem = parse_json(o.content)
     if problem is not None:
         if o.finish_reason == "length":
             return "truncated", f"{problem} (cut by max_tokens, finish_reason length)"
-        if o.finish_reason == "content_filter":
-            return "content_filter", f"{problem} (finish_reason content_filter)"
         return "invalid_json", problem
     message = schema_error(schema_validator(schema), value)
     if message is not None:
@@ -77,12 +84,14 @@ def judge_schema(
     if not done:
         return no_evidence(Contract.schema, observations)
     judged = [(o, *_judge_one(o, schema)) for o in done]
-    failing = [j for j in judged if j[1] is not None and j[1] != "truncated"]
-    unsure = [j for j in judged if j[1] == "truncated"]
+    failing = [j for j in judged if j[1] is not None and j[1] not in UNSURE]
+    unsure = [j for j in judged if j[1] in UNSURE]
     result = majority_result(len(failing), len(unsure), len(done))
     counts = f"{len(failing)}/{len(done)} answers broke the schema"
     if failing or unsure:
-        reason = most_common(r for _, r, _ in failing if r) or "truncated"
+        reason = most_common(r for _, r, _ in failing if r) or most_common(
+            r for _, r, _ in unsure if r
+        )
         o, _, why = next(j for j in failing + unsure if j[1] == reason)
         return ContractResult(
             Contract.schema,
@@ -99,11 +108,11 @@ def judge_schema(
     )
 
 
-def schema_look(o: Observation, schema: dict[str, Any]) -> Look:
+def schema_look(o: Observation, schema: dict[str, Any]) -> Recheck:
     """One re-check answer of the structured-output probe, judged alone."""
     if not o.completed:
         return not_an_answer(o)
     reason, why = _judge_one(o, schema)
     if reason is None:
-        return Look(Result.passed, "valid")
-    return Look(Result.inconclusive if reason == "truncated" else Result.fail, why)
+        return Recheck(Result.passed, "valid")
+    return Recheck(Result.inconclusive if reason in UNSURE else Result.fail, why)

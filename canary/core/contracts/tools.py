@@ -9,8 +9,9 @@ The failure classes are the three OpenRouter's own tool-error ranking uses, plus
   (the validator's message is in the detail).
 
 Not failures (inconclusive samples): no call when the call could not be forced (``tool_choice``
-not advertised, so the model may legitimately answer in prose), and a call or answer cut by our
-``max_tokens`` (``finish_reason`` length). ``not_applicable`` without ``tools``. The first look
+not advertised, so the model may legitimately answer in prose), a call or answer cut by our
+``max_tokens`` (``finish_reason`` length), and an answer the host's filter ended (reason
+``filtered``: a refusal look, not a tools one). ``not_applicable`` without ``tools``. The first look
 fails when most completed answers fail; the result's ``reason`` names the most frequent failure
 class. It is then re-checked by two more answers, each judged alone (:func:`tools_look`).
 """
@@ -22,7 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from canary.core.contracts.common import (
+    FILTERED,
+    FILTERED_WHY,
     completed,
+    is_filtered,
     majority_result,
     most_common,
     no_evidence,
@@ -31,10 +35,10 @@ from canary.core.contracts.common import (
     schema_error,
     schema_validator,
 )
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result, ToolCall
 
-INCONCLUSIVE = frozenset({"truncated", "no_call_unforced"})
+INCONCLUSIVE = frozenset({"truncated", "no_call_unforced", FILTERED})
 
 
 def _function(tool: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +65,8 @@ def _judge_one(
     o: Observation, name: str, parameters: dict[str, Any], forced: bool
 ) -> tuple[str | None, str, str]:
     """(reason or None, explanation, sample)."""
+    if is_filtered(o):
+        return FILTERED, FILTERED_WHY, sample_of(o.content)
     cut = o.finish_reason == "length"
     if not o.tool_calls:
         if cut:
@@ -122,7 +128,7 @@ def judge_tools(
     )
 
 
-def tools_look(o: Observation, tool: dict[str, Any], forced: bool) -> Look:
+def tools_look(o: Observation, tool: dict[str, Any], forced: bool) -> Recheck:
     """One re-check answer of the tool-call probe, judged alone."""
     if not o.completed:
         return not_an_answer(o)
@@ -130,5 +136,5 @@ def tools_look(o: Observation, tool: dict[str, Any], forced: bool) -> Look:
     name, parameters = str(function["name"]), function.get("parameters", {"type": "object"})
     reason, why, _ = _judge_one(o, name, parameters, forced)
     if reason is None:
-        return Look(Result.passed, f"valid {name} call")
-    return Look(Result.inconclusive if reason in INCONCLUSIVE else Result.fail, why)
+        return Recheck(Result.passed, f"valid {name} call")
+    return Recheck(Result.inconclusive if reason in INCONCLUSIVE else Result.fail, why)

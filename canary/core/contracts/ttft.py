@@ -11,7 +11,8 @@ Rules, as decided for this contract:
   never came). Its own probe's contract sees a transport timeout.
 - A completed answer with no content at all is not a latency sample: an empty answer belongs to
   the refusal contract, and a reasoning model that spent its tokens thinking says nothing about
-  the queue.
+  the queue. An answer the host's filter ended keeps its timing as a sample (its first token
+  came when it came); one that ended before any content is no sample (reason ``filtered``).
 - A probe that timed out before its stream opened (no status line) is a transport ``timeout``,
   not a sample: transport problems are never quality evidence (they freeze the count).
 - The first look fails only when more than half of the samples are slow (queues have bursts, so
@@ -25,8 +26,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from canary.core.contracts.common import completed, no_evidence, not_an_answer, sample_of
-from canary.core.contracts.confirm import Look
+from canary.core.contracts.common import (
+    FILTERED,
+    completed,
+    is_filtered,
+    no_evidence,
+    not_an_answer,
+    sample_of,
+)
+from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 MIN_SAMPLES = 2
@@ -52,11 +60,13 @@ def judge_ttft(observations: Sequence[Observation], threshold_s: float) -> Contr
     sample = next((sample_of(o.content) for o in done if o.content), "")
     rule = f"{_secs(threshold_s)} s"
     if not samples:
+        filtered = done and all(is_filtered(o) for o in done)
         return ContractResult(
             Contract.ttft,
             Result.inconclusive,
-            f"no latency sample: {len(done)} completed answer(s) carried no content",
-            reason="no_sample",
+            f"no latency sample: {len(done)} completed answer(s) carried no content"
+            + (", ended by the host's filter" if filtered else ""),
+            reason=FILTERED if filtered else "no_sample",
             language=language,
         )
     # a censored sample is slow unconditionally: its true time is beyond the value recorded
@@ -99,15 +109,15 @@ def judge_ttft(observations: Sequence[Observation], threshold_s: float) -> Contr
     )
 
 
-def ttft_look(o: Observation, threshold_s: float) -> Look:
+def ttft_look(o: Observation, threshold_s: float) -> Recheck:
     """One re-check answer of the ttft probe: slow (or stalled), fast, or not a sample."""
     if o.ttft_censored and o.ttft_s is not None:
-        return Look(Result.fail, f"stalled, no token within {_secs(o.ttft_s)} s")
+        return Recheck(Result.fail, f"stalled, no token within {_secs(o.ttft_s)} s")
     if o.completed and o.ttft_s is not None:
         verdict = Result.fail if o.ttft_s > threshold_s else Result.passed
-        return Look(verdict, f"{o.ttft_s:.1f} s")
+        return Recheck(verdict, f"{o.ttft_s:.1f} s")
     if o.completed:
-        return Look(Result.inconclusive, "no content")
+        return Recheck(Result.inconclusive, FILTERED if is_filtered(o) else "no content")
     return not_an_answer(o)
 
 
