@@ -80,6 +80,7 @@ class Daemon:
             self.wiring.policy_version,
             lambda: datetime.now(UTC),
             floor_of=lambda model: self.settings.model(model).capacity_floor,
+            controls_of=lambda model: self.settings.model(model).controls,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks)
         self.stopping = threading.Event()

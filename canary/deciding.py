@@ -10,12 +10,12 @@ property tests use this one path.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from canary.core.floor import Publication
+from canary.core.floor import NO_CONTROLS, Controls, Publication
 from canary.core.identity import Listed
-from canary.core.model import Event, Exclusion, RoundVerdict
+from canary.core.model import Event, Exclusion, Look, RoundVerdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import Decision, decide_model, expire_due
 from canary.store.repository import Store
@@ -39,13 +39,20 @@ class ModelDecisions:
     builtin: Sequence[Exclusion]
     rules: PolicyRules
     policy_version: str
+    # each watched model's positive controls (never usable capacity; see canary.core.floor)
+    controls: Mapping[str, Controls] = field(default_factory=dict)
 
     def builtin_for(self, model: str) -> list[Exclusion]:
         return [e for e in self.builtin if e.model == model]
 
+    def controls_for(self, model: str) -> Controls:
+        return self.controls.get(model, NO_CONTROLS)
+
     def publication(self, model: str, floor: int, now: datetime) -> Publication:
         layers = self.store.model_layers([model], now)[model]
-        return layers.publish(model, self.builtin_for(model), floor, now)
+        return layers.publish(
+            model, self.builtin_for(model), floor, now, controls=self.controls_for(model)
+        )
 
     def decide_round(
         self,
@@ -60,9 +67,11 @@ class ModelDecisions:
         now: datetime,
         holder: str | None = None,
     ) -> Decision:
-        """Decide the round on the layers as they stand and write it in one transaction,
-        deciding again when an operator changed the model's layers in between. With ``holder``,
-        only while that claimer still runs the round (``RoundLost`` otherwise)."""
+        """Decide the round (a look started at ``now``) on the layers as they stand and write it
+        in one transaction, deciding again when an operator changed the model's layers in
+        between. With ``holder``, only while that claimer still runs the round (``RoundLost``
+        otherwise)."""
+        look = Look.round(round_id, now)
         for _ in range(_ATTEMPTS):
             guard = self.store.guard_version(model)
             before = self.store.load_states(model)
@@ -71,7 +80,7 @@ class ModelDecisions:
                 model,
                 before,
                 verdicts,
-                round_id=round_id,
+                look=look,
                 now=now,
                 rules=self.rules,
                 capacity_floor=floor,
@@ -79,6 +88,7 @@ class ModelDecisions:
                 human=[*self.builtin_for(model), *layers.runtime],
                 quarantines=layers.quarantines,
                 skipped=skipped,
+                controls=self.controls_for(model),
             )
             if self.store.apply_decision(
                 round_id=round_id,
@@ -107,7 +117,13 @@ class ModelDecisions:
         written: list[Event] = []
         for model in dict.fromkeys(models):
             written += self.store.sync_floor(
-                model, self.builtin_for(model), floors[model], now, ACTOR, self.policy_version
+                model,
+                self.builtin_for(model),
+                floors[model],
+                now,
+                ACTOR,
+                self.policy_version,
+                controls=self.controls_for(model),
             )
         return written
 

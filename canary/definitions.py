@@ -17,7 +17,7 @@ import yaml
 
 from canary.checked import Bound, FieldError, Record
 from canary.core.identity import TAG_PATTERN
-from canary.core.model import Exclusion, Layer
+from canary.core.model import Exclusion, Layer, looks_of
 
 BUILTIN_FILE = "builtin_exclusions.yaml"
 _R = TypeVar("_R", bound=Record)
@@ -105,7 +105,7 @@ class BuiltinExclusions(Record):
                 reason=f"{e.reason} (evidence: {e.evidence})",
                 since=_midnight(e.since),
                 until=_midnight(e.until),
-                evidence=e.rounds,
+                evidence=looks_of(e.rounds),
             )
             for e in self.entries
         )

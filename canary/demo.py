@@ -218,6 +218,7 @@ async def run_demo(
             wiring.policy_version,
             clock,
             floor_of=lambda model: settings.model(model).capacity_floor,
+            controls_of=lambda model: settings.model(model).controls,
         )
         ignore.refresh()
         port = free_port(port)
@@ -259,12 +260,18 @@ async def run_demo(
                         _tell(report, say)
                     ignore.refresh()
                     for model in model_ids:
-                        lists[model] = ignore.document(model)[0]["ignore"]
+                        document = ignore.document(model)[0]
+                        lists[model] = document["ignore"]
                         shown = (
                             json.dumps(lists[model])
                             if lists[model]
                             else "[] (nothing excluded yet)"
                         )
+                        controls = [
+                            e["provider"] for e in document["entries"] if e["layer"] == "control"
+                        ]
+                        if controls:
+                            shown += f" ({', '.join(controls)}: positive control, known to filter)"
                         say(f"  published ignore list for {model}: {shown}")
             clock.follow(real_clock)
             say(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from canary.checked import Secret
 from canary.core.floor import Publication
-from canary.core.model import Contract, Event, EventKind, RoundVerdict
+from canary.core.model import Contract, Event, EventKind, RoundVerdict, looks_json
 from canary.core.plan import slot_of
 from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings, with_changes
@@ -118,7 +118,7 @@ def decision_event(k: int, at: datetime, event: Event) -> dict[str, Any]:
     for key, value in event.detail.items():
         body.setdefault(key, iso(value) if isinstance(value, datetime) else value)
     if event.evidence:
-        body["evidence"] = list(event.evidence)
+        body["evidence"] = looks_json(event.evidence)
     return body
 
 

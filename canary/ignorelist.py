@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from canary.core.floor import Publication
+from canary.core.floor import NO_CONTROLS, Controls, Publication
 from canary.core.model import Exclusion
 
 if TYPE_CHECKING:
@@ -117,11 +117,13 @@ class IgnoreListService:
         policy_version: str,
         clock: Callable[[], datetime] = utc_now,
         floor_of: Callable[[str], int] = lambda model: DEFAULT_FLOOR,
+        controls_of: Callable[[str], Controls] = lambda model: NO_CONTROLS,
     ) -> None:
         self._store = store
         self._builtin = tuple(builtin)
         self._model_ids = model_ids
         self._floor_of = floor_of
+        self._controls_of = controls_of
         self.policy_version = policy_version
         self._clock = clock
         self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
@@ -269,6 +271,7 @@ class IgnoreListService:
             needs=needs,
             floor=full.floor,
             now=full.at,
+            controls=full.controls,
         )
         document = ignore_document(
             publication,
@@ -295,7 +298,9 @@ class IgnoreListService:
         from canary.core.document import ignore_document
 
         builtin = tuple(e for e in self._builtin if e.model == model)
-        publication = layers.publish(model, builtin, self._floor_of(model), now)
+        publication = layers.publish(
+            model, builtin, self._floor_of(model), now, controls=self._controls_of(model)
+        )
         document = ignore_document(
             publication, generated_at=generated_at, stale=stale, policy_version=self.policy_version
         )

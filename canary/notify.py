@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from canary import metrics
+from canary.core.model import Look, looks_json
 from canary.logs import get_logger, scrub
 
 if TYPE_CHECKING:
@@ -144,8 +145,18 @@ def summary(row: AuditRow) -> str:
     if reason:
         parts.append(f"— {reason}")
     if row.evidence:
-        parts.append(f"[rounds {', '.join(str(r) for r in row.evidence)}]")
+        parts.append(f"[{looks_text(row.evidence)}]")
     return scrub(" ".join(str(p) for p in parts))
+
+
+def looks_text(looks: Sequence[Look]) -> str:
+    """``rounds 12, 14`` (``round 12, focused 3`` when the kinds differ)."""
+    kinds = {look.kind for look in looks}
+    if len(kinds) == 1:
+        (kind,) = kinds
+        plural = "s" if len(looks) > 1 else ""
+        return f"{kind.value}{plural} {', '.join(str(look.id) for look in looks)}"
+    return ", ".join(f"{look.kind.value} {look.id}" for look in looks)
 
 
 def _listed(value: Any) -> Any:
@@ -162,7 +173,7 @@ def json_body(row: AuditRow) -> dict[str, Any]:
         "provider": row.tag,
         "actor": row.actor,
         "detail": row.detail or {},
-        "evidence": list(row.evidence or ()),
+        "evidence": looks_json(row.evidence or ()),
         "policy_version": row.policy_version,
         "summary": summary(row),
     }

@@ -42,6 +42,7 @@ from canary.core.model import (
     Event,
     EventKind,
     Layer,
+    Look,
     RoundVerdict,
     Verdict,
 )
@@ -517,7 +518,7 @@ class RoundRunner:
             {p.endpoint.tag: p.results for p in probings},
             positive_controls=model.positive_controls,
             rules=self.w.rules,
-            round_id=round_id,
+            look=Look.round(round_id, now),
             listed=[e.tag for e in endpoints],
             usable=ready.published.usable,
         )
@@ -605,7 +606,7 @@ class RoundRunner:
         if not changes:
             return []
         self.w.store.record_drift(round_id, model, changes, now, holder=self.holder)
-        return drift_events(model, changes, round_id)
+        return drift_events(model, changes, Look.round(round_id, now))
 
     def _record_drift(
         self, model: ModelSettings, round_id: int, endpoints: Sequence[Endpoint], now: datetime
@@ -626,9 +627,10 @@ class RoundRunner:
         store.record_snapshots(round_id, model.id, endpoints, now, holder=self.holder)
         # Before probing, apart from the decision (made after it): what the listing showed is
         # recorded whatever the round then finds, with the audit rows of its alerts.
-        audit = self._audit_rows(drift_audit(model.id, changes, round_id))
+        look = Look.round(round_id, now)
+        audit = self._audit_rows(drift_audit(model.id, changes, look))
         store.record_drift(round_id, model.id, changes, now, holder=self.holder, audit=audit)
-        return drift_events(model.id, changes, round_id)
+        return drift_events(model.id, changes, look)
 
     def _audit_rows(self, events: Sequence[Event]) -> AuditRows:
         return AuditRows(events, ACTOR, self.w.policy_version)
@@ -655,7 +657,7 @@ class RoundRunner:
             )
             for e in endpoints
         }
-        human = [e for e in published.entries if e.layer is not Layer.quarantine]
+        human = [e for e in published.entries if e.layer in (Layer.builtin, Layer.runtime)]
         candidates = [
             BudgetCandidate(
                 model.id,

@@ -10,10 +10,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from canary.bundled import bundled_dir
 from canary.checked import Bound, Check, FieldError, Record, Secret, plain
+
+if TYPE_CHECKING:
+    from canary.core.floor import Controls
 
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -102,8 +105,17 @@ class ModelSettings(Record):
     id: Annotated[str, Check(_model_id)]
     positive_controls: Annotated[tuple[str, ...], Check(_tags)] = ()  # endpoint tags (slugs)
     capacity_floor: Annotated[int, NotNegative] = 2
+    # the controls are published as excluded (layer control) unless this is false
+    publish_controls: bool = True
     max_price: MaxPrice | None = None
     min_quantization: Annotated[str | None, Check(_quantization)] = None
+
+    @property
+    def controls(self) -> Controls:
+        """The positive controls as the published list holds them (never usable capacity)."""
+        from canary.core.floor import Controls
+
+        return Controls.of(self.positive_controls, self.publish_controls)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +171,9 @@ class Policy(Record):
     model_wide_share: Annotated[float, Bound(gt=0, le=1)] = 0.5
     # a contract's fail older than this starts its count again (hours)
     streak_max_age_hours: Annotated[float, Positive] = 6.0
+    # a look counts only when its round started at least this long after the previous counted
+    # one (minutes); None: the smaller of 10 and half of interval_minutes
+    min_look_gap_minutes: Annotated[float, NotNegative] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +208,26 @@ class Settings(Record):
     def check(self) -> None:
         self._streak_age_spans_the_failing_rounds()
         self._stall_is_slowness()
+        self._look_gap_within_the_interval()
+
+    @property
+    def min_look_gap_minutes(self) -> float:
+        """The look gap in force: the setting, else the smaller of 10 minutes and half the
+        interval."""
+        from canary.core.policy import default_look_gap_minutes
+
+        gap = self.policy.min_look_gap_minutes
+        return default_look_gap_minutes(self.interval_minutes) if gap is None else gap
+
+    def _look_gap_within_the_interval(self) -> None:
+        # Rounds on schedule are one interval apart: a longer gap would count none of them.
+        gap = self.policy.min_look_gap_minutes
+        if gap is not None and gap > self.interval_minutes:
+            raise FieldError(
+                ("policy", "min_look_gap_minutes"),
+                f"{gap:g} min is longer than interval_minutes ({self.interval_minutes:g} min); "
+                "rounds on schedule would never count",
+            )
 
     def _streak_age_spans_the_failing_rounds(self) -> None:
         needed = self.policy.failing_rounds * self.interval_minutes / 60

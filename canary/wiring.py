@@ -42,7 +42,9 @@ class Wiring:
 
     @cached_property
     def rules(self) -> PolicyRules:
-        return PolicyRules.of(self.settings.policy, self.settings.mode)
+        return PolicyRules.of(
+            self.settings.policy, self.settings.mode, self.settings.interval_minutes
+        )
 
     def rules_for(self, model: ModelSettings) -> PolicyRules:
         return self.rules
@@ -63,7 +65,11 @@ class Wiring:
         from canary.deciding import ModelDecisions
 
         return ModelDecisions(
-            self.store, self.probes.builtin_exclusions, self.rules, self.policy_version
+            self.store,
+            self.probes.builtin_exclusions,
+            self.rules,
+            self.policy_version,
+            {m.id: m.controls for m in self.settings.models},
         )
 
     @cached_property

@@ -21,6 +21,7 @@ from canary.core.model import (
     ContractResult,
     Endpoint,
     EndpointState,
+    Look,
     Observation,
     Pricing,
     Result,
@@ -92,7 +93,7 @@ def _quarantine_first_and_suspect_second(
     store: Store, model: str, tags: Sequence[str], round_id: int, at: datetime
 ) -> None:
     until = at + timedelta(days=1)
-    evidence = (round_id,)
+    evidence = (Look.round(round_id, at),)
     after = {tag: EndpointState(model=model, tag=tag) for tag in tags[2:]}
     after[tags[0]] = EndpointState(
         model=model,

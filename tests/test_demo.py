@@ -26,6 +26,7 @@ from canary.store.repository import Store
 
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
 HEALTHY = {"alpha", "bravo", "charlie/fp8"}
+CONTROL = "filterhost"  # the positive control: filters role-play
 CANARY = str(Path(sys.executable).parent / "canary")
 MODEL = "acme/roleplay-1"
 
@@ -49,6 +50,16 @@ def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: 
     assert "QUARANTINE foxtrot/fp8" in story
     assert "es in" in story  # the drift is explained, not just flagged
     assert "round 2/2" in story
+    # the control filters: never a quarantine of its own (a filtered answer is no schema break),
+    # and published from the first round on as what it is
+    assert CONTROL in published and f"QUARANTINE {CONTROL}" not in story
+    assert f"({CONTROL}: positive control, known to filter)" in story
+    store = Store(f"sqlite:///{tmp_path / 'canary.db'}")
+    try:
+        assert not [q for q in store.quarantines("acme/roleplay-1", active_only=False)
+                    if q.tag == CONTROL]  # fmt: skip
+    finally:
+        store.dispose()
 
 
 def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(

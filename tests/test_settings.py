@@ -165,3 +165,39 @@ def test_a_bad_value_from_the_environment_is_blamed_on_its_variable(tmp_path: Pa
     with pytest.raises(SettingsError) as caught:
         load_settings(config, env={})
     assert str(caught.value).startswith(f"{config}: setting 'shutdown_grace_s'")
+
+
+def test_a_look_gap_longer_than_the_interval_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Rounds on schedule are one interval apart: a longer gap would count none of them."""
+    text = "interval_minutes = 30\n[policy]\nmin_look_gap_minutes = 45\n"
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, text), env={})
+    assert str(caught.value) == (
+        f"{tmp_path / 'canary.toml'}: setting 'policy.min_look_gap_minutes': 45 min is longer "
+        "than interval_minutes (30 min); rounds on schedule would never count"
+    )
+    equal = load_settings(write(tmp_path, text.replace("45", "30")), env={})
+    assert equal.min_look_gap_minutes == 30
+
+
+@pytest.mark.parametrize(("interval", "gap"), [("30", 10.0), ("12", 6.0), ("0.5", 0.25)])
+def test_the_look_gap_defaults_to_ten_minutes_or_half_an_accelerated_interval(
+    interval: str, gap: float
+) -> None:
+    loaded = load_settings(env={"CANARY_INTERVAL_MINUTES": interval})
+    assert loaded.policy.min_look_gap_minutes is None and loaded.min_look_gap_minutes == gap
+
+
+def test_a_model_may_keep_its_controls_off_the_list(tmp_path: Path) -> None:
+    text = (
+        '[[models]]\nid = "acme/a"\npositive_controls = ["ctl"]\npublish_controls = false\n'
+        '[[models]]\nid = "acme/b"\npositive_controls = ["ctl"]\n'
+    )
+    loaded = load_settings(write(tmp_path, text), env={})
+    hidden, shown = loaded.model("acme/a").controls, loaded.model("acme/b").controls
+    assert (hidden.tags, hidden.published) == (frozenset({"ctl"}), False)
+    assert (shown.tags, shown.published) == (frozenset({"ctl"}), True)
+    with pytest.raises(SettingsError, match="publish_controls"):
+        load_settings(
+            write(tmp_path, '[[models]]\nid = "acme/a"\npublish_controls = "no"\n'), env={}
+        )

@@ -92,6 +92,7 @@ class AdminHandlers(Handlers):
                 now,
                 builtin=builtin,
                 floor=self.settings.model(model).capacity_floor,
+                controls=self.settings.model(model).controls,
                 force=force,
                 policy_version=self.ignore.policy_version,
             )

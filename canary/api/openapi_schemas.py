@@ -20,7 +20,7 @@ SCHEMAS: dict[str, Any] = {
         "required": ["provider", "layer", "reason", "since", "until"],
         "properties": {
             "provider": {"type": "string"},
-            "layer": {"enum": ["builtin", "runtime", "quarantine"]},
+            "layer": {"enum": ["builtin", "runtime", "quarantine", "control"]},
             "reason": {"type": "string"},
             "since": TIME,
             "until": TIME,

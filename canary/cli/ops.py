@@ -110,7 +110,11 @@ def quarantine_show(
         out.print(f"causes: {', '.join(active['causes']) or '–'}")
         if active["withheld"]:
             out.print("[yellow]withheld[/] from the published list to hold the capacity floor")
-        out.print(f"evidence rounds: {', '.join(map(str, active['evidence'])) or '–'}")
+        looks = [
+            f"{x['kind']} {x['id']}" + (f" started {to_second(x['at'])}" if x["at"] else "")
+            for x in active["evidence"]
+        ]
+        out.print(f"evidence: {', '.join(looks) or '–'}")
     else:
         out.print(f"[green]not quarantined[/]: {provider} of {model}")
     if state is not None:
@@ -206,6 +210,7 @@ def exclude_add(
                 ops.now,
                 builtin=builtin,
                 floor=ops.settings.model(model).capacity_floor,
+                controls=ops.settings.model(model).controls,
                 force=force,
                 policy_version=ops.wiring().policy_version,
             )

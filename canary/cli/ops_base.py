@@ -285,6 +285,7 @@ def ignore_service(
         ops.wiring().policy_version if policy_version is None else policy_version,
         lambda: ops.now,
         floor_of=lambda model: ops.settings.model(model).capacity_floor,
+        controls_of=lambda model: ops.settings.model(model).controls,
     )
     if not service.refresh():
         from canary.settings import redact_url

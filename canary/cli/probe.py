@@ -169,9 +169,19 @@ def published_now(
             source = f"built-in list only: the store cannot be read ({first_line(exc)})"
         finally:
             store.dispose()
-    floor = settings.model(model).capacity_floor
+    watched = settings.model(model)
     mine = [e for e in builtin if e.model == model]
-    return publish(model, listing, mine, runtime, quarantines, floor=floor, now=now), source
+    published = publish(
+        model,
+        listing,
+        mine,
+        runtime,
+        quarantines,
+        floor=watched.capacity_floor,
+        now=now,
+        controls=watched.controls,
+    )
+    return published, source
 
 
 def judge_probed(
@@ -191,7 +201,7 @@ def judge_probed(
     from canary.core.policy import PolicyRules
     from canary.core.verdict import judge_round
 
-    rules = PolicyRules.of(settings.policy, settings.mode)
+    rules = PolicyRules.of(settings.policy, settings.mode, settings.interval_minutes)
     if not whole_model:
         # Model-wide compares an endpoint with the model's others; a subset cannot show it, so
         # its share is set where no failure count can exceed it.

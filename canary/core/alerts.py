@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from canary.core.budget import day_start
 from canary.core.drift import DriftChange
-from canary.core.model import OPERATOR_TRANSPORTS, Event, EventKind, Observation, Transport
+from canary.core.model import OPERATOR_TRANSPORTS, Event, EventKind, Look, Observation, Transport
 
 DAY = timedelta(days=1)
 
@@ -81,7 +81,7 @@ def _due(last_alert_at: datetime | None, now: datetime) -> bool:
     return last_alert_at is None or now - last_alert_at >= DAY
 
 
-def drift_events(model: str, changes: Sequence[DriftChange], round_id: int) -> list[Event]:
+def drift_events(model: str, changes: Sequence[DriftChange], look: Look) -> list[Event]:
     return [
         Event(
             EventKind.drift,
@@ -94,13 +94,13 @@ def drift_events(model: str, changes: Sequence[DriftChange], round_id: int) -> l
                 "alert": change.alert,
                 "reason": change.reason,
             },
-            (round_id,),
+            (look,),
         )
         for change in changes
     ]
 
 
-def drift_audit(model: str, changes: Sequence[DriftChange], round_id: int) -> list[Event]:
+def drift_audit(model: str, changes: Sequence[DriftChange], look: Look) -> list[Event]:
     """The audit rows of a round's drift: the changes that can break routing (alerts). The
     others are kept in the drift log only."""
-    return drift_events(model, [c for c in changes if c.alert], round_id)
+    return drift_events(model, [c for c in changes if c.alert], look)

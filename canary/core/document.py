@@ -18,7 +18,7 @@ class DocumentEntry(TypedDict):
     """One published entry: which layer put it there, why, and for how long."""
 
     provider: str  # an endpoint tag or a provider slug
-    layer: str  # builtin | runtime | quarantine
+    layer: str  # builtin | runtime | quarantine | control
     reason: str
     since: str | None  # ISO-8601 UTC, "Z"
     until: str | None

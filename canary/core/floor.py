@@ -1,13 +1,17 @@
 """The capacity floor, held on the published list. Pure.
 
 ``usable(model)`` is the number of listed endpoints that no published entry names
-(:func:`canary.core.identity.usable`). Rules, each in one function:
+(:func:`canary.core.identity.usable`), leaving out the positive controls (hosts known to filter
+are never capacity, published or not) and, on a list cut for needs, the endpoints that do not
+advertise every need. Rules, each in one function:
 
 1. :func:`publish` — the list apps receive: the built-in and runtime entries (human decisions,
-   never withheld) and the quarantines. When usable falls below the floor, quarantine entries are
-   withheld, most recent first, until the floor is met or none is left that would help (a
-   quarantine of an endpoint that is not listed, or that a human entry names too, gives no
-   capacity back). ``breached`` is true whenever usable < floor even so.
+   never withheld), the positive controls (layer ``control``, by exact tag, unless the model
+   says ``publish_controls = false``; never withheld) and the quarantines. When usable falls
+   below the floor, quarantine entries are withheld, most recent first, until the floor is met
+   or none is left that would help (a quarantine of an endpoint that is not listed, that is not
+   capacity, or that a fixed entry names too, gives no capacity back). ``breached`` is true
+   whenever usable < floor even so.
 2. :func:`reconcile` — what the store must record when a publication differs from what it
    remembers: a ``floor_held`` row per quarantine newly withheld, a ``republished`` row per one
    published again, and one ``floor_breached`` row opening an episode (closed by one
@@ -26,13 +30,39 @@ is neither held nor breached.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from canary.core.identity import Listed, excluded_by, usable
-from canary.core.layers import iso_utc, merge_layers
-from canary.core.model import Event, EventKind, Exclusion, Layer
+from canary.core.layers import merge_layers
+from canary.core.model import FIXED_LAYERS, Event, EventKind, Exclusion, Layer, iso_utc
+
+CONTROL_REASON = "positive control: known to filter"
+
+
+@dataclass(frozen=True)
+class Controls:
+    """A model's positive controls (endpoint tags): hosts known to filter, probed so that the
+    refusal probe proves something. Never usable capacity; published as entries of the
+    ``control`` layer (each by its exact tag) unless ``published`` is false."""
+
+    tags: frozenset[str] = frozenset()
+    published: bool = True
+
+    @classmethod
+    def of(cls, tags: Collection[str], published: bool = True) -> Controls:
+        return cls(frozenset(tags), published)
+
+    def entries(self, model: str) -> tuple[Exclusion, ...]:
+        if not self.published:
+            return ()
+        return tuple(
+            Exclusion(model, tag, Layer.control, CONTROL_REASON) for tag in sorted(self.tags)
+        )
+
+
+NO_CONTROLS = Controls()
 
 
 @dataclass(frozen=True)
@@ -44,8 +74,10 @@ class Publication:
     entries: tuple[Exclusion, ...]  # merged, active, withheld quarantines left out
     withheld: tuple[Exclusion, ...]  # quarantine entries held back by the floor
     listing: tuple[Listed, ...] | None  # the latest listing; None before the first listing
-    usable: tuple[str, ...] | None  # tags of the listed endpoints no published entry names
+    usable: tuple[str, ...] | None  # tags of the capacity no published entry names
     floor: int
+    controls: Controls = NO_CONTROLS  # the model's positive controls (never capacity)
+    needs: frozenset[str] = frozenset()  # the list is cut for these: capacity must serve them
 
     @property
     def breached(self) -> bool:
@@ -65,27 +97,36 @@ def publish(
     *,
     floor: int,
     now: datetime,
+    controls: Controls = NO_CONTROLS,
+    needs: Collection[str] = (),
 ) -> Publication:
-    merged = merge_layers(model, builtin, runtime, quarantines, now)
+    """The list of ``model`` at ``now``. ``controls``: its positive controls; ``needs``: the
+    capabilities the list is cut for (capacity is then only what advertises them all; which
+    quarantines apply is :mod:`canary.core.needs`'s to say)."""
+    cut = frozenset(needs)
+    merged = merge_layers(model, builtin, runtime, quarantines, now, controls.entries(model))
     if listing is None:
-        return Publication(model, now, merged, (), None, None, floor)
-    human = [e for e in merged if e.layer is not Layer.quarantine]
+        return Publication(model, now, merged, (), None, None, floor, controls, cut)
+    fixed = [e for e in merged if e.layer in FIXED_LAYERS]
     held = [e for e in merged if e.layer is Layer.quarantine]
-    by_tag = {e.tag: e for e in listing}
+    capacity = [e for e in listing if e.tag not in controls.tags and e.serves(cut)]
+    by_tag = {e.tag: e for e in capacity}
     withheld: list[Exclusion] = []
     published = list(merged)
-    left = usable(listing, published, now)
+    left = usable(capacity, published, now)
     for entry in sorted(held, key=_most_recent_first):
         if len(left) >= floor:
             break
         endpoint = by_tag.get(entry.tag)
-        if endpoint is None or excluded_by(human, endpoint, now):
+        if endpoint is None or excluded_by(fixed, endpoint, now):
             continue  # withholding it would give no capacity back
         withheld.append(entry)
         published.remove(entry)
-        left = usable(listing, published, now)
+        left = usable(capacity, published, now)
     listed = tuple(sorted(listing, key=lambda e: e.tag))
-    return Publication(model, now, tuple(published), tuple(withheld), listed, left, floor)
+    return Publication(
+        model, now, tuple(published), tuple(withheld), listed, left, floor, controls, cut
+    )
 
 
 def _most_recent_first(entry: Exclusion) -> tuple[float, int, str]:
@@ -233,6 +274,8 @@ def with_exclusion(before: Publication, entry: Exclusion, now: datetime) -> Publ
         [e for e in entries if e.layer is Layer.quarantine],
         floor=before.floor,
         now=now,
+        controls=before.controls,
+        needs=before.needs,
     )
 
 

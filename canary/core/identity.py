@@ -4,8 +4,13 @@ the status views, the model-wide rule and the budget. Pure.
 OpenRouter names endpoints by lowercase slugs. An entry matches an endpoint when it is the
 endpoint's full tag (``deepinfra/fp8``), or the endpoint's base slug (``deepinfra`` matches
 ``deepinfra`` and every ``deepinfra/*``) unless the endpoint has a service tier: OpenRouter's
-``ignore`` does not apply a base slug to service-tier endpoints. Only entries active at ``now``
-count.
+``ignore`` does not apply a base slug to service-tier endpoints. A positive control's entry
+(layer ``control``) names its exact tag only: it is never widened to a base slug. Only entries
+active at ``now`` count.
+
+A listed endpoint also carries the capabilities it advertises among those a list can be cut for
+(``needs=``): ``structured_outputs`` (its ``supported_parameters`` say json_schema works;
+``response_format`` alone may be JSON mode only) and ``tools``.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from canary.core.model import Endpoint, Exclusion
+from canary.core.model import Endpoint, Exclusion, Layer
 
 TAG_PATTERN = r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9._-]+)?$"
+# What a list can be cut for, as OpenRouter's supported_parameters names each capability.
+CAPABILITIES = ("structured_outputs", "tools")
 _TAG = re.compile(TAG_PATTERN)
 
 
@@ -45,14 +52,27 @@ def base_slug(tag: str) -> str:
 
 @dataclass(frozen=True)
 class Listed:
-    """One endpoint of a model's latest listing: what matching needs to know of it."""
+    """One endpoint of a model's latest listing: what matching and the needs lists need to know
+    of it."""
 
     tag: str
     service_tier: str | None = None
+    capabilities: frozenset[str] = frozenset()  # the CAPABILITIES it advertises
 
     @classmethod
     def of(cls, endpoint: Endpoint) -> Listed:
-        return cls(endpoint.tag, endpoint.service_tier)
+        return cls(
+            endpoint.tag, endpoint.service_tier, capabilities_of(endpoint.supported_parameters)
+        )
+
+    def serves(self, needs: Iterable[str]) -> bool:
+        """Does it advertise every one of ``needs``?"""
+        return all(need in self.capabilities for need in needs)
+
+
+def capabilities_of(supported_parameters: Iterable[str] | None) -> frozenset[str]:
+    """The CAPABILITIES among an endpoint's supported parameters."""
+    return frozenset(p for p in supported_parameters or () if p in CAPABILITIES)
 
 
 def matches(entry_tag: str, endpoint: Listed) -> bool:
@@ -65,9 +85,16 @@ def matches(entry_tag: str, endpoint: Listed) -> bool:
     )
 
 
+def names(entry: Exclusion, endpoint: Listed) -> bool:
+    """Does ``entry`` name ``endpoint``? A control's entry names its exact tag only."""
+    if entry.layer is Layer.control:
+        return entry.tag == endpoint.tag
+    return matches(entry.tag, endpoint)
+
+
 def excluded_by(entries: Iterable[Exclusion], endpoint: Listed, now: datetime) -> list[Exclusion]:
     """The entries active at ``now`` that name ``endpoint``."""
-    return [e for e in entries if e.active(now) and matches(e.tag, endpoint)]
+    return [e for e in entries if e.active(now) and names(e, endpoint)]
 
 
 def usable(
@@ -75,4 +102,4 @@ def usable(
 ) -> tuple[str, ...]:
     """The listed endpoints no active entry names, sorted: the capacity apps can route to."""
     active = [e for e in entries if e.active(now)]
-    return tuple(sorted(e.tag for e in listing if not any(matches(x.tag, e) for x in active)))
+    return tuple(sorted(e.tag for e in listing if not any(names(x, e) for x in active)))

@@ -1,23 +1,18 @@
-"""The three exclusion layers (built-in, runtime, quarantine) merged into one ignore list."""
+"""The exclusion layers (built-in, runtime, quarantine, and the positive controls) merged into one
+ignore list."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
-from canary.core.model import Exclusion, Layer
+from canary.core.model import Exclusion, Layer, iso_utc
 
-_LAYER_ORDER = {layer: i for i, layer in enumerate(Layer)}  # builtin, runtime, quarantine
+_LAYER_ORDER = {layer: i for i, layer in enumerate(Layer)}  # builtin, runtime, quarantine, control
 
 
-def iso_utc(moment: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a ``Z`` suffix (naive datetimes are taken as UTC); None stays None."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+__all__ = ["exclusion_key", "iso_utc", "merge_layers"]
 
 
 def exclusion_key(entry: Exclusion) -> tuple[str, int, str]:
@@ -30,8 +25,9 @@ def merge_layers(
     runtime: Sequence[Exclusion],
     quarantines: Sequence[Exclusion],
     now: datetime,
+    controls: Sequence[Exclusion] = (),
 ) -> tuple[Exclusion, ...]:
-    """The model's exclusions active at ``now`` from all three layers, sorted by tag then layer.
+    """The model's exclusions active at ``now`` from every layer, sorted by tag then layer.
 
     Entries of other models are left out. A tag excluded by several layers appears once per layer
     (each entry explains itself). An entry's layer is
@@ -42,6 +38,7 @@ def merge_layers(
         (Layer.builtin, builtin),
         (Layer.runtime, runtime),
         (Layer.quarantine, quarantines),
+        (Layer.control, controls),
     ):
         for entry in entries:
             if entry.model != model or not entry.active(now):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -60,6 +61,11 @@ class Layer(StrEnum):
     builtin = "builtin"
     runtime = "runtime"
     quarantine = "quarantine"
+    control = "control"  # a positive control: a host known to filter, never usable capacity
+
+
+# The layers no floor withholds: human decisions (built-in, runtime) and the positive controls.
+FIXED_LAYERS = frozenset({Layer.builtin, Layer.runtime, Layer.control})
 
 
 class EventKind(StrEnum):
@@ -80,6 +86,62 @@ class EventKind(StrEnum):
     floor_breached = "floor_breached"  # opens a floor episode: usable < capacity floor
     floor_restored = "floor_restored"  # closes it: usable >= floor again
     republished = "republished"  # a quarantine held back by the floor is published again
+    not_counted = "not_counted"  # a look too close to the previous counted one: nothing moved
+
+
+class LookKind(StrEnum):
+    """What started a look at an endpoint: a scheduled round (later: a focused check that an
+    app's report started)."""
+
+    round = "round"
+    focused = "focused"
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at an endpoint that a count can rest on: its kind, its id (the round id for a
+    round) and when it started. ``at`` is None only for a look recorded before looks carried
+    their start (a bare round id in an older row)."""
+
+    kind: LookKind
+    id: int
+    at: datetime | None
+
+    @classmethod
+    def round(cls, round_id: int, at: datetime | None) -> Look:
+        return cls(LookKind.round, round_id, at)
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"kind", "id", "at"}``, ``at`` in ISO-8601 UTC with a ``Z`` (null when unknown)."""
+        return {"kind": self.kind.value, "id": self.id, "at": iso_utc(self.at)}
+
+    @classmethod
+    def of_json(cls, raw: Any) -> Look:
+        """A look as stored: ``{"kind", "id", "at"}``, or a bare round id (rows written before
+        looks were stored), which is a look of kind ``round`` whose start is unknown."""
+        if isinstance(raw, Mapping):
+            at = raw.get("at")
+            when = None if at is None else datetime.fromisoformat(str(at).replace("Z", "+00:00"))
+            return cls(LookKind(str(raw.get("kind", "round"))), int(raw["id"]), when)
+        return cls(LookKind.round, int(raw), None)
+
+
+def iso_utc(moment: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a ``Z`` suffix (naive datetimes are taken as UTC); None stays None."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def looks_json(looks: Iterable[Look]) -> list[dict[str, Any]]:
+    return [look.as_json() for look in looks]
+
+
+def looks_of(raw: Iterable[Any] | None) -> tuple[Look, ...]:
+    """Looks as stored (see :meth:`Look.of_json`); None is none."""
+    return tuple(Look.of_json(x) for x in raw or ())
 
 
 @dataclass(frozen=True)
@@ -204,7 +266,7 @@ class Exclusion:
     reason: str
     since: datetime | None = None
     until: datetime | None = None
-    evidence: tuple[int, ...] = ()  # round ids
+    evidence: tuple[Look, ...] = ()  # the looks it rests on (quarantine layer)
     id: int | None = None
     causes: tuple[str, ...] = ()  # quarantine layer: the contracts that caused it
 
@@ -224,7 +286,7 @@ class Streak:
     contract: Contract
     count: int = 0
     last_fail_at: datetime | None = None
-    evidence: tuple[int, ...] = ()  # round ids of the failures counted
+    evidence: tuple[Look, ...] = ()  # the failing looks counted, oldest first
     warned: bool = False  # would_quarantine or floor_held was alerted for this streak
 
 
@@ -236,7 +298,7 @@ class EndpointState:
     tag: str
     streaks: tuple[Streak, ...] = ()  # per contract, sorted by contract; zero counts dropped
     recovery_streak: int = 0  # rounds in a row, while quarantined, where every cause passed
-    recovery_evidence: tuple[int, ...] = ()  # their round ids
+    recovery_evidence: tuple[Look, ...] = ()  # the clean looks counted, oldest first
     quarantined_since: datetime | None = None
     quarantined_until: datetime | None = None  # set only while a quarantine is enforced
     causes: tuple[str, ...] = ()  # contracts that caused the quarantine (or ALL_CONTRACTS)
@@ -269,4 +331,4 @@ class Event:
     model: str
     tag: str | None
     detail: dict[str, Any] = field(default_factory=dict)
-    evidence: tuple[int, ...] = ()  # round ids
+    evidence: tuple[Look, ...] = ()  # the looks it rests on

@@ -3,12 +3,15 @@ failed only that capability's contract. Pure.
 
 Mapping: ``schema`` -> ``structured_outputs``, ``tools`` -> ``tools``. ``ttft``, ``refusal``,
 ``language`` and ``hygiene`` concern every request, so a quarantine they caused applies to every
-app; so do built-in and runtime entries, and quarantines recorded before causes were kept
-(``all``). Without needs the list is the full one (the safe default).
+app; so do built-in and runtime entries, the positive controls' entries, and quarantines
+recorded before causes were kept (``all``). Without needs the list is the full one (the safe
+default).
 
 A variant is published on its own (:func:`publish_for_needs`): the capacity floor is held on the
-variant's list, not inherited from the full list's, so a quarantine the full list withheld for
-capacity the app cannot use anyway is not withheld from that app.
+variant's list, not inherited from the full list's, and its capacity is only the endpoints that
+advertise every need (an endpoint without ``tools`` cannot serve an app that calls tools, however
+healthy), so a quarantine the full list withheld for capacity the app cannot use anyway is not
+withheld from that app, and a variant whose capable endpoints are excluded says it is breached.
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
-from canary.core.floor import Publication, publish
-from canary.core.identity import Listed
+from canary.core.floor import Controls, Publication, publish
+from canary.core.identity import CAPABILITIES, Listed
 from canary.core.model import Contract, Exclusion, Layer
 
 CAPABILITY_OF = {Contract.schema.value: "structured_outputs", Contract.tools.value: "tools"}
-KNOWN_NEEDS = tuple(sorted(CAPABILITY_OF.values()))
+KNOWN_NEEDS = tuple(sorted(CAPABILITIES))
 
 
 class UnknownNeed(ValueError):
@@ -70,11 +73,15 @@ def publish_for_needs(
     needs: Collection[str],
     floor: int,
     now: datetime,
+    controls: Controls,
 ) -> Publication:
     """The published list of an app with ``needs``: the core's :func:`publish` over the layers
-    cut to the entries that apply to those needs, so the capacity floor is held on this list
-    itself. A quarantine the full list had to withhold may be published here (the capacity
-    the app cannot use anyway is out of the count), and ``usable``, ``withheld`` and
-    ``breached`` are this list's own. Built-in and runtime entries always apply."""
+    cut to the entries that apply to those needs, its capacity the endpoints that advertise
+    every need, so the capacity floor is held on this list itself. A quarantine the full list
+    had to withhold may be published here (the capacity the app cannot use anyway is out of the
+    count), and ``usable``, ``withheld`` and ``breached`` are this list's own. Built-in, runtime
+    and control entries always apply."""
     kept = [q for q in quarantines if causes_apply(q.causes, needs)]
-    return publish(model, listing, builtin, runtime, kept, floor=floor, now=now)
+    return publish(
+        model, listing, builtin, runtime, kept, floor=floor, now=now, controls=controls, needs=needs
+    )

@@ -26,7 +26,18 @@ from canary.core.model import Mode
 # answer, the exclusion check counting withheld quarantines, evidence capped per streak.
 # 6: persistent language mixing flagged at one foreign language in 2 and a third of the judged
 # answers (was half of them).
-RULES_REVISION = 6
+# 7: a look counts only at least min_look_gap_minutes after the previous counted one (evidence
+# stored as looks); a filtered answer is a refusal look, its own probe's contract inconclusive;
+# positive controls never usable capacity (the control layer); a needs list counts only the
+# endpoints that advertise its needs.
+RULES_REVISION = 7
+
+DEFAULT_LOOK_GAP_MINUTES = 10.0  # the gap's default, at most: half the interval when shorter
+
+
+def default_look_gap_minutes(interval_minutes: float) -> float:
+    """The smaller of 10 minutes and half the interval (an accelerated clock keeps working)."""
+    return min(DEFAULT_LOOK_GAP_MINUTES, interval_minutes / 2)
 
 
 class PolicyNumbers(Protocol):
@@ -44,6 +55,8 @@ class PolicyNumbers(Protocol):
     def model_wide_share(self) -> float: ...
     @property
     def streak_max_age_hours(self) -> float: ...
+    @property
+    def min_look_gap_minutes(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,8 @@ class PolicyRules:
     ladder_reset_days: float = 14.0  # no new quarantine for this long: the ladder restarts
     model_wide_share: float = 0.5  # a contract failing on MORE than this share is model-wide
     streak_max_age_hours: float = 6.0  # a contract's fail older than this starts a new count
+    # a look counts only when its round started at least this long after the previous counted one
+    min_look_gap_minutes: float = DEFAULT_LOOK_GAP_MINUTES
     mode: Mode = Mode.observe
 
     def __post_init__(self) -> None:
@@ -62,6 +77,7 @@ class PolicyRules:
         object.__setattr__(self, "ladder_reset_days", float(self.ladder_reset_days))
         object.__setattr__(self, "model_wide_share", float(self.model_wide_share))
         object.__setattr__(self, "streak_max_age_hours", float(self.streak_max_age_hours))
+        object.__setattr__(self, "min_look_gap_minutes", float(self.min_look_gap_minutes))
         object.__setattr__(self, "mode", Mode(self.mode))
         if self.failing_rounds < 1:
             raise ValueError(f"failing_rounds must be at least 1, not {self.failing_rounds}")
@@ -77,14 +93,24 @@ class PolicyRules:
             raise ValueError(
                 f"streak_max_age_hours must be positive, not {self.streak_max_age_hours}"
             )
+        if self.min_look_gap_minutes < 0:
+            raise ValueError(
+                f"min_look_gap_minutes must not be negative, not {self.min_look_gap_minutes}"
+            )
 
     @property
     def streak_max_age(self) -> timedelta:
         return timedelta(hours=self.streak_max_age_hours)
 
+    @property
+    def min_look_gap(self) -> timedelta:
+        return timedelta(minutes=self.min_look_gap_minutes)
+
     @classmethod
-    def of(cls, policy: PolicyNumbers, mode: Mode | str) -> PolicyRules:
-        """Build the rules from the settings' ``policy`` section and ``mode``."""
+    def of(cls, policy: PolicyNumbers, mode: Mode | str, interval_minutes: float) -> PolicyRules:
+        """Build the rules from the settings' ``policy`` section, ``mode`` and the interval (the
+        look gap's default is the smaller of 10 minutes and half of it)."""
+        gap = policy.min_look_gap_minutes
         return cls(
             failing_rounds=policy.failing_rounds,
             recovery_rounds=policy.recovery_rounds,
@@ -92,6 +118,7 @@ class PolicyRules:
             ladder_reset_days=policy.ladder_reset_days,
             model_wide_share=policy.model_wide_share,
             streak_max_age_hours=policy.streak_max_age_hours,
+            min_look_gap_minutes=default_look_gap_minutes(interval_minutes) if gap is None else gap,
             mode=Mode(mode),
         )
 
@@ -103,6 +130,7 @@ class PolicyRules:
             "ladder_reset_days": self.ladder_reset_days,
             "model_wide_share": self.model_wide_share,
             "streak_max_age_hours": self.streak_max_age_hours,
+            "min_look_gap_minutes": self.min_look_gap_minutes,
             "mode": str(self.mode),
         }
 

@@ -4,14 +4,16 @@ Per endpoint, in this order (each rule is one function):
 
 1. :func:`expire` — a quarantine whose end has come is released (why ``expired``); every count
    restarts, so the endpoint must fail again, contract by contract, to return.
-2. :func:`canary.core.streaks.count_round` — each contract's own failing count (see that module).
+2. :func:`canary.core.streaks.count_round` — each contract's own failing count (see that module);
+   a look too close to the one a count last rested on advances nothing (``not_counted`` row).
 3. :func:`recover` — a quarantined endpoint whose causes passed ``recovery_rounds`` rounds in a
-   row (no contract failing) is released early (why ``recovered``).
+   row (no contract failing, each look far enough from the previous counted one) is released
+   early (why ``recovered``).
 4. :func:`canary.core.streaks.pending_language` — an anomaly makes the next round repeat its
    language.
 
-Then per model, :func:`decide_model` takes the candidates (not quarantined; a contract failed this
-round with its count at or over ``failing_rounds``: those contracts are the causes) in
+Then per model, :func:`decide_model` takes the candidates (not quarantined; a contract's count
+advanced by this look to ``failing_rounds`` or more: those contracts are the causes) in
 :func:`candidate_order` and, in enforce mode, quarantines each unless that would leave fewer
 usable endpoints than the capacity floor on the published list (``floor_held``: audited every
 round the candidate is held, alerted once per contract streak); in observe mode it emits
@@ -31,21 +33,30 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from canary.core.floor import publish
+from canary.core.floor import NO_CONTROLS, Controls, publish
 from canary.core.identity import Listed
-from canary.core.layers import iso_utc
 from canary.core.model import (
+    Contract,
     EndpointState,
     Event,
-    EventKind,
     Exclusion,
-    Layer,
+    Look,
     Mode,
-    Result,
     RoundVerdict,
     Streak,
 )
 from canary.core.policy import PolicyRules
+from canary.core.quarantine_events import (
+    Candidate,
+    QuarantineEnd,
+    QuarantineStart,
+    failure_reason,
+    floor_event,
+    not_counted_event,
+    quarantine_event,
+    release_event,
+    would_event,
+)
 from canary.core.streaks import (
     causes_now,
     count_round,
@@ -53,6 +64,18 @@ from canary.core.streaks import (
     pending_language,
     recover_count,
 )
+
+__all__ = [
+    "Decision",
+    "NotQuarantined",
+    "QuarantineEnd",
+    "QuarantineStart",
+    "decide_model",
+    "expire_due",
+    "quarantine_event",
+    "release_event",
+    "release_manually",
+]
 
 EXPIRED = "expired"
 RECOVERED = "recovered"
@@ -66,41 +89,6 @@ class NotQuarantined(LookupError):
         super().__init__(f"{tag} is not quarantined for {model}")
         self.model = model
         self.tag = tag
-
-
-@dataclass(frozen=True)
-class QuarantineStart:
-    model: str
-    tag: str
-    since: datetime
-    until: datetime
-    step: int  # position on the escalation ladder (1 = first)
-    reason: str
-    evidence: tuple[int, ...]  # round ids of the causes' failing streaks
-    causes: tuple[str, ...] = ()  # the contracts whose streaks reached the threshold
-
-    def exclusion(self) -> Exclusion:
-        return Exclusion(
-            model=self.model,
-            tag=self.tag,
-            layer=Layer.quarantine,
-            reason=self.reason,
-            since=self.since,
-            until=self.until,
-            evidence=self.evidence,
-            causes=self.causes,
-        )
-
-
-@dataclass(frozen=True)
-class QuarantineEnd:
-    model: str
-    tag: str
-    since: datetime | None  # start of the quarantine that ends
-    until: datetime | None  # its planned end
-    at: datetime  # when it ended
-    why: str  # expired | recovered | manual
-    evidence: tuple[int, ...] = ()  # passing round ids (recovered)
 
 
 @dataclass(frozen=True)
@@ -156,29 +144,46 @@ def recover(
     return _released(state), end
 
 
+@dataclass(frozen=True)
+class Step:
+    """One endpoint through one look."""
+
+    state: EndpointState
+    ends: tuple[QuarantineEnd, ...] = ()  # expired, recovered
+    advanced: frozenset[Contract] = frozenset()  # failing contracts whose count the look advanced
+    not_counted: Event | None = None  # the look was too close to count (a not_counted row)
+
+
 def step_endpoint(
     state: EndpointState,
     verdict: RoundVerdict | None,
     *,
-    round_id: int,
+    look: Look,
     now: datetime,
     rules: PolicyRules,
-) -> tuple[EndpointState, list[QuarantineEnd]]:
-    """One endpoint through one round: expire, count, recover, pending language.
+) -> Step:
+    """One endpoint through one look: expire, count, recover, pending language.
 
     ``verdict`` None means no evidence this round (not probed, skipped by the budget).
     """
-    max_age = rules.streak_max_age
+    max_age, gap = rules.streak_max_age, rules.min_look_gap
+    before = state
     state, expired = expire(state, now)
     results = verdict.results if verdict is not None else ()
     keep = evidence_kept(rules.failing_rounds)
-    state = replace(state, streaks=count_round(state, results, round_id, now, max_age, keep))
+    counted = count_round(state, results, look, now, max_age, keep, gap)
+    state = replace(state, streaks=counted.streaks)
+    close_recovery = False
     if state.quarantined(now):
-        state = recover_count(state, verdict, round_id)
+        state, close_recovery = recover_count(state, verdict, look, gap)
     state, recovered = recover(state, now, rules)
     language, since = pending_language(state, verdict, now, max_age)
     state = replace(state, next_language=language, next_language_since=since)
-    return state, [e for e in (expired, recovered) if e is not None]
+    ends = tuple(e for e in (expired, recovered) if e is not None)
+    skipped = None
+    if counted.too_close or close_recovery:
+        skipped = not_counted_event(before, look, counted.too_close, close_recovery, rules)
+    return Step(state, ends, counted.advanced, skipped)
 
 
 def ladder_step(state: EndpointState, now: datetime, rules: PolicyRules) -> int:
@@ -209,35 +214,17 @@ def quarantine_until(
     return until
 
 
-@dataclass(frozen=True)
-class Candidate:
-    state: EndpointState
-    causes: tuple[Streak, ...]  # the streaks at or over the threshold that failed this round
-
-    @property
-    def tag(self) -> str:
-        return self.state.tag
-
-    @property
-    def worst(self) -> int:
-        return max(s.count for s in self.causes)
-
-    @property
-    def evidence(self) -> tuple[int, ...]:
-        return tuple(sorted({r for s in self.causes for r in s.evidence}))
-
-    @property
-    def cause_names(self) -> tuple[str, ...]:
-        return tuple(s.contract.value for s in self.causes)
-
-
 def candidate_of(
-    state: EndpointState, verdict: RoundVerdict | None, now: datetime, rules: PolicyRules
+    state: EndpointState,
+    advanced: frozenset[Contract],
+    verdict: RoundVerdict | None,
+    now: datetime,
+    rules: PolicyRules,
 ) -> Candidate | None:
-    """Not quarantined, and a contract failed this round with its count at the threshold."""
+    """Not quarantined, and this look advanced a contract's count to the threshold."""
     if verdict is None or state.quarantined(now):
         return None
-    causes = causes_now(state.streaks, verdict.results, rules.failing_rounds)
+    causes = causes_now(state.streaks, advanced, rules.failing_rounds)
     return Candidate(state, causes) if causes else None
 
 
@@ -254,7 +241,7 @@ def decide_model(
     states: Mapping[str, EndpointState],
     verdicts: Mapping[str, RoundVerdict],
     *,
-    round_id: int,
+    look: Look,
     now: datetime,
     rules: PolicyRules,
     capacity_floor: int,
@@ -262,39 +249,48 @@ def decide_model(
     human: Sequence[Exclusion] = (),
     quarantines: Sequence[Exclusion] = (),
     skipped: Collection[str] = (),
+    controls: Controls = NO_CONTROLS,
 ) -> Decision:
-    """Decide one round of one model.
+    """Decide one look (a round) of one model.
 
     ``states``: the previous state per tag (missing tags start fresh). ``verdicts``: this round's
     verdict per probed tag; a tag without one, or listed in ``skipped``, had no evidence and is
-    frozen. ``listing``: the model's endpoints this round. ``human``: the built-in and runtime
-    entries; ``quarantines``: the quarantine entries as published before this round (the floor
-    is counted on the published list, see :mod:`canary.core.floor`).
+    frozen. ``look``: this round as a look (its kind, id and start). ``listing``: the model's
+    endpoints this round. ``human``: the built-in and runtime entries; ``quarantines``: the
+    quarantine entries as published before this round (the floor is counted on the published
+    list, see :mod:`canary.core.floor`); ``controls``: the model's positive controls (never
+    usable capacity).
 
     Returns the next state of every tag considered (``changed`` lists those that differ) and the
-    events: release, quarantine, floor_held (enforce), would_quarantine (observe).
+    events: release, not_counted, quarantine, floor_held (enforce), would_quarantine (observe).
     """
     tags = sorted({e.tag for e in listing} | set(states) | set(verdicts) | set(skipped))
     nothing = frozenset(skipped)
     nexts: dict[str, EndpointState] = {}
     releases: list[QuarantineEnd] = []
     candidates: list[Candidate] = []
+    skipped_looks: list[Event] = []
     for tag in tags:
         verdict = None if tag in nothing else verdicts.get(tag)
         state = states.get(tag) or EndpointState(model=model, tag=tag)
-        nexts[tag], ended = step_endpoint(state, verdict, round_id=round_id, now=now, rules=rules)
-        releases.extend(ended)
-        candidate = candidate_of(nexts[tag], verdict, now, rules)
+        step = step_endpoint(state, verdict, look=look, now=now, rules=rules)
+        nexts[tag] = step.state
+        releases.extend(step.ends)
+        if step.not_counted is not None:
+            skipped_looks.append(step.not_counted)
+        candidate = candidate_of(step.state, step.advanced, verdict, now, rules)
         if candidate is not None:
             candidates.append(candidate)
-    events = [release_event(end) for end in releases]
+    events = [release_event(end) for end in releases] + skipped_looks
     released = {end.tag for end in releases}
     standing = [q for q in quarantines if q.tag not in released]
     starts: list[QuarantineStart] = []
     ordered = candidate_order(candidates)
     for candidate in ordered:
         entries = [*standing, *(s.exclusion() for s in starts)]
-        before = publish(model, listing, human, (), entries, floor=capacity_floor, now=now)
+        before = publish(
+            model, listing, human, (), entries, floor=capacity_floor, now=now, controls=controls
+        )
         usable = before.usable or ()
         holds = candidate.tag in usable and len(usable) - 1 < capacity_floor
         reason = failure_reason(candidate, verdicts.get(candidate.tag))
@@ -304,14 +300,14 @@ def decide_model(
                 starts.append(_start(candidate, now, rules, reason))
             if fresh:
                 nexts[candidate.tag] = _warned(nexts[candidate.tag], fresh)
-                events.append(_would_event(candidate, fresh, reason, holds, usable, capacity_floor))
+                events.append(would_event(candidate, fresh, reason, holds, usable, capacity_floor))
             continue
         if holds:
             fresh = tuple(s for s in candidate.causes if not s.warned)
             if fresh:  # alerted once per streak, audited every round it is held
                 nexts[candidate.tag] = _warned(nexts[candidate.tag], fresh)
             events.append(
-                _floor_event(candidate, reason, usable, capacity_floor, ordered, bool(fresh))
+                floor_event(candidate, reason, usable, capacity_floor, ordered, bool(fresh))
             )
             continue
         start = _start(candidate, now, rules, reason)
@@ -363,108 +359,7 @@ def _start(candidate: Candidate, now: datetime, rules: PolicyRules, reason: str)
         reason,
         candidate.evidence,
         candidate.cause_names,
-    )
-
-
-def failure_reason(candidate: Candidate, verdict: RoundVerdict | None) -> str:
-    """'schema failed 2 rounds in a row: <detail>; ttft failed 3 rounds in a row: <detail>'."""
-    details = {
-        r.contract: r.detail
-        for r in (verdict.results if verdict else ())
-        if r.result is Result.fail
-    }
-    parts = []
-    for s in candidate.causes:
-        part = f"{s.contract.value} failed {s.count} rounds in a row"
-        parts.append(f"{part}: {details[s.contract]}" if s.contract in details else part)
-    return "; ".join(parts)
-
-
-def quarantine_event(start: QuarantineStart) -> Event:
-    return Event(
-        kind=EventKind.quarantine,
-        model=start.model,
-        tag=start.tag,
-        detail={
-            "since": iso_utc(start.since),
-            "until": iso_utc(start.until),
-            "step": start.step,
-            "days": (start.until - start.since) / timedelta(days=1),
-            "reason": start.reason,
-            "causes": list(start.causes),
-        },
-        evidence=start.evidence,
-    )
-
-
-def _would_event(
-    candidate: Candidate,
-    fresh: Sequence[Streak],
-    reason: str,
-    holds: bool,
-    usable: Sequence[str],
-    floor: int,
-) -> Event:
-    return Event(
-        kind=EventKind.would_quarantine,
-        model=candidate.state.model,
-        tag=candidate.tag,
-        detail={
-            "reason": reason,
-            "causes": [s.contract.value for s in fresh],
-            "failing_rounds": candidate.worst,
-            "floor_would_hold": holds,
-            "usable": list(usable),
-            "floor": floor,
-        },
-        evidence=tuple(sorted({r for s in fresh for r in s.evidence})),
-    )
-
-
-def _floor_event(
-    candidate: Candidate,
-    reason: str,
-    usable: Sequence[str],
-    floor: int,
-    ordered: Sequence[Candidate],
-    alert: bool,
-) -> Event:
-    """``alert``: the first round a streak is held (operators are told once per streak)."""
-    left = len(usable) - 1
-    return Event(
-        kind=EventKind.floor_held,
-        model=candidate.state.model,
-        tag=candidate.tag,
-        detail={
-            "kept": candidate.tag,
-            "why": (
-                f"quarantining {candidate.tag} would leave {left} usable endpoint(s) on the "
-                f"published list, below the capacity floor of {floor}"
-            ),
-            "floor": floor,
-            "usable": list(usable),
-            "order": [c.tag for c in ordered],
-            "reason": reason,
-            "causes": list(candidate.cause_names),
-            "failing_rounds": candidate.worst,
-            "alert": alert,
-        },
-        evidence=candidate.evidence,
-    )
-
-
-def release_event(end: QuarantineEnd) -> Event:
-    return Event(
-        kind=EventKind.release,
-        model=end.model,
-        tag=end.tag,
-        detail={
-            "why": end.why,
-            "since": iso_utc(end.since),
-            "until": iso_utc(end.until),
-            "at": iso_utc(end.at),
-        },
-        evidence=end.evidence,
+        tuple((s.contract.value, s.evidence) for s in candidate.causes),
     )
 
 

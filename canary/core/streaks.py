@@ -2,7 +2,7 @@
 
 A defect must reproduce: a quarantine needs the SAME contract to fail ``failing_rounds`` rounds in
 a row, with no pass of that contract in between, and one contract's missing evidence never hides
-another contract's passes. Per contract, in each round:
+another contract's passes. Per contract, at each look (a round):
 
 - ``fail`` sets the count to 1 when that contract's previous fail is older than
   ``streak_max_age_hours`` (or there was none), else adds 1;
@@ -10,13 +10,22 @@ another contract's passes. Per contract, in each round:
 - ``inconclusive``, ``transport_error``, ``not_applicable`` and a skipped endpoint change nothing;
 - every round, a count whose last fail is older than the max age is reset (:func:`age_out`).
 
-A streak keeps the round ids of its latest failures only (:func:`evidence_kept`: at least
+Rounds in a row must stay apart (:func:`far_enough`): a failing look adds to a count only when
+its round started at least ``min_look_gap_minutes`` after the look the count last rested on (a
+daemon restarted late in a slot runs that slot at once and the next one on time, seconds later).
+A closer failing look advances nothing and is reported ``too_close``; a pass still resets the
+count. A streak's evidence is the looks that advanced it, so a quarantine never rests on two
+looks closer than the gap.
+
+A streak keeps its latest counted looks only (:func:`evidence_kept`: at least
 ``failing_rounds``, so a quarantine's evidence always covers its threshold, and at least 10): a
 contract that fails for weeks on an endpoint held by the floor must not grow its state forever.
 
-While quarantined, the recovery count (:func:`recover_count`) adds 1 in a round where every cause
-passed and no contract failed, resets on any fail, and is unchanged otherwise; deliberately looser
-than "fully passing", so that an always-inconclusive contract cannot block an early release.
+While quarantined, the recovery count (:func:`recover_count`) adds 1 at a look where every cause
+passed and no contract failed (a look far enough from the previous counted clean look; a closer
+one is ``too_close`` and changes nothing), resets on any fail, and is unchanged otherwise;
+deliberately looser than "fully passing", so that an always-inconclusive contract cannot block
+an early release.
 
 The pending language (:func:`pending_language`) makes the next round repeat a language after an
 anomaly; it survives inconclusive repeats for at most the max age.
@@ -25,7 +34,7 @@ anomaly; it survives inconclusive repeats for at most the max age.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from canary.core.model import (
@@ -33,17 +42,19 @@ from canary.core.model import (
     Contract,
     ContractResult,
     EndpointState,
+    Look,
     Result,
     RoundVerdict,
     Streak,
     Verdict,
 )
 
-EVIDENCE_KEPT = 10  # round ids a streak keeps at least (more when failing_rounds is larger)
+EVIDENCE_KEPT = 10  # looks a streak keeps at least (more when failing_rounds is larger)
+TOO_CLOSE = "too_close"  # why a look was not counted
 
 
 def evidence_kept(failing_rounds: int) -> int:
-    """How many round ids a streak keeps: its latest failures, never fewer than the threshold."""
+    """How many looks a streak keeps: its latest counted ones, never fewer than the threshold."""
     return max(failing_rounds, EVIDENCE_KEPT)
 
 
@@ -51,23 +62,54 @@ def _stale(last_fail_at: datetime | None, now: datetime, max_age: timedelta) -> 
     return last_fail_at is None or now - last_fail_at > max_age
 
 
+def far_enough(previous: datetime | None, look: Look, gap: timedelta) -> bool:
+    """May ``look`` advance a count that last rested on a look started at ``previous``? Yes
+    when there was none, or when either start is unknown (a row from before looks carried
+    their start), or when ``look`` started at least ``gap`` after it."""
+    if previous is None or look.at is None:
+        return True
+    return look.at - previous >= gap
+
+
+def last_counted_at(streak: Streak) -> datetime | None:
+    """When the look the count last rested on started: its latest evidence's start, else (an
+    older row whose evidence is bare round ids) the time of its last counted fail."""
+    if streak.evidence and streak.evidence[-1].at is not None:
+        return streak.evidence[-1].at
+    return streak.last_fail_at
+
+
 def age_out(streaks: Sequence[Streak], now: datetime, max_age: timedelta) -> tuple[Streak, ...]:
     """Drop the counts whose last fail is older than the max age."""
     return tuple(s for s in streaks if s.count > 0 and not _stale(s.last_fail_at, now, max_age))
 
 
+@dataclass(frozen=True)
+class Counted:
+    """One look's effect on an endpoint's failing counts."""
+
+    streaks: tuple[Streak, ...]  # per contract, sorted; zero counts dropped
+    advanced: frozenset[Contract] = frozenset()  # failing contracts this look added to
+    too_close: tuple[Contract, ...] = ()  # failing contracts this look was too close to count
+
+
 def count_one(
     streak: Streak,
     result: Result,
-    round_id: int,
+    look: Look,
     now: datetime,
     max_age: timedelta,
     keep: int = EVIDENCE_KEPT,
+    gap: timedelta = timedelta(),
 ) -> Streak:
+    """The streak after one look's result (unchanged when a fail is too close to count: see
+    :func:`far_enough`)."""
     if result is Result.fail:
         if _stale(streak.last_fail_at, now, max_age) or streak.count == 0:
-            return Streak(streak.contract, 1, now, (round_id,))
-        evidence = (*streak.evidence, round_id)[-max(keep, 1) :]
+            return Streak(streak.contract, 1, now, (look,))
+        if not far_enough(last_counted_at(streak), look, gap):
+            return streak
+        evidence = (*streak.evidence, look)[-max(keep, 1) :]
         return replace(streak, count=streak.count + 1, last_fail_at=now, evidence=evidence)
     if result is Result.passed:
         return Streak(streak.contract)
@@ -77,18 +119,29 @@ def count_one(
 def count_round(
     state: EndpointState,
     results: Sequence[ContractResult],
-    round_id: int,
+    look: Look,
     now: datetime,
     max_age: timedelta,
     keep: int = EVIDENCE_KEPT,
-) -> tuple[Streak, ...]:
-    """The streaks after this round's (already adjusted) contract results; each keeps the round
-    ids of its latest ``keep`` failures."""
+    gap: timedelta = timedelta(),
+) -> Counted:
+    """The streaks after this look's (already adjusted) contract results; each keeps its latest
+    ``keep`` counted looks. Says which failing contracts the look added to, and which it was
+    too close to count."""
     by_contract = {s.contract: s for s in age_out(state.streaks, now, max_age)}
+    advanced: set[Contract] = set()
+    too_close: list[Contract] = []
     for r in results:
         current = by_contract.get(r.contract) or Streak(r.contract)
-        by_contract[r.contract] = count_one(current, r.result, round_id, now, max_age, keep)
-    return tuple(s for c, s in sorted(by_contract.items()) if s.count > 0)
+        after = count_one(current, r.result, look, now, max_age, keep, gap)
+        if r.result is Result.fail:
+            if after is current:
+                too_close.append(r.contract)
+            else:
+                advanced.add(r.contract)
+        by_contract[r.contract] = after
+    streaks = tuple(s for c, s in sorted(by_contract.items()) if s.count > 0)
+    return Counted(streaks, frozenset(advanced), tuple(sorted(too_close)))
 
 
 def failed_contracts(results: Sequence[ContractResult]) -> tuple[Contract, ...]:
@@ -96,11 +149,11 @@ def failed_contracts(results: Sequence[ContractResult]) -> tuple[Contract, ...]:
 
 
 def causes_now(
-    streaks: Sequence[Streak], results: Sequence[ContractResult], failing_rounds: int
+    streaks: Sequence[Streak], advanced: frozenset[Contract], failing_rounds: int
 ) -> tuple[Streak, ...]:
-    """The streaks that make an endpoint a candidate: failed this round, count at the threshold."""
-    failed = set(failed_contracts(results))
-    return tuple(s for s in streaks if s.contract in failed and s.count >= failing_rounds)
+    """The streaks that make an endpoint a candidate: advanced by this look, count at the
+    threshold. A fail too close to count makes nobody a candidate."""
+    return tuple(s for s in streaks if s.contract in advanced and s.count >= failing_rounds)
 
 
 def causes_passed(causes: Sequence[str], verdict: RoundVerdict) -> bool:
@@ -113,20 +166,24 @@ def causes_passed(causes: Sequence[str], verdict: RoundVerdict) -> bool:
 
 
 def recover_count(
-    state: EndpointState, verdict: RoundVerdict | None, round_id: int
-) -> EndpointState:
-    """Advance, reset or keep the recovery count of a quarantined endpoint."""
+    state: EndpointState, verdict: RoundVerdict | None, look: Look, gap: timedelta = timedelta()
+) -> tuple[EndpointState, bool]:
+    """Advance, reset or keep the recovery count of a quarantined endpoint; True when a clean
+    look was too close to the previous counted one to count."""
     if verdict is None:
-        return state
+        return state, False
     if failed_contracts(verdict.results):
-        return replace(state, recovery_streak=0, recovery_evidence=())
+        return replace(state, recovery_streak=0, recovery_evidence=()), False
     if causes_passed(state.causes, verdict):
+        previous = state.recovery_evidence[-1].at if state.recovery_evidence else None
+        if not far_enough(previous, look, gap):
+            return state, True
         return replace(
             state,
             recovery_streak=state.recovery_streak + 1,
-            recovery_evidence=(*state.recovery_evidence, round_id),
-        )
-    return state
+            recovery_evidence=(*state.recovery_evidence, look),
+        ), False
+    return state, False
 
 
 def pending_language(

@@ -20,6 +20,7 @@ from canary.core.model import (
     ContractResult,
     Event,
     EventKind,
+    Look,
     Result,
     RoundVerdict,
     Verdict,
@@ -47,7 +48,7 @@ def judge_round(
     *,
     positive_controls: Collection[str],
     rules: PolicyRules,
-    round_id: int | None = None,
+    look: Look | None = None,
     listed: Collection[str] | None = None,
     usable: Collection[str] | None = None,
 ) -> RoundOutcome:
@@ -57,11 +58,12 @@ def judge_round(
     probed at all (budget) are simply absent: they get no verdict here (the caller marks them
     skipped). ``listed``: the tags of this round's listing (controls are checked against it).
     ``usable``: the endpoints no published entry names (None: every endpoint with results), the
-    only ones the model-wide rule counts. ``round_id``, when given, is the evidence of the events.
+    only ones the model-wide rule counts (never a positive control). ``look``, when given (the
+    round), is the evidence of the events.
     """
     adjusted: Results = {tag: list(rs) for tag, rs in results.items()}
     controls = frozenset(positive_controls)
-    evidence = () if round_id is None else (round_id,)
+    evidence: tuple[Look, ...] = () if look is None else (look,)
     events: list[Event] = []
     missing = sorted(controls - set(listed)) if listed is not None else []
     if missing:
@@ -86,7 +88,7 @@ def apply_positive_control(
     results: Results,
     controls: frozenset[str],
     *,
-    evidence: tuple[int, ...] = (),
+    evidence: tuple[Look, ...] = (),
 ) -> tuple[Results, list[Event]]:
     """A refusal probe that cannot catch the known filtering host is no evidence of health.
 
@@ -140,7 +142,7 @@ def apply_positive_control(
 
 
 def apply_missing_control(
-    model: str, results: Results, missing: Sequence[str], *, evidence: tuple[int, ...] = ()
+    model: str, results: Results, missing: Sequence[str], *, evidence: tuple[Look, ...] = ()
 ) -> tuple[Results, list[Event]]:
     """A positive control that is not in the listing cannot show the probe works: every refusal
     result of the round is inconclusive (reason ``control_missing``), and one event says so."""
@@ -198,13 +200,13 @@ def apply_model_wide(
     rules: PolicyRules,
     usable: frozenset[str],
     *,
-    evidence: tuple[int, ...] = (),
+    evidence: tuple[Look, ...] = (),
 ) -> tuple[Results, list[Event]]:
     """A contract failing on most usable endpoints says something about the model or the probe.
 
     For each contract, the endpoints counted are the usable ones (named by no published entry)
-    with a conclusive result (pass or fail) for it; for ``refusal`` the positive controls are left
-    out. When at least ``MODEL_WIDE_MIN_JUDGED`` are counted, at least 2 of them fail and
+    with a conclusive result (pass or fail) for it; the positive controls are never counted
+    (they are no capacity, and their refusal failures are expected). When at least ``MODEL_WIDE_MIN_JUDGED`` are counted, at least 2 of them fail and
     failing / counted > ``rules.model_wide_share``, each of those failures becomes
     ``inconclusive`` (reason ``model_wide``) and one ``model_wide`` event is emitted. Failures of
     excluded endpoints are neither counted nor excused.
@@ -215,7 +217,7 @@ def apply_model_wide(
         counted: list[str] = []
         failing: list[str] = []
         for tag, rs in sorted(out.items()):
-            if tag not in usable or (contract is Contract.refusal and tag in controls):
+            if tag not in usable or tag in controls:
                 continue
             outcomes = {r.result for r in rs if r.contract is contract}
             if Result.fail in outcomes:
@@ -298,7 +300,7 @@ def language_anomaly(results: Sequence[ContractResult]) -> str | None:
     return None
 
 
-def verdict_event(verdict: RoundVerdict, *, round_id: int | None = None) -> Event:
+def verdict_event(verdict: RoundVerdict, *, look: Look | None = None) -> Event:
     """The audit/drill ``verdict`` event of one endpoint's round verdict."""
     return Event(
         kind=EventKind.verdict,
@@ -319,5 +321,5 @@ def verdict_event(verdict: RoundVerdict, *, round_id: int | None = None) -> Even
             ],
             "language_anomaly_in": verdict.language_anomaly_in,
         },
-        evidence=() if round_id is None else (round_id,),
+        evidence=() if look is None else (look,),
     )

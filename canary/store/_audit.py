@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Row, case, delete, insert, or_, select, update
 
-from canary.core.model import Event
+from canary.core.model import Event, looks_of
 from canary.store import tables as t
 from canary.store._audit_rows import audit_values
 from canary.store.engine import StoreBase
@@ -26,7 +26,7 @@ def audit_row(row: Row[Any]) -> AuditRow:
         model=row.model,
         tag=row.tag,
         detail=dict(row.detail or {}),
-        evidence=tuple(row.evidence or ()),
+        evidence=looks_of(row.evidence),
         policy_version=row.policy_version,
         round_id=row.round_id,
         notified_at=row.notified_at,

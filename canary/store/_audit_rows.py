@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
-from canary.core.model import Event
+from canary.core.model import Event, looks_json
 from canary.store import tables as t
 
 
@@ -23,7 +23,7 @@ def audit_values(
         "model": event.model,
         "tag": event.tag,
         "detail": dict(event.detail),
-        "evidence": list(event.evidence),
+        "evidence": looks_json(event.evidence),
         "policy_version": policy_version,
         "round_id": round_id,
         "notify_attempts": 0,

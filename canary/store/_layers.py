@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, or_, select, update
 
 from canary.core.floor import (
+    NO_CONTROLS,
+    Controls,
     ExclusionCheck,
     FloorChanges,
     admit_exclusion,
@@ -144,6 +146,7 @@ class LayersMixin(StoreBase):
         *,
         builtin: Sequence[Exclusion],
         floor: int,
+        controls: Controls = NO_CONTROLS,
         force: bool = False,
         policy_version: str | None = None,
     ) -> ExclusionAdded:
@@ -161,7 +164,7 @@ class LayersMixin(StoreBase):
         with self._write() as conn:
             lock_guard(conn, model)
             layers = layers_on(plain(conn), model, now)
-            before = layers.publish(model, builtin, floor, now)
+            before = layers.publish(model, builtin, floor, now, controls=controls)
             check = check_exclusion(before, entry, force=force, now=now)
             if not check.allowed:
                 raise FloorRefused(model, tag, check.message)
@@ -231,6 +234,8 @@ class LayersMixin(StoreBase):
         now: datetime,
         actor: str,
         policy_version: str | None,
+        *,
+        controls: Controls = NO_CONTROLS,
     ) -> list[Event]:
         """Record what the floor does on the model's published list (withheld quarantines, floor
         episodes): read, reconciled by :func:`canary.core.floor.reconcile` and written in ONE
@@ -243,12 +248,14 @@ class LayersMixin(StoreBase):
         is recorded is decided again on the locked read.
         """
         layers = self.model_layers([model], now)[model]
-        if reconcile(layers.publish(model, builtin, floor, now), layers.record).empty:
+        published = layers.publish(model, builtin, floor, now, controls=controls)
+        if reconcile(published, layers.record).empty:
             return []
         with self._write() as conn:
             lock_guard(conn, model)
             layers = layers_on(plain(conn), model, now)
-            changes = reconcile(layers.publish(model, builtin, floor, now), layers.record)
+            published = layers.publish(model, builtin, floor, now, controls=controls)
+            changes = reconcile(published, layers.record)
             return _apply_floor(conn, model, changes, now, actor, policy_version)
 
     def apply_floor_changes(

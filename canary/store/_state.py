@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Update, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from canary.core.model import EndpointState, Event, Exclusion
+from canary.core.model import EndpointState, Event, Exclusion, looks_json, looks_of
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import plain_reads
 from canary.store import tables as t
@@ -31,13 +31,13 @@ def _state_values(s: EndpointState) -> dict[str, Any]:
                 "contract": x.contract.value,
                 "count": x.count,
                 "last_fail_at": x.last_fail_at,
-                "evidence": list(x.evidence),
+                "evidence": looks_json(x.evidence),
                 "warned": x.warned,
             }
             for x in s.streaks
         ],
         "recovery_streak": s.recovery_streak,
-        "recovery_evidence": list(s.recovery_evidence),
+        "recovery_evidence": looks_json(s.recovery_evidence),
         "quarantined_since": s.quarantined_since,
         "quarantined_until": s.quarantined_until,
         "causes": list(s.causes),
@@ -110,7 +110,7 @@ class StateMixin(StoreBase):
                             until=start.until,
                             step=start.step,
                             reason=start.reason,
-                            evidence=list(start.evidence),
+                            evidence=looks_json(start.evidence),
                             causes=list(start.causes),
                             policy_version=policy_version,
                             round_id=round_id,
@@ -162,7 +162,7 @@ class StateMixin(StoreBase):
             event_detail = {**event.detail, "quarantine_id": open_row.id}
             write_audit(
                 conn,
-                [Event(event.kind, model, tag, event_detail, tuple(open_row.evidence or ()))],
+                [Event(event.kind, model, tag, event_detail, looks_of(open_row.evidence))],
                 actor,
                 open_row.policy_version,
                 now,

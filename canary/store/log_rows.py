@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from canary.core.model import Look
 from canary.store.rows import ContractResultRow
 
 # Inputs. The core defines its own equivalent; anything with these attributes fits.
@@ -106,7 +107,7 @@ class AuditRow:
     model: str | None
     tag: str | None
     detail: dict[str, Any]
-    evidence: tuple[int, ...]
+    evidence: tuple[Look, ...]  # the looks it rests on (bare round ids in older rows: no start)
     policy_version: str | None
     round_id: int | None
     notified_at: datetime | None

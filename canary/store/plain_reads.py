@@ -11,9 +11,9 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 
-from canary.core.floor import FloorRecord, Publication, publish
-from canary.core.identity import Listed
-from canary.core.model import Contract, EndpointState, Exclusion, Layer, Streak
+from canary.core.floor import NO_CONTROLS, Controls, FloorRecord, Publication, publish
+from canary.core.identity import Listed, capabilities_of
+from canary.core.model import Contract, EndpointState, Exclusion, Layer, Streak, looks_of
 from canary.core.stats import Histogram
 from canary.store.plain import Reader, SqlRow
 from canary.store.rows import ContractResultRow, QuarantineRow, RoundRow, SkippedEndpoint
@@ -81,7 +81,7 @@ def quarantine_row(row: SqlRow) -> QuarantineRow:
         release_why=row.release_why,
         step=row.step,
         reason=row.reason,
-        evidence=tuple(row.evidence or ()),
+        evidence=looks_of(row.evidence),
         causes=tuple(row.causes or ()),
         withheld_at=row.withheld_at,
         policy_version=row.policy_version,
@@ -116,7 +116,7 @@ def _streaks(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Streak, ...]:
             contract=Contract(s["contract"]),
             count=int(s["count"]),
             last_fail_at=_as_utc(s.get("last_fail_at")),
-            evidence=tuple(s.get("evidence") or ()),
+            evidence=looks_of(s.get("evidence")),
             warned=bool(s.get("warned")),
         )
         for s in raw or ()
@@ -129,7 +129,7 @@ def endpoint_state(row: SqlRow) -> EndpointState:
         tag=row.tag,
         streaks=_streaks(row.streaks),
         recovery_streak=row.recovery_streak,
-        recovery_evidence=tuple(row.recovery_evidence or ()),
+        recovery_evidence=looks_of(row.recovery_evidence),
         quarantined_since=row.quarantined_since,
         quarantined_until=row.quarantined_until,
         causes=tuple(row.causes or ()),
@@ -156,7 +156,10 @@ def runtime_exclusion(row: SqlRow) -> Exclusion:
 def listing_of(snapshot: dict[str, dict[str, Any]] | None) -> tuple[Listed, ...] | None:
     if snapshot is None:
         return None
-    return tuple(Listed(tag, meta.get("service_tier")) for tag, meta in sorted(snapshot.items()))
+    return tuple(
+        Listed(tag, meta.get("service_tier"), capabilities_of(meta.get("supported_parameters")))
+        for tag, meta in sorted(snapshot.items())
+    )
 
 
 @dataclass(frozen=True)
@@ -169,10 +172,23 @@ class ModelLayers:
     record: FloorRecord
 
     def publish(
-        self, model: str, builtin: Sequence[Exclusion], floor: int, now: datetime
+        self,
+        model: str,
+        builtin: Sequence[Exclusion],
+        floor: int,
+        now: datetime,
+        *,
+        controls: Controls = NO_CONTROLS,
     ) -> Publication:
         return publish(
-            model, self.listing, builtin, self.runtime, self.quarantines, floor=floor, now=now
+            model,
+            self.listing,
+            builtin,
+            self.runtime,
+            self.quarantines,
+            floor=floor,
+            now=now,
+            controls=controls,
         )
 
 

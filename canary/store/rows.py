@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
+from canary.core.model import Look
+
 
 class UnknownExclusion(LookupError):
     def __init__(self, exclusion_id: int) -> None:
@@ -105,7 +107,7 @@ class QuarantineRow:
     release_why: str | None
     step: int
     reason: str
-    evidence: tuple[int, ...]
+    evidence: tuple[Look, ...]  # the looks it rests on
     policy_version: str
     round_id: int | None
     causes: tuple[str, ...] = ()  # the contracts that caused it ("all": from before causes)

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from canary.core.layers import iso_utc
-from canary.core.model import Exclusion
+from canary.core.model import Exclusion, looks_json
 
 if TYPE_CHECKING:
     from canary.store.log_rows import AuditRow, HistoryRow
@@ -59,7 +59,7 @@ def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
         "withheld": row.withheld_at is not None,
         "released_at": iso(row.released_at),
         "release_why": row.release_why,
-        "evidence": list(row.evidence),
+        "evidence": looks_json(row.evidence),
     }
 
 
@@ -73,7 +73,7 @@ def audit_json(row: AuditRow) -> dict[str, Any]:
         "model": row.model,
         "provider": row.tag,
         "detail": jsonable(row.detail),
-        "evidence": list(row.evidence),
+        "evidence": looks_json(row.evidence),
         "policy_version": row.policy_version,
     }
 

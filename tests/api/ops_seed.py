@@ -24,6 +24,7 @@ from canary.core.model import (
     EventKind,
     Exclusion,
     Layer,
+    Look,
     Observation,
     Pricing,
     Result,
@@ -54,6 +55,7 @@ class Seeded:
     rounds: tuple[int, ...]
     exclusion_id: int
     quarantine_until: datetime
+    looks: tuple[Look, ...] = ()  # the rounds as looks (their starts): the quarantine's evidence
 
 
 def builtin(model: str = MODEL) -> tuple[Exclusion, ...]:
@@ -105,14 +107,18 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
             provider_name=tag.split("/")[0].title(),
             pricing=Pricing(1e-7, 2e-7),
             latency_last_30m=dict(ADVERTISED),
+            # every endpoint can serve every need: a needs list counts them all as capacity
+            supported_parameters=("max_tokens", "response_format", "structured_outputs", "tools"),
         )
         for tag in TAGS
     ]
     rounds = []
+    looks = []
     for round_no, at in ((1, now - timedelta(minutes=60)), (2, now - timedelta(minutes=30))):
         rid = s.claim_round(model, at, "seed", POLICY, {"hygiene": "abc"}, started_at=at)
         assert rid is not None
         rounds.append(rid)
+        looks.append(Look.round(rid, at))
         s.record_snapshots(rid, model, endpoints, at)
         observations = [
             Observation(
@@ -133,7 +139,7 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
         )
     since = now - timedelta(minutes=30)
     until = since + timedelta(days=1)
-    evidence = tuple(rounds)
+    evidence = tuple(looks)
     after = {
         tag: EndpointState(model=model, tag=tag)
         for tag in TAGS
@@ -152,7 +158,7 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
     after["charlie/fp8"] = EndpointState(
         model=model,
         tag="charlie/fp8",
-        streaks=(Streak(Contract.hygiene, 1, since, (rounds[1],)),),
+        streaks=(Streak(Contract.hygiene, 1, since, (looks[1],)),),
     )
     reason = "hygiene failed 2 rounds in a row: stray leading fragment"
     applied = s.apply_decision(
@@ -187,7 +193,13 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
         builtin=builtin(model),
         floor=0,
     ).id
-    return Seeded(model=model, rounds=evidence, exclusion_id=exclusion_id, quarantine_until=until)
+    return Seeded(
+        model=model,
+        rounds=tuple(rounds),
+        exclusion_id=exclusion_id,
+        quarantine_until=until,
+        looks=evidence,
+    )
 
 
 def relist(store: Store, model: str, tags: tuple[str, ...], at: datetime) -> None:
@@ -261,11 +273,12 @@ def quarantine(api: Api, tag: str, contract: Contract, minutes_ago: int) -> None
     since = api.clock.now - timedelta(minutes=minutes_ago)
     until = since + timedelta(days=1)
     cause = contract.value
+    looks = (Look.round(1, since - timedelta(minutes=30)), Look.round(2, since))
     state = EndpointState(
-        api.model, tag, streaks=(Streak(contract, 2, since, (1, 2)),), quarantined_since=since,
+        api.model, tag, streaks=(Streak(contract, 2, since, looks),), quarantined_since=since,
         quarantined_until=until, causes=(cause,), ladder_step=1, last_quarantine_at=since,
     )  # fmt: skip
-    start = QuarantineStart(api.model, tag, since, until, 1, f"{cause} broke", (1, 2), (cause,))
+    start = QuarantineStart(api.model, tag, since, until, 1, f"{cause} broke", looks, (cause,))
     assert api.store.apply_decision(
         round_id=None, model=api.model, before=api.store.load_states(api.model),
         after={tag: state}, events=[], quarantines_started=[start], actor="canary",

@@ -10,6 +10,7 @@ from ops_seed import POLICY, TAGS, Api
 
 from canary import metrics
 from canary.api.page import FLOOR_BREACHED_COLOUR
+from canary.core.model import looks_json
 
 
 def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: Api) -> None:
@@ -184,7 +185,8 @@ def test_audit_lists_records_with_the_documented_fields(api: Api) -> None:
     quarantine = records[1]
     assert {"at", "event", "actor", "model", "provider", "detail"} <= set(quarantine)
     assert quarantine["actor"] == "canary" and quarantine["provider"] == "bravo"
-    assert quarantine["evidence"] == list(api.seeded.rounds)
+    assert quarantine["evidence"] == looks_json(api.seeded.looks)
+    assert [look["id"] for look in quarantine["evidence"]] == list(api.seeded.rounds)
 
 
 def test_audit_filters_by_since_and_rejects_a_bad_time(api: Api) -> None:
@@ -314,24 +316,23 @@ def test_unknown_paths_and_methods_answer_json(api: Api) -> None:
 def test_an_app_that_needs_no_structured_output_keeps_a_host_quarantined_for_the_schema(
     api: Api,
 ) -> None:
-    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.model import Contract, EndpointState, Look, Streak
     from canary.core.quarantine import QuarantineStart
 
     since = api.clock.now - timedelta(minutes=5)
     until = since + timedelta(days=1)
+    looks = (Look.round(1, since - timedelta(minutes=30)), Look.round(2, since))
     state = EndpointState(
         api.model,
         "alpha",
-        streaks=(Streak(Contract.schema, 2, since, (1, 2)),),
+        streaks=(Streak(Contract.schema, 2, since, looks),),
         quarantined_since=since,
         quarantined_until=until,
         causes=("schema",),
         ladder_step=1,
         last_quarantine_at=since,
     )
-    start = QuarantineStart(
-        api.model, "alpha", since, until, 1, "schema broke", (1, 2), ("schema",)
-    )
+    start = QuarantineStart(api.model, "alpha", since, until, 1, "schema broke", looks, ("schema",))
     assert api.store.apply_decision(
         round_id=None, model=api.model, before=api.store.load_states(api.model),
         after={"alpha": state}, events=[], quarantines_started=[start], actor="canary",

@@ -26,6 +26,7 @@ from canary.core.model import (
     EndpointState,
     Event,
     EventKind,
+    Look,
     Observation,
     Pricing,
     Result,
@@ -148,7 +149,7 @@ def one_round(
         t: EndpointState(
             MODEL,
             t,
-            streaks=(Streak(Contract.ttft, r + 1, at, (rid,)),),
+            streaks=(Streak(Contract.ttft, r + 1, at, (Look.round(rid, at),)),),
             version=before[t].version + 1 if t in before else 0,
         )
         for t in tags

@@ -14,6 +14,7 @@ from ops_seed import relist
 from typer.testing import CliRunner
 
 from canary.cli.main import app
+from canary.core.model import looks_json
 
 runner = CliRunner()
 
@@ -86,11 +87,14 @@ def test_quarantine_list_table(fleet: Fleet) -> None:
 def test_quarantine_show_gives_state_evidence_and_history(fleet: Fleet) -> None:
     shown = run_json(fleet, "quarantine", "show", "--model", fleet.model, "--provider", "bravo")
     assert shown["quarantined"] is True
-    assert shown["active"]["evidence"] == list(fleet.seeded.rounds)
+    assert [look["id"] for look in shown["active"]["evidence"]] == list(fleet.seeded.rounds)
+    assert shown["active"]["evidence"] == looks_json(fleet.seeded.looks)
     assert shown["state"]["failing_streak"] == 2 and len(shown["history"]) == 1
     table = run(fleet, "quarantine", "show", "--model", fleet.model, "--provider", "bravo")
     assert (
-        table.exit_code == 0 and "quarantined" in table.stdout and "evidence rounds" in table.stdout
+        table.exit_code == 0
+        and "quarantined" in table.stdout
+        and f"evidence: round {fleet.seeded.rounds[0]} started" in table.stdout
     )
 
 

@@ -141,15 +141,16 @@ def test_an_unknown_model_is_no_list(live: Live, clock: Any) -> None:
 def test_an_app_that_states_its_needs_gets_the_list_cut_for_them(
     live: Live, clock: Any, tmp_path: Path
 ) -> None:
-    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.model import Contract, EndpointState, Look, Streak
     from canary.core.quarantine import QuarantineStart
 
     until = NOW + timedelta(days=1)
+    looks = (Look.round(1, NOW - timedelta(minutes=30)), Look.round(2, NOW))
     state = EndpointState(
-        MODEL, "schema-host", streaks=(Streak(Contract.schema, 2, NOW, (1, 2)),),
+        MODEL, "schema-host", streaks=(Streak(Contract.schema, 2, NOW, looks),),
         quarantined_since=NOW, quarantined_until=until, causes=("schema",), ladder_step=1,
     )  # fmt: skip
-    start = QuarantineStart(MODEL, "schema-host", NOW, until, 1, "schema", (1, 2), ("schema",))
+    start = QuarantineStart(MODEL, "schema-host", NOW, until, 1, "schema", looks, ("schema",))
     assert live.store.apply_decision(
         round_id=None, model=MODEL, before={}, after={"schema-host": state}, events=[],
         quarantines_started=[start], actor="canary", policy_version="p-test", at=NOW,

@@ -14,6 +14,7 @@ from canary.core.model import (
     EventKind,
     Exclusion,
     Layer,
+    Look,
     Mode,
     Result,
     RoundVerdict,
@@ -71,9 +72,13 @@ def failing(
     last_fail_at: datetime = T0 - INTERVAL,
     **fields: object,
 ) -> EndpointState:
-    """A state whose ``contract`` failed ``count`` rounds in a row, the last one an interval ago."""
+    """A state whose ``contract`` failed ``count`` rounds in a row, the last one an interval ago
+    (``evidence``: the round ids of those looks, one interval apart up to ``last_fail_at``)."""
     rounds = evidence if evidence is not None else tuple(range(1, count + 1))
-    streak = Streak(contract, count, last_fail_at, rounds)
+    looks = tuple(
+        Look.round(r, last_fail_at - (len(rounds) - 1 - i) * INTERVAL) for i, r in enumerate(rounds)
+    )
+    streak = Streak(contract, count, last_fail_at, looks)
     return EndpointState(MODEL, tag, streaks=(streak,), **fields)  # type: ignore[arg-type]
 
 
@@ -147,7 +152,7 @@ class Fleet:
             MODEL,
             self.states,
             {t: v for t, v in full.items() if t not in skipped},
-            round_id=self.round_id,
+            look=Look.round(self.round_id, self.now),
             now=self.now,
             rules=self.rules,
             capacity_floor=self.floor,
@@ -181,3 +186,8 @@ class Fleet:
 
 def kinds(decision: Decision, kind: EventKind) -> list[Event]:
     return [e for e in decision.events if e.kind is kind]
+
+
+def ids(looks: Collection[Look]) -> tuple[int, ...]:
+    """The ids of looks (round ids), in their order."""
+    return tuple(look.id for look in looks)

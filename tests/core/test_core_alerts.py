@@ -8,7 +8,7 @@ import pytest
 
 from canary.core.alerts import budget_alert, drift_audit
 from canary.core.drift import DriftChange
-from canary.core.model import EventKind
+from canary.core.model import EventKind, Look
 
 M = "acme/roleplay-1"
 NOW = datetime(2026, 4, 2, 9, 30, tzinfo=UTC)
@@ -47,6 +47,6 @@ def test_only_drift_that_can_break_routing_is_audited() -> None:
         DriftChange(M, "alpha", "context_length", 8192, 4096, False, None),
         DriftChange(M, "bravo", "presence", "present", None, True, "bravo vanished"),
     ]
-    [row] = drift_audit(M, changes, round_id=7)
-    assert (row.kind, row.tag, row.evidence) == (EventKind.drift, "bravo", (7,))
+    [row] = drift_audit(M, changes, Look.round(7, None))
+    assert (row.kind, row.tag, row.evidence) == (EventKind.drift, "bravo", (Look.round(7, None),))
     assert row.detail["reason"] == "bravo vanished" and row.detail["alert"] is True

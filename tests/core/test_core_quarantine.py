@@ -12,13 +12,14 @@ from core_builders import (
     T0,
     Fleet,
     failing,
+    ids,
     kinds,
     listing,
     quarantine_entries,
     rv,
 )
 
-from canary.core.model import Contract, EndpointState, EventKind, Layer, Verdict
+from canary.core.model import Contract, EndpointState, EventKind, Layer, Look, Verdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import (
     NotQuarantined,
@@ -45,11 +46,11 @@ def test_two_failing_rounds_quarantine_at_the_second_never_the_first() -> None:
     assert fleet.decisions[0].states["a"].quarantined_until is None
     [event] = kinds(second, EventKind.quarantine)
     start = T0 + INTERVAL
-    assert event.tag == "a" and event.evidence == (1, 2)
+    assert event.tag == "a" and ids(event.evidence) == (1, 2)
     assert event.detail["until"] == "2026-01-06T12:30:00Z" and event.detail["step"] == 1
     assert event.detail["days"] == 1.0
     [q] = second.quarantines
-    assert (q.since, q.until, q.step, q.evidence) == (start, start + DAY, 1, (1, 2))
+    assert (q.since, q.until, q.step, ids(q.evidence)) == (start, start + DAY, 1, (1, 2))
     assert q.reason == "schema failed 2 rounds in a row: schema fail"
     assert q.causes == ("schema",)
     assert fleet.state("a").quarantined_since == start
@@ -61,7 +62,7 @@ def test_transport_error_between_failures_freezes_the_count() -> None:
     assert fleet.state("a").streak(Contract.schema).count == 1
     [third] = fleet.run("a", "F")
     assert [e.tag for e in kinds(third, EventKind.quarantine)] == ["a"]
-    assert third.quarantines[0].evidence == (1, 3)
+    assert ids(third.quarantines[0].evidence) == (1, 3)
 
 
 def test_a_pass_between_failures_resets_the_count() -> None:
@@ -69,7 +70,7 @@ def test_a_pass_between_failures_resets_the_count() -> None:
     decisions = fleet.run("a", "FPF")
     assert all(not d.quarantines for d in decisions)
     assert fleet.state("a").failing_streak == 1
-    assert fleet.state("a").streak(Contract.schema).evidence == (3,)
+    assert ids(fleet.state("a").streak(Contract.schema).evidence) == (3,)
 
 
 def test_inconclusive_freezes_the_count() -> None:
@@ -92,7 +93,7 @@ def test_skipped_round_is_no_evidence_and_freezes_the_count() -> None:
 def test_skipped_wins_over_a_verdict_given_for_the_same_tag() -> None:
     state = failing("a", 1)
     decision = decide_model(
-        MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, round_id=2, now=T0, rules=ENFORCE,
+        MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, look=Look.round(2, T0), now=T0, rules=ENFORCE,
         capacity_floor=0, listing=listing("a"), skipped=("a",),
     )  # fmt: skip
     assert decision.quarantines == () and decision.states["a"] == state
@@ -101,7 +102,7 @@ def test_skipped_wins_over_a_verdict_given_for_the_same_tag() -> None:
 def test_endpoint_without_a_verdict_is_frozen() -> None:
     state = failing("a", 1)
     decision = decide_model(
-        MODEL, {"a": state}, {}, round_id=2, now=T0, rules=ENFORCE, capacity_floor=0,
+        MODEL, {"a": state}, {}, look=Look.round(2, T0), now=T0, rules=ENFORCE, capacity_floor=0,
         listing=listing("a", "b"),
     )  # fmt: skip
     assert decision.states["a"] == state
@@ -125,7 +126,7 @@ def test_two_passing_rounds_release_a_quarantine_early() -> None:
     assert first_pass.releases == ()
     assert fleet.decisions[-2].states["a"].quarantined_until is not None
     [event] = kinds(second_pass, EventKind.release)
-    assert event.tag == "a" and event.detail["why"] == "recovered" and event.evidence == (3, 4)
+    assert event.tag == "a" and event.detail["why"] == "recovered" and ids(event.evidence) == (3, 4)
     state = fleet.state("a")
     assert state.quarantined_until is None and state.ladder_step == 1
     assert state.failing_streak == 0 and state.recovery_streak == 0 and state.causes == ()
@@ -137,7 +138,7 @@ def test_transport_error_between_passes_still_releases() -> None:
     decisions = fleet.run("a", "PTP")
     assert [len(d.releases) for d in decisions] == [0, 0, 1]
     assert decisions[-1].releases[0].why == "recovered"
-    assert decisions[-1].releases[0].evidence == (3, 5)
+    assert ids(decisions[-1].releases[0].evidence) == (3, 5)
 
 
 def test_a_failure_while_quarantined_restarts_the_recovery() -> None:
@@ -240,7 +241,7 @@ def test_a_failing_quarantined_endpoint_keeps_its_longer_end_under_a_shorter_pol
     )  # fmt: skip
     short = PolicyRules(ladder_days=(0.5,), mode=ENFORCE.mode)
     decision = decide_model(
-        MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, round_id=9, now=T0, rules=short,
+        MODEL, {"a": state}, {"a": rv("a", Verdict.fail)}, look=Look.round(9, T0), now=T0, rules=short,
         capacity_floor=0, listing=listing("a", "b", "c"),
         quarantines=quarantine_entries({"a": state}, T0),
     )  # fmt: skip
@@ -273,12 +274,12 @@ def test_capacity_floor_quarantines_the_longest_failing_first() -> None:
     }
     verdicts = {t: rv(t, Verdict.fail) for t in ("a", "b")} | {"c": rv("c", Verdict.passed)}
     decision = decide_model(
-        MODEL, states, verdicts, round_id=8, now=T0, rules=ENFORCE, capacity_floor=2,
+        MODEL, states, verdicts, look=Look.round(8, T0), now=T0, rules=ENFORCE, capacity_floor=2,
         listing=listing("a", "b", "c"),
     )  # fmt: skip
     # b failed 3 rounds in a row, a only 2: b leaves first although "a" sorts first
     assert [q.tag for q in decision.quarantines] == ["b"]
-    assert decision.quarantines[0].evidence == (6, 7, 8)
+    assert ids(decision.quarantines[0].evidence) == (6, 7, 8)
     [held] = kinds(decision, EventKind.floor_held)
     assert held.tag == "a" and held.detail["order"] == ["b", "a"]
     assert held.detail["usable"] == ["a", "c"]
@@ -289,7 +290,7 @@ def test_the_same_round_gives_the_same_choice_whatever_the_input_order() -> None
         states = {t: failing(t, 1) for t in order}
         verdicts = {t: rv(t, Verdict.fail) for t in order}
         d = decide_model(
-            MODEL, states, verdicts, round_id=2, now=T0, rules=ENFORCE, capacity_floor=2,
+            MODEL, states, verdicts, look=Look.round(2, T0), now=T0, rules=ENFORCE, capacity_floor=2,
             listing=listing(*order, "x"),
         )  # fmt: skip
         held = [e.tag or "" for e in kinds(d, EventKind.floor_held)]
@@ -330,7 +331,7 @@ def test_a_held_candidate_is_quarantined_once_capacity_returns() -> None:
     fleet.other_excluded.clear()  # operator removes the runtime exclusion of c
     [decision] = fleet.run("a", "F")
     assert [q.tag for q in decision.quarantines] == ["a"]
-    assert decision.quarantines[0].evidence == (1, 2, 3)
+    assert ids(decision.quarantines[0].evidence) == (1, 2, 3)
 
 
 def test_a_held_candidate_alerts_once_per_streak_and_is_audited_every_round() -> None:
@@ -368,7 +369,7 @@ def test_observe_mode_reports_would_quarantine_once_and_never_quarantines() -> N
     fleet = Fleet(rules=PolicyRules())
     decisions = fleet.run("a", "FFFFF")
     would = [e for d in decisions for e in kinds(d, EventKind.would_quarantine)]
-    assert len(would) == 1 and would[0].tag == "a" and would[0].evidence == (1, 2)
+    assert len(would) == 1 and would[0].tag == "a" and ids(would[0].evidence) == (1, 2)
     assert would[0].detail["floor_would_hold"] is False
     assert all(d.quarantines == () for d in decisions)
     assert all(kinds(d, EventKind.quarantine) == [] for d in decisions)
@@ -447,5 +448,5 @@ def test_quarantine_start_becomes_a_quarantine_layer_entry() -> None:
     fleet = Fleet()
     _, second = fleet.run("a", "FF")
     entry = second.quarantines[0].exclusion()
-    assert entry.layer is Layer.quarantine and entry.tag == "a" and entry.evidence == (1, 2)
+    assert entry.layer is Layer.quarantine and entry.tag == "a" and ids(entry.evidence) == (1, 2)
     assert entry.active(fleet.now) and not entry.active(entry.until or T0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (6, "bf06783a2c9e8675c61d574edd3b875d1905f30e6edd5335b2ee8b6f665801ee")
+PINNED = (7, "0120ae03eeb81d55b51c52885e133ae84a696c6b82cd3682365f1e76e71bc4a0")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
@@ -29,6 +29,7 @@ RULE_MODULES = (
     "canary/core/needs.py",
     "canary/core/plan.py",
     "canary/core/quarantine.py",
+    "canary/core/quarantine_events.py",
     "canary/core/streaks.py",
     "canary/core/verdict.py",
     "canary/text/*",

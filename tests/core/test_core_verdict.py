@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from core_builders import MODEL, OBSERVE, cr
 
-from canary.core.model import Contract, ContractResult, EventKind, Result, Verdict
+from canary.core.model import Contract, ContractResult, EventKind, Look, Result, Verdict
 from canary.core.policy import PolicyRules
 from canary.core.verdict import aggregate, judge_round, verdict_event
 
@@ -89,9 +89,15 @@ def test_a_control_is_still_judged_on_its_other_contracts() -> None:
 def test_control_passing_makes_the_refusal_probe_weak_for_everyone_else() -> None:
     results = {"filterer": healthy("filterer", R.passed), "good": healthy("good"),
                "bad": healthy("bad", R.fail)}  # fmt: skip
-    out = judge_round(MODEL, results, positive_controls=["filterer"], rules=OBSERVE, round_id=4)
+    out = judge_round(
+        MODEL, results, positive_controls=["filterer"], rules=OBSERVE, look=Look.round(4, None)
+    )
     [event] = out.events
-    assert event.kind is EventKind.probe_weak and event.tag is None and event.evidence == (4,)
+    assert (
+        event.kind is EventKind.probe_weak
+        and event.tag is None
+        and event.evidence == (Look.round(4, None),)
+    )
     assert "filterer (pass)" in event.detail["why"]
     assert event.detail["controls"] == {"filterer": ["pass"]}
     for tag in ("good", "bad"):
@@ -146,9 +152,13 @@ def with_schema(result: Result) -> list[ContractResult]:
 
 def test_contract_failing_on_most_endpoints_is_model_wide() -> None:
     results = {t: with_schema(R.fail) for t in ("a", "b", "c")} | {"d": with_schema(R.passed)}
-    out = judge_round(MODEL, results, positive_controls=(), rules=OBSERVE, round_id=3)
+    out = judge_round(MODEL, results, positive_controls=(), rules=OBSERVE, look=Look.round(3, None))
     [event] = out.events
-    assert event.kind is EventKind.model_wide and event.tag is None and event.evidence == (3,)
+    assert (
+        event.kind is EventKind.model_wide
+        and event.tag is None
+        and event.evidence == (Look.round(3, None),)
+    )
     assert event.detail["contract"] == "schema"
     assert (event.detail["failing"], event.detail["total"]) == (3, 4)
     assert event.detail["tags"] == ["a", "b", "c"]
@@ -212,8 +222,8 @@ def test_model_wide_is_judged_per_contract() -> None:
 
 def test_verdict_event_carries_the_contract_results() -> None:
     verdict = aggregate(MODEL, "a", [cr(C.ttft, R.fail, "ttft 12.4 s > 10 s")])
-    event = verdict_event(verdict, round_id=5)
-    assert event.kind is EventKind.verdict and event.evidence == (5,)
+    event = verdict_event(verdict, look=Look.round(5, None))
+    assert event.kind is EventKind.verdict and event.evidence == (Look.round(5, None),)
     assert event.detail["verdict"] == "fail"
     assert event.detail["results"][0]["detail"] == "ttft 12.4 s > 10 s"
 

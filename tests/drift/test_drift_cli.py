@@ -130,7 +130,7 @@ def test_json_is_newest_first_and_matches_the_drill(filled: Filled) -> None:
     records = filled.json("--model", MODEL)
     assert [r["at"] for r in records] == sorted((r["at"] for r in records), reverse=True)
     printed = {
-        (e["evidence"][0], e["provider"], e["field"], json.dumps(e["old"]), json.dumps(e["new"]),
+        (e["evidence"][0]["id"], e["provider"], e["field"], json.dumps(e["old"]), json.dumps(e["new"]),
          e["reason"])
         for e in filled.result.of_kind("drift")
     }  # fmt: skip

@@ -268,7 +268,7 @@ def test_store_keeps_one_drift_row_per_printed_event(drilled: Drilled, store: St
         (r.round_id, r.tag, r.field, repr(r.old), repr(r.new), r.alert, r.reason) for r in rows
     )
     printed = Counter(
-        (e["evidence"][0], e["provider"], e["field"], repr(e["old"]), repr(e["new"]), e["alert"],
+        (e["evidence"][0]["id"], e["provider"], e["field"], repr(e["old"]), repr(e["new"]), e["alert"],
          e["reason"])
         for e in drilled.drift
     )  # fmt: skip
@@ -288,12 +288,12 @@ def test_every_alert_has_exactly_one_audit_record(drilled: Drilled, store: Store
     alerts = [e for e in drilled.drift if e["alert"]]
     assert len(audit) == len(alerts) == 7
     recorded = Counter((a.tag, a.detail["field"], a.round_id) for a in audit)
-    expected = Counter((e["provider"], e["field"], e["evidence"][0]) for e in alerts)
+    expected = Counter((e["provider"], e["field"], e["evidence"][0]["id"]) for e in alerts)
     assert recorded == expected
     for a in audit:
         assert a.actor == "canary" and a.policy_version
         assert a.detail["alert"] is True and a.detail["reason"]
-        assert list(a.evidence) == [a.round_id]
+        assert [look.id for look in a.evidence] == [a.round_id]
 
 
 # -- a model whose endpoints list goes empty ------------------------------------------------------
@@ -337,4 +337,4 @@ def test_an_emptied_endpoints_list_alerts_once_not_every_round(tmp_path: Path) -
         )
     finally:
         store.dispose()
-    assert audited == Counter(e["evidence"][0] for e in drift if e["alert"])
+    assert audited == Counter(e["evidence"][0]["id"] for e in drift if e["alert"])

@@ -51,7 +51,8 @@ def test_transport_error_round_freezes_the_count(status: int) -> None:
     assert rounds_of(result, "quarantine", "delta") == [3]
     (quarantine,) = result.of_kind("quarantine")
     first, last = quarantine["evidence"]
-    assert last - first == 2  # rounds 1 and 3; round 2 is not evidence
+    assert last["id"] - first["id"] == 2  # rounds 1 and 3; round 2 is not evidence
+    assert first["kind"] == last["kind"] == "round" and first["at"] < last["at"]
     assert "2 rounds in a row" in quarantine["reason"]
 
 

@@ -116,7 +116,7 @@ def test_clean_answers_count_even_in_rounds_where_the_refusal_probe_is_weak() ->
         verdict_line(result, k, "bravo")["contracts"]["schema"]["result"] for k in range(1, 7)
     ]
     assert schema == ["fail", "pass", "pass", "pass", "pass", "fail"]
-    assert result.of_kind("quarantine") == [] and ignored(result) == []
+    assert result.of_kind("quarantine") == [] and ignored(result) == ["filterhost"]  # a control
 
 
 # 4 -------------------------------------------------------------------------------------------

@@ -219,22 +219,23 @@ def quarantined_store(tmp_path: Path, model: str, tag: str, cause: str) -> str:
     """A SQLite store in which ``tag`` of ``model`` is quarantined for ``cause``."""
     from datetime import UTC, datetime, timedelta
 
-    from canary.core.model import Contract, EndpointState, Streak
+    from canary.core.model import Contract, EndpointState, Look, Streak
     from canary.core.quarantine import QuarantineStart
     from canary.store.repository import Store
 
     url = f"sqlite:///{tmp_path / 'state.db'}"  # not ./canary.db, the default
     since = datetime.now(UTC) - timedelta(minutes=10)
     until = since + timedelta(days=1)
+    looks = (Look.round(1, since - timedelta(minutes=30)), Look.round(2, since))
     state = EndpointState(
-        model, tag, streaks=(Streak(Contract(cause), 2, since, (1, 2)),), quarantined_since=since,
+        model, tag, streaks=(Streak(Contract(cause), 2, since, looks),), quarantined_since=since,
         quarantined_until=until, causes=(cause,), ladder_step=1, last_quarantine_at=since,
     )  # fmt: skip
     with Store(url) as store:
         store.upgrade()
         assert store.apply_decision(
             round_id=None, model=model, before={}, after={tag: state}, events=[],
-            quarantines_started=[QuarantineStart(model, tag, since, until, 1, "q", (1, 2),
+            quarantines_started=[QuarantineStart(model, tag, since, until, 1, "q", looks,
                                                  (cause,))],
             actor="test", policy_version="p-test", at=since,
         )  # fmt: skip

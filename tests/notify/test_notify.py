@@ -11,7 +11,7 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
-from canary.core.model import Event, EventKind
+from canary.core.model import Event, EventKind, Look, looks_json
 from canary.notify import NOTIFY_KINDS, Notifier
 from canary.settings import Webhook
 from canary.store.repository import Store
@@ -58,9 +58,12 @@ def client() -> Iterator[httpx.Client]:
         yield c
 
 
+LOOKS = (Look.round(11, NOW - timedelta(minutes=30)), Look.round(12, NOW))
+
+
 def _record(store: Store, kind: EventKind, tag: str | None = "bravo", **detail: object) -> int:
     return store.record_audit(
-        Event(kind, M, tag, dict(detail), evidence=(11, 12)), "canary", "p-1", NOW
+        Event(kind, M, tag, dict(detail), evidence=LOOKS), "canary", "p-1", NOW
     )
 
 
@@ -85,7 +88,8 @@ def test_a_quarantine_goes_to_the_json_and_the_slack_webhook(
     assert notifier.send_pending() == 1
     [body] = receiver.bodies("/json")
     assert body["id"] == audit_id and body["event"] == "quarantine"
-    assert (body["model"], body["provider"], body["evidence"]) == (M, "bravo", [11, 12])
+    assert (body["model"], body["provider"], body["evidence"]) == (M, "bravo", looks_json(LOOKS))
+    assert "[rounds 11, 12]" in body["summary"]
     assert body["detail"]["until"] == "2026-05-02T12:00:00Z"
     assert (
         "`bravo` of `acme/chat-1`" in body["summary"] and "hygiene failed twice" in body["summary"]

@@ -12,12 +12,13 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
-from canary.core.model import Event, EventKind
+from canary.core.model import Event, EventKind, Look
 from canary.notify import Notifier
 from canary.settings import Webhook
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+LOOKS = (Look.round(3, NOW - timedelta(minutes=30)), Look.round(4, NOW))
 SECRET = "whsec-test-7f3a"
 
 
@@ -40,7 +41,7 @@ def verify(secret: str, headers: dict[str, str], raw: bytes, now: float, toleran
 
 def _send(store: Store, hooks: list[Webhook]) -> None:
     store.record_audit(
-        Event(EventKind.quarantine, "acme/sig-1", "bravo", {"reason": "stray «prefix»"}, (3, 4)),
+        Event(EventKind.quarantine, "acme/sig-1", "bravo", {"reason": "stray «prefix»"}, LOOKS),
         "canary",
         "p-1",
         NOW,

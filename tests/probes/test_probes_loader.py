@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from canary.core.contracts.common import canonical_json
-from canary.core.model import Layer
+from canary.core.model import Layer, Look
 from canary.probes import ProbeDefinitionError, ProbeSet, load_probes
 from canary.settings import SUPPORTED_LANGUAGES
 
@@ -178,7 +178,7 @@ def test_builtin_exclusions_load_as_builtin_layer_entries(probes_copy: Path) -> 
     )
     assert entry.since == datetime(2026, 1, 15, tzinfo=UTC)
     assert entry.until is None
-    assert entry.evidence == (12, 13)
+    assert entry.evidence == (Look.round(12, None), Look.round(13, None))
     assert "stray fragment" in entry.reason and "canary probe" in entry.reason
     assert entry.active(datetime(2026, 2, 1, tzinfo=UTC))
 

@@ -57,6 +57,7 @@ from canary.core.model import (
     EventKind,
     Exclusion,
     Layer,
+    Look,
     Mode,
     Pricing,
     Result,
@@ -298,7 +299,7 @@ class SafetyMachine(RuleBasedStateMachine):
             results,
             positive_controls=("alpha",) if weak else (),
             rules=RULES,
-            round_id=round_id,
+            look=Look.round(round_id, self.now),
             listed=sorted(self.listed),
             usable=before.usable,
         )

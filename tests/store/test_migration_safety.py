@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from canary.core.model import ALL_CONTRACTS
+from canary.core.model import ALL_CONTRACTS, Look
 from canary.store import Store
 from canary.store.migrate import head_revision, upgrade
 
@@ -48,7 +48,9 @@ def test_quarantines_migrate_with_every_contract_as_their_cause(store_url: str) 
         states = store.load_states("acme/m")
         alpha, beta = states["alpha"], states["beta"]
         assert alpha.causes == (ALL_CONTRACTS,) and alpha.quarantined(NOW)
-        assert alpha.recovery_streak == 1 and alpha.recovery_evidence == (7, 8)
+        # rounds 7 and 8 are not stored: looks of kind round whose start is unknown (0011)
+        assert alpha.recovery_streak == 1
+        assert alpha.recovery_evidence == (Look.round(7, None), Look.round(8, None))
         assert alpha.streaks == () and alpha.version == 4
         assert alpha.next_language == "pt" and alpha.next_language_since == NOW
         assert beta.streaks == () and beta.causes == () and beta.failing_streak == 0

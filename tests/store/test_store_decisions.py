@@ -16,6 +16,7 @@ from canary.core.model import (
     EventKind,
     Exclusion,
     Layer,
+    Look,
     Pricing,
     Streak,
 )
@@ -24,6 +25,7 @@ from canary.store import FloorRefused, NoActiveQuarantine, Store, UnknownExclusi
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
+LOOKS = (Look.round(7, T0 - timedelta(minutes=30)), Look.round(8, T0))
 
 
 def _quarantine(store: Store, model: str, tag: str = "alpha", *, step: int = 1) -> EndpointState:
@@ -32,7 +34,7 @@ def _quarantine(store: Store, model: str, tag: str = "alpha", *, step: int = 1) 
     state = EndpointState(
         model,
         tag,
-        streaks=(Streak(Contract.language, 2, T0, (7, 8)),),
+        streaks=(Streak(Contract.language, 2, T0, LOOKS),),
         quarantined_since=T0,
         quarantined_until=T0 + DAY,
         causes=("language",),
@@ -40,9 +42,9 @@ def _quarantine(store: Store, model: str, tag: str = "alpha", *, step: int = 1) 
         last_quarantine_at=T0,
     )
     start = QuarantineStart(
-        model, tag, T0, T0 + DAY, step, "language: es in 4/6 sentences", (7, 8), ("language",)
+        model, tag, T0, T0 + DAY, step, "language: es in 4/6 sentences", LOOKS, ("language",)
     )
-    event = Event(EventKind.quarantine, model, tag, {"until": (T0 + DAY).isoformat()}, (7, 8))
+    event = Event(EventKind.quarantine, model, tag, {"until": (T0 + DAY).isoformat()}, LOOKS)
     ok = store.apply_decision(
         round_id=round_id,
         model=model,
@@ -62,18 +64,16 @@ def _quarantine(store: Store, model: str, tag: str = "alpha", *, step: int = 1) 
 def test_a_decision_writes_state_quarantine_and_audit_together(store: Store, model: str) -> None:
     stored = _quarantine(store, model)
     assert stored.version == 1 and stored.quarantined_until == T0 + DAY
-    assert stored.streaks == (Streak(Contract.language, 2, T0, (7, 8)),)
+    assert stored.streaks == (Streak(Contract.language, 2, T0, LOOKS),)
     assert stored.causes == ("language",)
     [row] = store.quarantines(model)
     assert row.causes == ("language",) and row.withheld_at is None
     [active] = store.active_quarantines(model, T0 + timedelta(hours=1))
-    assert active.layer is Layer.quarantine and active.tag == "alpha" and active.evidence == (7, 8)
+    assert active.layer is Layer.quarantine and active.tag == "alpha" and active.evidence == LOOKS
     assert active.since == T0 and active.until == T0 + DAY and "language" in active.reason
     assert store.active_quarantines(model, T0 + DAY) == []  # over at its end
     [audit] = store.audit(model)
-    assert (
-        audit.event == "quarantine" and audit.evidence == (7, 8) and audit.policy_version == "p-1"
-    )
+    assert audit.event == "quarantine" and audit.evidence == LOOKS and audit.policy_version == "p-1"
     assert audit.round_id is not None and audit.actor == "rounds"
 
 

@@ -6,20 +6,21 @@ from datetime import UTC, datetime, timedelta
 
 from racing import race
 
-from canary.core.model import Event, EventKind
+from canary.core.model import Event, EventKind, Look
 from canary.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+LOOKS = (Look.round(1, T0 - timedelta(minutes=30)), Look.round(2, T0))
 
 
 def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, model: str) -> None:
     q = store.record_audit(
-        Event(EventKind.quarantine, model, "alpha", {"until": "x"}, (1, 2)), "rounds", "p-1", T0
+        Event(EventKind.quarantine, model, "alpha", {"until": "x"}, LOOKS), "rounds", "p-1", T0
     )
     store.record_audit(Event(EventKind.verdict, model, "alpha"), "rounds", "p-1", T0)
     claimed = store.pending_notifications(T0, 10, {"quarantine", "release"})
     assert [(r.id, r.event, r.evidence) for r in claimed if r.model == model] == [
-        (q, "quarantine", (1, 2))
+        (q, "quarantine", LOOKS)
     ]
     assert store.pending_notifications(T0, 10, {"quarantine"}) == []  # claimed
     store.mark_notified(q, T0 + timedelta(seconds=1))

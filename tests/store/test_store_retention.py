@@ -19,6 +19,7 @@ from canary.core.model import (
     EndpointState,
     Event,
     EventKind,
+    Look,
     Observation,
     Pricing,
     Result,
@@ -105,10 +106,18 @@ def _seed(store: Store, model: str) -> Fleet:
                 model=model,
                 before={},
                 after={"alpha": EndpointState(model=model, tag="alpha", ladder_step=1)},
-                events=[Event(EventKind.quarantine, model, "alpha", {"step": 1}, (rid,))],
+                events=[
+                    Event(EventKind.quarantine, model, "alpha", {"step": 1}, (Look.round(rid, at),))
+                ],
                 quarantines_started=[
                     QuarantineStart(
-                        model, "alpha", q_at, q_at + timedelta(days=1), 1, "old", (rid,)
+                        model,
+                        "alpha",
+                        q_at,
+                        q_at + timedelta(days=1),
+                        1,
+                        "old",
+                        (Look.round(rid, at),),
                     )
                 ],
                 actor="canary",

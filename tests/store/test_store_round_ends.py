@@ -14,6 +14,7 @@ from canary.core.model import (
     ContractResult,
     Endpoint,
     EndpointState,
+    Look,
     Observation,
     Pricing,
     Result,
@@ -38,7 +39,8 @@ def _claim(store: Store, model: str, holder: str, at: datetime, slot: datetime =
 
 
 def _failing(model: str, at: datetime, *evidence: int) -> EndpointState:
-    return EndpointState(model, "alpha", streaks=(Streak(Contract.ttft, 1, at, evidence),))
+    looks = tuple(Look.round(r, at) for r in evidence)
+    return EndpointState(model, "alpha", streaks=(Streak(Contract.ttft, 1, at, looks),))
 
 
 def _decide(
