@@ -15,11 +15,12 @@ provider slug excluded adds no series of its own: the endpoints it names show ``
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from canary.core.budget import day_start
+from canary.core.floor import Controls
 from canary.core.model import Exclusion, Layer
 from canary.ignorelist import IgnoreListService, ListUnavailable
 from canary.logs import get_logger
@@ -91,11 +92,12 @@ def read_store_figures(
     builtin: Sequence[Exclusion],
     now: datetime,
     degraded_p95_s: float,
+    controls: Mapping[str, Controls] | None = None,
 ) -> StoreFigures:
     """Raises one of :data:`canary.store.engine.STORE_ERRORS` when the store cannot be read."""
     models = list(dict.fromkeys(models))
     views = provider_views_of(
-        store, models, builtin=builtin, now=now, degraded_p95_s=degraded_p95_s
+        store, models, builtin=builtin, now=now, degraded_p95_s=degraded_p95_s, controls=controls
     )
     listings = store.latest_snapshots(models)
     activity = store.fleet_activity(models)
@@ -185,11 +187,13 @@ class StoreMetrics:
         models: Sequence[str],
         builtin: Sequence[Exclusion],
         degraded_p95_s: float,
+        controls: Mapping[str, Controls] | None = None,
     ) -> None:
         self._store = store
         self._models = tuple(models)
         self._builtin = tuple(builtin)
         self._degraded_p95_s = degraded_p95_s
+        self._controls = dict(controls or {})
         self._reading = threading.Lock()  # one read at a time; concurrent scrapes skip it
         self._tried_at: datetime | None = None
         self.figures: StoreFigures | None = None
@@ -209,6 +213,7 @@ class StoreMetrics:
                 builtin=self._builtin,
                 now=now,
                 degraded_p95_s=self._degraded_p95_s,
+                controls=self._controls,
             )
             return True
         except STORE_ERRORS as exc:

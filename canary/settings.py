@@ -268,6 +268,11 @@ class Settings(Record):
     def model_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.models)
 
+    @property
+    def model_controls(self) -> dict[str, Controls]:
+        """Each watched model's positive controls, as the published list holds them."""
+        return {m.id: m.controls for m in self.models}
+
 
 def _redact_url(url: str) -> str:
     """Drop a password from a database URL before it is shown anywhere."""

@@ -72,6 +72,7 @@ class _Api(AdminHandlers, Handlers):
             settings.model_ids,
             ignore.builtin,
             degraded_p95_s=settings.latency_degraded_p95_s,
+            controls=settings.model_controls,
         )
 
     async def providers(self, request: Request) -> Response:
@@ -84,6 +85,7 @@ class _Api(AdminHandlers, Handlers):
             builtin=self.ignore.builtin,
             now=now,
             degraded_p95_s=self.settings.latency_degraded_p95_s,
+            controls=self.settings.model_controls,
         )
         spend = await self._store(
             cost_view, self.store, [model], now, self.settings.daily_budget_usd

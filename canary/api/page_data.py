@@ -97,6 +97,7 @@ def gather(
                 now=now,
                 degraded_p95_s=settings.latency_degraded_p95_s,
                 spark=True,
+                controls=settings.model_controls,
             )
             since = now - timedelta(days=TIMELINE_DAYS)
             quarantines = [

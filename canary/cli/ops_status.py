@@ -53,6 +53,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
         views_of = provider_views_of(
             ops.store, models, builtin=builtin, now=ops.now,
             degraded_p95_s=ops.settings.latency_degraded_p95_s,
+            controls=ops.settings.model_controls,
         )  # fmt: skip
         out = [
             _ModelStatus(m, service.document(m)[0], views_of[m], model_cost(spend, m))

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
+
+if TYPE_CHECKING:
+    from canary.core.floor import Controls
 from canary.views.latency import Latency, fleet_latencies
 from canary.views.records import exclusion_json, iso
 
@@ -35,7 +38,7 @@ class ProviderView:
     quarantine_step: int | None
     quarantine_causes: tuple[str, ...]
     withheld: bool  # its quarantine is held back from the published list by the capacity floor
-    exclusions: tuple[Exclusion, ...]  # the built-in and runtime entries that name it
+    exclusions: tuple[Exclusion, ...]  # the built-in, runtime and control entries that name it
     results: Mapping[str, ResultMark]  # contract -> its latest result, detail and round
     latency: Latency  # information only: never part of the routing state
 
@@ -113,15 +116,18 @@ def provider_views(
     now: datetime,
     degraded_p95_s: float,
     spark: bool = False,
+    controls: Mapping[str, Controls] | None = None,
 ) -> list[ProviderView]:
     """Every endpoint of the model known to the store (listed, judged, with a state or a
     quarantine), worst state first (with each one's latest latency samples when ``spark``: the
     status page draws them). An entry is not an endpoint: a built-in or runtime entry names
     endpoints (in their ``exclusions``) and adds none of its own; a slug that names no known
-    endpoint is shown as an entry of the published list, not here."""
+    endpoint is shown as an entry of the published list, not here. A positive control (in
+    ``controls``, by model) is excluded by its control entry when the model publishes it."""
     return provider_views_of(
-        store, [model], builtin=builtin, now=now, degraded_p95_s=degraded_p95_s, spark=spark
-    )[model]
+        store, [model], builtin=builtin, now=now, degraded_p95_s=degraded_p95_s, spark=spark,
+        controls=controls,
+    )[model]  # fmt: skip
 
 
 def provider_views_of(
@@ -132,6 +138,7 @@ def provider_views_of(
     now: datetime,
     degraded_p95_s: float,
     spark: bool = False,
+    controls: Mapping[str, Controls] | None = None,
 ) -> dict[str, list[ProviderView]]:
     """:func:`provider_views` of several models, each store read made once for all of them."""
     models = list(dict.fromkeys(models))
@@ -145,7 +152,8 @@ def provider_views_of(
     for q in active:  # at most one open quarantine per endpoint
         if q.model in quarantined_of:
             quarantined_of[q.model][q.tag] = q
-    human = [e for e in (*builtin, *runtime) if e.active(now)]
+    shown = [e for m, c in (controls or {}).items() if m in quarantined_of for e in c.entries(m)]
+    human = [e for e in (*builtin, *runtime, *shown) if e.active(now)]
     tags_of = {
         m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m]}) for m in models
     }
@@ -174,8 +182,9 @@ def _named_by(
     entries: Sequence[Exclusion],
     now: datetime,
 ) -> dict[str, list[Exclusion]]:
-    """Which built-in and runtime entries name each endpoint (a base slug names them all, but an
-    endpoint with a service tier only by its full tag, as its latest listing says)."""
+    """Which built-in, runtime and control entries name each endpoint (a base slug names them
+    all, but an endpoint with a service tier only by its full tag, as its latest listing says; a
+    control's entry only its own tag)."""
     from canary.core.identity import excluded_by
 
     listed = {e.tag: e for e in listing}

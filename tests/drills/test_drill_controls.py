@@ -31,9 +31,10 @@ def lines(result: Any, kind: str, tag: str | None = None) -> list[dict[str, Any]
 
 
 def test_a_filtering_control_is_never_quarantined_for_its_schema_and_is_published_as_control(
-    store_url: str,
+    store_url: str, tmp_path: Path
 ) -> None:
     model = "acme/ctl-enforce"
+    start = datetime.now(UTC) - timedelta(hours=2)  # the CLI reads the list at the real time
     result = drill(
         fleet(
             model,
@@ -43,6 +44,7 @@ def test_a_filtering_control_is_never_quarantined_for_its_schema_and_is_publishe
         3,
         base=with_control(model),
         database_url=store_url,
+        start=start,
     )
     assert not lines(result, "quarantine")  # the demo quarantined its own control for schema
     for line in lines(result, "verdict", "ctl"):
@@ -51,6 +53,25 @@ def test_a_filtering_control_is_never_quarantined_for_its_schema_and_is_publishe
         assert line["contracts"]["refusal"]["reason"] == "positive_control"
     assert not lines(result, "probe_weak")  # the control did filter: the probe proves something
     assert result.summary["ignore"][model] == ["ctl"]  # by its exact tag, as a control
+    config = tmp_path / "canary.toml"
+    config.write_text(
+        f'database_url = "{store_url}"\nlanguages = {json.dumps(list(LANGUAGES))}\n'
+        f'[[models]]\nid = "{model}"\npositive_controls = ["ctl"]\n'
+    )
+    cli = CliRunner()
+    listed = cli.invoke(app, ["--config", str(config), "ignore-list", "-m", model, "--json"])
+    assert listed.exit_code == 0, listed.output
+    document = json.loads(listed.stdout)
+    assert document["entries"] == [
+        {"provider": "ctl", "layer": "control", "reason": "positive control: known to filter",
+         "since": None, "until": None}
+    ]  # fmt: skip
+    assert document["usable_endpoints"] == 3 and document["floor_breached"] is False
+    status = cli.invoke(app, ["--config", str(config), "status", "-m", model, "--json"])
+    assert status.exit_code == 0, status.output
+    [views] = json.loads(status.stdout)["models"]
+    [ctl] = [p for p in views["providers"] if p["provider"] == "ctl"]
+    assert ctl["state"] == "excluded" and [e["layer"] for e in ctl["exclusions"]] == ["control"]
 
 
 def test_would_quarantine_never_counts_the_control_usable(store_url: str) -> None:
