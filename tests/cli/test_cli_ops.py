@@ -74,7 +74,7 @@ def test_quarantine_list_json_has_the_documented_fields(fleet: Fleet) -> None:
         "released_at", "release_why", "evidence",
     }  # fmt: skip
     assert rows[0]["causes"] == ["hygiene"] and rows[0]["withheld"] is False
-    assert rows[0]["evidence"] == list(fleet.seeded.rounds)
+    assert rows[0]["evidence"] == looks_json(fleet.seeded.looks)  # the looks it rests on
     assert rows[0]["provider"] == "bravo" and rows[0]["step"] == 1
     assert "hygiene failed" in rows[0]["reason"] and rows[0]["until"].endswith("Z")
 
