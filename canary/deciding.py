@@ -13,7 +13,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from canary.core.floor import NO_CONTROLS, Controls, Publication
+from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.floor import Publication
 from canary.core.identity import Listed
 from canary.core.model import Event, Exclusion, Look, RoundVerdict
 from canary.core.policy import PolicyRules

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from canary.core.floor import NO_CONTROLS, Controls, Publication
+from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.floor import Publication
 from canary.core.model import Exclusion
 
 if TYPE_CHECKING:

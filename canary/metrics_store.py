@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from canary.core.budget import day_start
-from canary.core.floor import Controls
+from canary.core.controls import Controls
 from canary.core.model import Exclusion, Layer
 from canary.ignorelist import IgnoreListService, ListUnavailable
 from canary.logs import get_logger

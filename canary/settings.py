@@ -16,7 +16,7 @@ from canary.bundled import bundled_dir
 from canary.checked import Bound, Check, FieldError, Record, Secret, plain
 
 if TYPE_CHECKING:
-    from canary.core.floor import Controls
+    from canary.core.controls import Controls
 
 SUPPORTED_LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -113,7 +113,7 @@ class ModelSettings(Record):
     @property
     def controls(self) -> Controls:
         """The positive controls as the published list holds them (never usable capacity)."""
-        from canary.core.floor import Controls
+        from canary.core.controls import Controls
 
         return Controls.of(self.positive_controls, self.publish_controls)
 

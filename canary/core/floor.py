@@ -34,35 +34,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.identity import Listed, excluded_by, usable
 from canary.core.layers import merge_layers
 from canary.core.model import FIXED_LAYERS, Event, EventKind, Exclusion, Layer, iso_utc
-
-CONTROL_REASON = "positive control: known to filter"
-
-
-@dataclass(frozen=True)
-class Controls:
-    """A model's positive controls (endpoint tags): hosts known to filter, probed so that the
-    refusal probe proves something. Never usable capacity; published as entries of the
-    ``control`` layer (each by its exact tag) unless ``published`` is false."""
-
-    tags: frozenset[str] = frozenset()
-    published: bool = True
-
-    @classmethod
-    def of(cls, tags: Collection[str], published: bool = True) -> Controls:
-        return cls(frozenset(tags), published)
-
-    def entries(self, model: str) -> tuple[Exclusion, ...]:
-        if not self.published:
-            return ()
-        return tuple(
-            Exclusion(model, tag, Layer.control, CONTROL_REASON) for tag in sorted(self.tags)
-        )
-
-
-NO_CONTROLS = Controls()
 
 
 @dataclass(frozen=True)

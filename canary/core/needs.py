@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
-from canary.core.floor import Controls, Publication, publish
+from canary.core.controls import Controls
+from canary.core.floor import Publication, publish
 from canary.core.identity import CAPABILITIES, Listed
 from canary.core.model import Contract, Exclusion, Layer
 

@@ -33,7 +33,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from canary.core.floor import NO_CONTROLS, Controls, publish
+from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.floor import publish
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,

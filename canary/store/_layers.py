@@ -15,9 +15,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, or_, select, update
 
+from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.floor import (
-    NO_CONTROLS,
-    Controls,
     ExclusionCheck,
     FloorChanges,
     admit_exclusion,

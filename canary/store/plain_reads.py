@@ -11,7 +11,8 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 
-from canary.core.floor import NO_CONTROLS, Controls, FloorRecord, Publication, publish
+from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.floor import FloorRecord, Publication, publish
 from canary.core.identity import Listed, capabilities_of
 from canary.core.model import Contract, EndpointState, Exclusion, Layer, Streak, looks_of
 from canary.core.stats import Histogram

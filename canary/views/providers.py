@@ -12,7 +12,7 @@ from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 
 if TYPE_CHECKING:
-    from canary.core.floor import Controls
+    from canary.core.controls import Controls
 from canary.views.latency import Latency, fleet_latencies
 from canary.views.records import exclusion_json, iso
 

@@ -10,8 +10,9 @@ from core_builders import ENFORCE, MODEL, OBSERVE, T0, Fleet, cr, kinds, listing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from canary.core.controls import CONTROL_REASON, NO_CONTROLS, Controls
 from canary.core.document import ignore_document
-from canary.core.floor import CONTROL_REASON, NO_CONTROLS, Controls, check_exclusion, publish
+from canary.core.floor import check_exclusion, publish
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,

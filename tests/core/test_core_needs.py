@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from core_builders import MODEL, T0
 
-from canary.core.floor import NO_CONTROLS, publish
+from canary.core.controls import NO_CONTROLS
+from canary.core.floor import publish
 from canary.core.identity import CAPABILITIES, Listed
 from canary.core.model import Exclusion, Layer
 from canary.core.needs import UnknownNeed, applies, parse_needs, publish_for_needs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "0120ae03eeb81d55b51c52885e133ae84a696c6b82cd3682365f1e76e71bc4a0")
+PINNED = (7, "1035f784bca6d5fbc2982f86dfa4ce52dcaca3ec220843f71a7df6912babfcd1")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
@@ -23,6 +23,7 @@ RULE_MODULES = (
     "canary/core/alerts.py",
     "canary/core/budget.py",
     "canary/core/classify.py",
+    "canary/core/controls.py",
     "canary/core/floor.py",
     "canary/core/identity.py",
     "canary/core/layers.py",
