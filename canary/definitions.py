@@ -1,26 +1,24 @@
-"""Reading the definition files under ``probes/``, and the reviewed built-in exclusion list.
-
-Light on purpose (PyYAML and :mod:`canary.checked`, no pydantic): operator commands read the
-built-in list through :func:`load_builtin_exclusions` without loading every probe definition,
-and the full load (:func:`canary.probes.load_probes`) reads it through the same function.
+"""Reading the definition files under ``probes/`` into frozen pydantic models, and the reviewed
+built-in exclusion list (operator commands read it through :func:`load_builtin_exclusions`
+without loading every probe definition; :func:`canary.probes.load_probes` reads it once too).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from canary.checked import Bound, FieldError, Record
 from canary.core.identity import TAG_PATTERN
 from canary.core.model import Exclusion, Layer, looks_of
+from canary.validation import problems
 
 BUILTIN_FILE = "builtin_exclusions.yaml"
-_R = TypeVar("_R", bound=Record)
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class ProbeDefinitionError(ValueError):
@@ -53,48 +51,48 @@ def read_definition(directory: Path, relative: str) -> Any:
     return data
 
 
-def parse_record(directory: Path, relative: str, record: type[_R]) -> _R:
-    """A definition file read as ``record``; ProbeDefinitionError naming the field otherwise."""
+class Strict(BaseModel):
+    """A definition: unknown keys are refused, frozen once read; ``schema`` may name a field
+    called otherwise (an alias)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def parse_definition(directory: Path, relative: str, model: type[_M]) -> _M:
+    """A definition file read as ``model``; ProbeDefinitionError naming the field otherwise."""
     try:
-        return record.of(read_definition(directory, relative))
-    except FieldError as exc:
-        raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
-
-
-def _describe(error: FieldError) -> str:
-    if error.kind != "value" or not error.loc:
-        return str(error)
-    return f"field {error.where!r}: {error.message}"
+        return model.model_validate(read_definition(directory, relative))
+    except ValidationError as exc:
+        name = f"{directory.name}/{relative}"
+        found = "\n".join(f"{name}: {line}" for _, line in problems(exc, "field"))
+        raise ProbeDefinitionError(found) from None
 
 
 def _midnight(day: date | None) -> datetime | None:
     return None if day is None else datetime.combine(day, time(), tzinfo=UTC)
 
 
-NotEmpty = Bound(min_length=1)
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuiltinEntry(Record):
-    model: Annotated[str, Bound(pattern=r"^[^/\s]+/[^/\s]+$")]
-    provider: Annotated[str, Bound(pattern=TAG_PATTERN)]  # a full tag, or a base slug: all
-    reason: Annotated[str, NotEmpty]
+class BuiltinEntry(Strict):
+    model: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")
+    provider: str = Field(pattern=TAG_PATTERN)  # a full tag, or a base slug: all
+    reason: str = Field(min_length=1)
     since: date
     until: date | None = None
-    evidence: Annotated[str, NotEmpty]
+    evidence: str = Field(min_length=1)
     rounds: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class BuiltinExclusions(Record):
+class BuiltinExclusions(Strict):
     entries: tuple[BuiltinEntry, ...] = ()
 
-    def check(self) -> None:
+    @model_validator(mode="after")
+    def _one_entry_per_endpoint(self) -> BuiltinExclusions:
         seen: set[tuple[str, str]] = set()
         for e in self.entries:
             if (e.model, e.provider) in seen:
                 raise ValueError(f"duplicate entry for {e.model} / {e.provider}")
             seen.add((e.model, e.provider))
+        return self
 
     def exclusions(self) -> tuple[Exclusion, ...]:
         return tuple(
@@ -113,4 +111,4 @@ class BuiltinExclusions(Record):
 
 def load_builtin_exclusions(directory: Path) -> tuple[Exclusion, ...]:
     """The reviewed built-in list; ProbeDefinitionError naming the field when it is invalid."""
-    return parse_record(Path(directory), BUILTIN_FILE, BuiltinExclusions).exclusions()
+    return parse_definition(Path(directory), BUILTIN_FILE, BuiltinExclusions).exclusions()

@@ -29,7 +29,7 @@ from canary.drill import SIM_KEY, drill_settings, iso
 from canary.ignorelist import utc_now
 from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, Settings, as_plain
+from canary.settings import ModelSettings, Settings
 
 if TYPE_CHECKING:
     from canary.ignorelist import IgnoreListService
@@ -114,9 +114,9 @@ def write_settings(folder: Path, settings: Settings) -> Path:
         "max_tokens": o.max_tokens,
     }
     lines = [*_toml_lines(top), "", "[openrouter]", *_toml_lines(openrouter)]
-    lines += ["", "[policy]", *_toml_lines(as_plain(settings.policy))]
+    lines += ["", "[policy]", *_toml_lines(settings.policy.model_dump(mode="json"))]
     for model in settings.models:
-        lines += ["", "[[models]]", *_toml_lines(as_plain(model))]
+        lines += ["", "[[models]]", *_toml_lines(model.model_dump(mode="json"))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

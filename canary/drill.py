@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from canary.checked import Secret
+from pydantic import SecretStr
+
 from canary.core.floor import Publication
 from canary.core.model import Contract, Event, EventKind, RoundVerdict, looks_json
 from canary.core.plan import slot_of
@@ -68,7 +69,7 @@ def drill_settings(
     update: dict[str, Any] = {
         "database_url": database_url,
         "models": models,
-        "openrouter": base.openrouter.replace(base_url=base_url, api_key=Secret(SIM_KEY)),
+        "openrouter": base.openrouter.replace(base_url=base_url, api_key=SecretStr(SIM_KEY)),
     }
     if mode:
         update["mode"] = mode

@@ -39,7 +39,8 @@ from canary.core.model import Look, looks_json
 from canary.logs import get_logger, scrub
 
 if TYPE_CHECKING:
-    from canary.checked import Secret
+    from pydantic import SecretStr
+
     from canary.store.log_rows import AuditRow
 
 log = get_logger("canary.notify")
@@ -93,7 +94,7 @@ class WebhookLike(Protocol):
     def format(self) -> str: ...
 
     @property
-    def secret(self) -> Secret: ...
+    def secret(self) -> SecretStr: ...
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:

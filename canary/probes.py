@@ -8,8 +8,9 @@ Layout of the directory (see ``probes/`` in the repository)::
     refusal_patterns.yaml    high-confidence refusal regexes per language, with self-test examples
     builtin_exclusions.yaml  the reviewed built-in exclusion list
 
-Every file is parsed into frozen pydantic models that reject unknown keys; any problem raises
-:class:`ProbeDefinitionError` naming the file and the field. Each definition carries the sha256
+Every file is read once into frozen pydantic models that reject unknown keys
+(:mod:`canary.definitions`); any problem raises :class:`ProbeDefinitionError` naming the file
+and the field. Each definition carries the sha256
 of its canonical content (comments and formatting do not count), recorded with every probe so a
 verdict says which version of the probe produced it.
 """
@@ -24,19 +25,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from jsonschema.exceptions import SchemaError
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from pydantic import AfterValidator, Field, field_validator
 
-from canary.checked import plain
 from canary.core.contracts.common import canonical_json, schema_validator
 from canary.core.contracts.refusal import find_refusal
 from canary.core.model import Contract, Endpoint, Exclusion
@@ -44,39 +37,15 @@ from canary.definitions import (
     BUILTIN_FILE,
     BuiltinExclusions,
     ProbeDefinitionError,
-    parse_record,
-    read_definition,
+    Strict,
+    parse_definition,
 )
 from canary.settings import SUPPORTED_LANGUAGES
 
 __all__ = ["ProbeDefinitionError", "ProbeSet", "ProbeRequest", "load_probes"]
 
 NONCE = "{nonce}"
-_M = TypeVar("_M", bound="BaseModel")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"unknown key {where!r}"
-    if first["type"] == "missing":
-        return f"missing key {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"field {where!r}: {message}" if where else message
-
-
-def parse_definition(directory: Path, relative: str, model: type[_M]) -> _M:
-    """A definition file read as the pydantic ``model``; ProbeDefinitionError otherwise."""
-    try:
-        return model.model_validate(read_definition(directory, relative))
-    except ValidationError as exc:
-        raise ProbeDefinitionError(f"{directory.name}/{relative}: {_describe(exc)}") from None
 
 
 class UnknownProbeLanguage(LookupError):
@@ -107,38 +76,38 @@ Prompt = Annotated[str, AfterValidator(_with_nonce)]
 StrictSchema = Annotated[dict[str, Any], AfterValidator(_check_schema)]
 
 
-class LanguagePrompts(_Strict):
+class LanguagePrompts(Strict):
     system: str = Field(min_length=1)
     ttft: Prompt
     refusal: Prompt
     language: Prompt
 
 
-class SchemaProbe(_Strict):
+class SchemaProbe(Strict):
     name: str = Field(pattern=_NAME.pattern)
     system: str = Field(min_length=1)
     prompt: Prompt
     json_schema: StrictSchema = Field(alias="schema")
 
 
-class ToolFunction(_Strict):
+class ToolFunction(Strict):
     name: str = Field(pattern=_NAME.pattern)
     description: str = Field(min_length=1)
     parameters: StrictSchema
 
 
-class ToolSpec(_Strict):
+class ToolSpec(Strict):
     type: Literal["function"]
     function: ToolFunction
 
 
-class ToolsProbe(_Strict):
+class ToolsProbe(Strict):
     system: str = Field(min_length=1)
     prompt: Prompt
     tool: ToolSpec
 
 
-class RefusalLanguage(_Strict):
+class RefusalLanguage(Strict):
     patterns: tuple[str, ...] = Field(min_length=1)
     refusals: tuple[str, ...] = ()  # examples the patterns must catch (checked at load)
     benign: tuple[str, ...] = ()  # examples they must not match (checked at load)
@@ -157,7 +126,7 @@ class RefusalLanguage(_Strict):
         return tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
 
 
-class RefusalPatterns(_Strict):
+class RefusalPatterns(Strict):
     languages: dict[str, RefusalLanguage]
 
     @field_validator("languages")
@@ -354,7 +323,7 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
             raise ProbeDefinitionError(
                 f"{directory.name}/refusal_patterns.yaml: missing patterns for {lang!r}"
             )
-    builtin = parse_record(directory, BUILTIN_FILE, BuiltinExclusions)
+    builtin = parse_definition(directory, BUILTIN_FILE, BuiltinExclusions)
 
     checksums: dict[str, str] = {}
     for lang in languages:
@@ -363,7 +332,7 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
     checksums["refusal_patterns/en"] = _sha(refusal.languages["en"].patterns)
     checksums["schema"] = _sha(schema_probe.model_dump(mode="json", by_alias=True))
     checksums["tools"] = _sha(tools_probe.model_dump(mode="json"))
-    checksums["builtin_exclusions"] = _sha(plain(builtin))
+    checksums["builtin_exclusions"] = _sha(builtin.model_dump(mode="json"))
 
     per_request: dict[tuple[Contract, str], str] = {}
     for lang in languages:

@@ -11,7 +11,7 @@ from canary.core.cost import probe_cost
 from canary.core.model import Endpoint, Exclusion, Observation
 from canary.core.policy import PolicyRules, policy_version
 from canary.probes import ProbeSet, load_probes
-from canary.settings import ModelSettings, Settings, as_plain
+from canary.settings import ModelSettings, Settings
 from canary.store.repository import Store
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def decision_settings(settings: Settings, probes: ProbeSet) -> dict[str, Any]:
         },
         "max_tokens": o.max_tokens,
         "daily_budget_usd": settings.daily_budget_usd,
-        "models": [as_plain(m) for m in settings.models],
+        "models": [m.model_dump(mode="json") for m in settings.models],
         "probes": dict(probes.checksums),
     }
 

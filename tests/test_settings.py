@@ -72,7 +72,7 @@ def test_models_from_the_environment_keep_file_details(tmp_path: Path) -> None:
     [
         ('mode = "loud"', {}, "'mode'"),
         ("interval_minutes = -1", {}, "'interval_minutes'"),
-        ('languages = ["en", "xx"]', {}, "unsupported xx"),
+        ('languages = ["en", "xx"]', {}, "setting 'languages.1': should be one of 'en', 'es'"),
         ('colour = "red"', {}, "unknown setting 'colour'"),
         ('[[models]]\nid = "no-slash"', {}, "'models.0.id'"),
         ("", {"CANARY_TTFT_THRESHOLD_S": "soon"}, "'ttft_threshold_s'"),
@@ -148,9 +148,16 @@ def test_a_database_url_is_shown_without_its_password_and_unchanged_without_one(
     assert redact_url("sqlite:///data/canary.db") == "sqlite:///data/canary.db"
 
 
-def test_a_streak_max_age_shorter_than_the_failing_rounds_is_refused() -> None:
-    with pytest.raises(SettingsError, match=r"streak_max_age_hours = 6 is shorter than"):
+def test_a_streak_max_age_shorter_than_the_failing_rounds_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SettingsError) as caught:
         load_settings(env={"CANARY_INTERVAL_MINUTES": "240"})
+    assert str(caught.value) == (
+        "environment: setting 'policy.streak_max_age_hours': 6 h is shorter than failing_rounds "
+        "x interval_minutes (8 h): no streak could reach the threshold"
+    )
 
 
 def test_a_bad_value_from_the_environment_is_blamed_on_its_variable(tmp_path: Path) -> None:
@@ -201,3 +208,52 @@ def test_a_model_may_keep_its_controls_off_the_list(tmp_path: Path) -> None:
         load_settings(
             write(tmp_path, '[[models]]\nid = "acme/a"\npublish_controls = "no"\n'), env={}
         )
+
+
+def test_the_readme_example_is_the_line_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, 'mode = "loud"\n')
+    with pytest.raises(SettingsError) as caught:
+        load_settings(env={})
+    assert str(caught.value) == (
+        "canary.toml: setting 'mode': should be one of 'observe', 'enforce', not 'loud'"
+    )
+
+
+def test_every_problem_is_a_line_of_its_own_naming_where_it_came_from(tmp_path: Path) -> None:
+    text = (
+        'colour = "red"\nretention_days = 6\n[openrouter]\nmax_tokens = 3\n'
+        "[[models]]\ncapacity_floor = 1\n"
+    )
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, text), env={"CANARY_CONCURRENCY": "0"})
+    source = str(tmp_path / "canary.toml")
+    assert str(caught.value).splitlines() == [
+        "environment CANARY_CONCURRENCY: setting 'concurrency': should be at least 1, not 0",
+        f"{source}: setting 'retention_days': should be at least 7, not 6",
+        f"{source}: setting 'openrouter.max_tokens': should be at least 16, not 3",
+        f"{source}: setting 'models.0.id' is required",
+        f"{source}: unknown setting 'colour'",
+    ]
+
+
+def test_any_setting_of_a_table_can_come_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "CANARY_PER_PROVIDER_CONCURRENCY": "2",
+        "CANARY_POLICY_FAILING_ROUNDS": "3",
+        "CANARY_OPENROUTER_MAX_TOKENS": "256",
+        "CANARY_OTEL": '{"endpoint": "http://collector:4318"}',
+        "CANARY_OPENROUTER_API_KEY": "canary-key",
+        "OPENROUTER_API_KEY": "plain-key",
+    }
+    loaded = load_settings(write(tmp_path, "[policy]\nrecovery_rounds = 4\n"), env=env)
+    assert loaded.per_provider_concurrency == 2
+    assert (loaded.policy.failing_rounds, loaded.policy.recovery_rounds) == (3, 4)
+    assert loaded.openrouter.max_tokens == 256
+    assert loaded.otel.endpoint == "http://collector:4318"
+    assert loaded.openrouter.api_key.get_secret_value() == "canary-key"  # the prefixed one wins
+    with pytest.raises(SettingsError) as caught:
+        load_settings(write(tmp_path, ""), env={"CANARY_POLICY": "{failing_rounds: 3}"})
+    assert str(caught.value).startswith('environment: error parsing value for field "policy"')

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"canary: {message}", err=True)
+    """Stop with ``message`` on stderr, each of its lines (one per problem) after ``canary:``."""
+    typer.echo("\n".join(f"canary: {line}" for line in message.splitlines()), err=True)
     raise typer.Exit(code)
 
 

@@ -18,13 +18,21 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     ctx: typer.Context,
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds to run, then serve on.")] = 4,
-    port: Annotated[int, typer.Option(help="Port of the API and status page.")] = 8080,
-    pause: Annotated[float, typer.Option(min=0, help="Real seconds between rounds.")] = 1.0,
+    rounds: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Rounds to run, then serve on.")
+    ] = 4,
+    port: Annotated[
+        int, typer.Option(metavar="PORT", help="Port of the API and status page.")
+    ] = 8080,
+    pause: Annotated[
+        float, typer.Option(min=0, metavar="SECONDS", help="Real seconds between rounds.")
+    ] = 1.0,
     folder: Annotated[
         Path | None,
         typer.Option(
-            "--dir", help="Folder for the demo's store and settings (default: a new temp folder)."
+            "--dir",
+            metavar="FOLDER",
+            help="Folder for the demo's store and settings (default: a new temp folder).",
         ),
     ] = None,
     exit_after: Annotated[

@@ -35,12 +35,20 @@ JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "aler
 
 def drift(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model id, author/slug.")],
+    model: Annotated[
+        str, typer.Option("--model", "-m", metavar="MODEL", help="Model id, author/slug.")
+    ],
     since: Annotated[
-        str | None, typer.Option("--since", help="Only changes at or after this ISO-8601 time.")
+        str | None,
+        typer.Option(
+            "--since", metavar="TIME", help="Only changes at or after this ISO-8601 time."
+        ),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, max=100_000, help="At most this many, newest first.")
+        int,
+        typer.Option(
+            "--limit", min=1, max=100_000, metavar="N", help="At most this many, newest first."
+        ),
     ] = 500,
     alerts_only: Annotated[
         bool, typer.Option("--alerts", help="Only the changes that can break routing.")

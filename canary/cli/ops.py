@@ -171,7 +171,8 @@ def exclude_add(
     provider: ProviderOpt,
     reason: ReasonOpt,
     until: Annotated[
-        str | None, typer.Option("--until", help="End, ISO-8601 (default: until removed).")
+        str | None,
+        typer.Option("--until", metavar="TIME", help="End, ISO-8601 (default: until removed)."),
     ] = None,
     force: Annotated[
         bool,
@@ -249,7 +250,7 @@ def exclude_remove(
     ctx: typer.Context,
     exclusion_id: Annotated[int, typer.Argument(metavar="ID", help="Id shown by `exclude list`.")],
     reason: Annotated[
-        str, typer.Option("--reason", "-r", help="Why; kept in the audit log.")
+        str, typer.Option("--reason", "-r", metavar="REASON", help="Why; kept in the audit log.")
     ] = "removed by an operator",
 ) -> None:
     """Remove a runtime exclusion (audited)."""
@@ -311,7 +312,7 @@ def history(
     ctx: typer.Context,
     model: ModelOpt,
     provider: ProviderOpt,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 30,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, metavar="N")] = 30,
     as_json: JsonOpt = False,
 ) -> None:
     """A provider's round verdicts and contract results, newest first; an extra round
@@ -352,8 +353,10 @@ def history(
 def audit(
     ctx: typer.Context,
     model: OptModelOpt = None,
-    since: Annotated[str | None, typer.Option("--since", help="ISO-8601 time.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 200,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="TIME", help="ISO-8601 time.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10000, metavar="N")] = 200,
     as_json: JsonOpt = False,
 ) -> None:
     """Audit records: every automatic decision and operator action, newest first; --json prints

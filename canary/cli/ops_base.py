@@ -25,10 +25,18 @@ if TYPE_CHECKING:
     from canary.store.repository import Store
     from canary.wiring import Wiring
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model id, author/slug.")]
-OptModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Only this model.")]
-ProviderOpt = Annotated[str, typer.Option("--provider", "-p", help="Provider tag (routing slug).")]
-ReasonOpt = Annotated[str, typer.Option("--reason", "-r", help="Why; kept in the audit log.")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", metavar="MODEL", help="Model id, author/slug.")
+]
+OptModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", metavar="MODEL", help="Only this model.")
+]
+ProviderOpt = Annotated[
+    str, typer.Option("--provider", "-p", metavar="PROVIDER", help="Provider tag (routing slug).")
+]
+ReasonOpt = Annotated[
+    str, typer.Option("--reason", "-r", metavar="REASON", help="Why; kept in the audit log.")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 STATE_STYLES = {

@@ -49,11 +49,13 @@ def register(app: typer.Typer) -> None:
 def probe(
     ctx: typer.Context,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Model id (author/slug).")
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="Model id (author/slug).")
     ] = None,
     provider: Annotated[
         list[str] | None,
-        typer.Option("--provider", "-p", help="Only these endpoint tags (repeatable)."),
+        typer.Option(
+            "--provider", "-p", metavar="PROVIDER", help="Only these endpoint tags (repeatable)."
+        ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     estimate: Annotated[

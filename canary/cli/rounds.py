@@ -205,8 +205,8 @@ def _refresh_and_notify(wiring: Wiring) -> None:
 
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port to listen on.")] = 8080,
 ) -> None:
     from canary.daemon import StartupError, run_daemon
 
@@ -221,11 +221,15 @@ def serve(
 def drill(
     ctx: typer.Context,
     scenario: Annotated[
-        Path, typer.Option(help="Scenario YAML file.", exists=True, dir_okay=False)
+        Path, typer.Option(metavar="FILE", help="Scenario YAML file.", exists=True, dir_okay=False)
     ],
-    rounds: Annotated[int, typer.Option(min=1, help="How many rounds.")] = 6,
-    interval_minutes: Annotated[float, typer.Option(help="Virtual minutes between rounds.")] = 30,
-    mode: Annotated[str | None, typer.Option(help="observe | enforce (default: settings).")] = None,
+    rounds: Annotated[int, typer.Option(min=1, metavar="N", help="How many rounds.")] = 6,
+    interval_minutes: Annotated[
+        float, typer.Option(metavar="MINUTES", help="Virtual minutes between rounds.")
+    ] = 30,
+    mode: Annotated[
+        str | None, typer.Option(metavar="MODE", help="observe | enforce (default: settings).")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
 ) -> None:
     import asyncio

@@ -12,10 +12,15 @@ def register(app: typer.Typer) -> None:
     @app.command("sim")
     def sim(
         scenario: Annotated[
-            Path, typer.Option("--scenario", help="Scenario YAML file (see the README).")
+            Path,
+            typer.Option("--scenario", metavar="FILE", help="Scenario YAML file (see the README)."),
         ],
-        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8089,
+        host: Annotated[
+            str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
+        ] = "127.0.0.1",
+        port: Annotated[
+            int, typer.Option("--port", metavar="PORT", help="Port to listen on.")
+        ] = 8089,
     ) -> None:
         """Serve a local OpenRouter (under /api/v1) with the scenario's providers and faults."""
         from canary.cli.common import fail

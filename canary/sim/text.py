@@ -142,7 +142,8 @@ def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
     """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
     validated as the prober reads them)."""
     from canary.bundled import bundled_dir
-    from canary.probes import NONCE, LanguagePrompts, parse_definition
+    from canary.definitions import parse_definition
+    from canary.probes import NONCE, LanguagePrompts
 
     probes = bundled_dir("probes")
     found = []

@@ -49,7 +49,7 @@ def test_read_commands_import_nothing_heavy(tmp_path: Path) -> None:
             "-c",
             PROGRAM,
             str(fleet.config),
-            json.dumps([*HEAVY, "typer._adapters"]),  # defaults and flags need no coercion
+            json.dumps(HEAVY),
             json.dumps(commands),
         ],  # fmt: skip
         capture_output=True,
@@ -65,10 +65,8 @@ def test_read_commands_import_nothing_heavy(tmp_path: Path) -> None:
 
 def test_status_reads_without_sqlalchemy_on_either_backend(fleet: Fleet, store_url: str) -> None:
     """`canary status` answers through the light read path: SQLAlchemy (a third of a read
-    command's start-up) is never imported, on SQLite as on PostgreSQL; nor is pydantic: the
-    settings and the built-in list are checked by canary.checked, and none of the options needs
-    typer's pydantic adapters (an unset option, a flag, a text value)."""
-    heavy = [*HEAVY, "sqlalchemy", "alembic", "typer._adapters", "pydantic"]
+    command's start-up) is never imported, on SQLite as on PostgreSQL."""
+    heavy = [*HEAVY, "sqlalchemy", "alembic"]
     done = subprocess.run(
         [
             sys.executable,

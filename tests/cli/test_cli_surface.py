@@ -48,9 +48,20 @@ def test_version_prints_the_package_version() -> None:
 
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "canary")
 def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
+    """Every option that takes a value names it as a word (MODEL, N, FILE), not as a Python
+    type (``<str>``, ``<list[str]>``)."""
+    import typer.main
+
     short, long = run(*path, "-h"), run(*path, "--help")
     assert short.exit_code == 0 and short.stdout == long.stdout
-    for python_type in ("<bool>", "<str>", "<list[", "<float>", "<int>", "<path>", "{"):
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]  # type: ignore[attr-defined]
+    for param in command.params:
+        if param.param_type_name == "option" and not getattr(param, "is_flag", False):
+            assert param.metavar and param.metavar.isupper(), (path, param.opts)
+            assert f" {param.metavar} " in short.stdout, (path, param.opts)
+    for python_type in ("<str>", "<list[", "<float>", "<path>"):
         assert python_type not in short.stdout, (path, python_type)
 
 

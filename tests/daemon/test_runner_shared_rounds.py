@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
-from canary.checked import Secret
 from canary.core.model import Observation
 from canary.drill import DRILL_START, SIM_KEY
 from canary.openrouter.client import OpenRouterClient
@@ -119,7 +119,7 @@ def _settings(sim: RunningSimulator, tmp_path: Path) -> Settings:
         models=(ModelSettings(id=MODEL),),
         lease_ttl_s=0.3,
         lease_renew_s=0.01,
-        openrouter=OpenRouterSettings(base_url=sim.base_url, api_key=Secret(SIM_KEY)),
+        openrouter=OpenRouterSettings(base_url=sim.base_url, api_key=SecretStr(SIM_KEY)),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from canary.settings import FILE_VARIANTS, load_settings
+from canary.settings import FILE_VARIANTS, Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -126,6 +126,11 @@ def test_every_environment_variable_named_is_read_by_canary() -> None:
     source = "\n".join(p.read_text() for p in (REPO / "canary").rglob("*.py"))
     known = set(re.findall(r"[\"'](CANARY_[A-Z_]+|OPENROUTER_API_KEY)[\"']", source))
     known |= {f"{name}_FILE" for name in FILE_VARIANTS}  # built from the names they vary
+    # pydantic-settings reads CANARY_<SETTING> and CANARY_<TABLE>_<SETTING> from the fields
+    for name, field in Settings.model_fields.items():
+        known.add(f"CANARY_{name.upper()}")
+        table = getattr(field.annotation, "model_fields", {})
+        known |= {f"CANARY_{name.upper()}_{inner.upper()}" for inner in table}
     for name in (
         "Dockerfile",
         "docker-compose.yml",

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 from e2e_helpers import provider
+from pydantic import SecretStr
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from canary.api.app import create_app
-from canary.checked import Secret
 from canary.cli.main import app
 from canary.core.model import Contract
 from canary.core.plan import slot_of
@@ -61,7 +61,7 @@ def settings(url: str, sim: RunningSimulator | None, *models: str, key: str = KE
         interval_minutes=30,
         models=tuple(ModelSettings(id=m) for m in models),
         openrouter=OpenRouterSettings(
-            base_url=base_url, api_key=Secret(key), connect_timeout_s=0.5, listing_deadline_s=1
+            base_url=base_url, api_key=SecretStr(key), connect_timeout_s=0.5, listing_deadline_s=1
         ),
     )
 

@@ -37,12 +37,12 @@ def test_repository_probes_load_for_every_supported_language(probe_set: ProbeSet
         assert own and probe_set.refusal_patterns(language) == own + english
 
 
-def test_unknown_key_in_prompts_names_file_and_key(probes_copy: Path) -> None:
+def test_unknown_field_in_prompts_names_file_and_field(probes_copy: Path) -> None:
     with (probes_copy / "prompts" / "pt.yaml").open("a", encoding="utf-8") as f:
         f.write("greeting: Olá {nonce}\n")
     message = _error(probes_copy)
     assert "probes/prompts/pt.yaml" in message
-    assert "unknown key 'greeting'" in message
+    assert "unknown field 'greeting'" in message
 
 
 def test_unknown_key_in_schema_json_is_rejected(probes_copy: Path) -> None:
@@ -51,7 +51,7 @@ def test_unknown_key_in_schema_json_is_rejected(probes_copy: Path) -> None:
     data["temperature"] = 0
     path.write_text(json.dumps(data), encoding="utf-8")
     message = _error(probes_copy)
-    assert message == "probes/schema.json: unknown key 'temperature'"
+    assert message == "probes/schema.json: unknown field 'temperature'"
 
 
 def test_bad_regex_names_language_and_pattern(probes_copy: Path) -> None:
@@ -213,7 +213,7 @@ def test_repository_builtin_list_is_valid(probe_set: ProbeSet) -> None:
     ("entry", "expected"),
     [
         ("provider: BadHost\n", "field 'entries.0.provider'"),
-        ("provider: badhost\n    colour: red\n", "unknown key 'entries.0.colour'"),
+        ("provider: badhost\n    colour: red\n", "unknown field 'entries.0.colour'"),
         ("provider: badhost\n    since: soon\n", "field 'entries.0.since'"),
     ],
 )

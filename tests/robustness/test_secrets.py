@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import structlog
 from notify_receiver import Receiver
+from pydantic import SecretStr
 from sqlalchemy import MetaData, select
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from canary.api.app import create_app
-from canary.checked import Secret
 from canary.cli.main import app as cli
 from canary.core.plan import slot_of
 from canary.ignorelist import IgnoreListService
@@ -93,7 +93,7 @@ def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
         admin_token=TOKEN,
         log_format="json",
         models=(ModelSettings(id=MODEL),),
-        webhooks=(Webhook(url=hook, secret=Secret(HOOK_SECRET)),),
+        webhooks=(Webhook(url=hook, secret=SecretStr(HOOK_SECRET)),),
         openrouter=OpenRouterSettings(
             base_url=sim_url, api_key=KEY, first_token_timeout_s=5, stream_timeout_s=10
         ),
@@ -102,7 +102,7 @@ def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
 
 def run_rounds(settings: Settings, sinks: Sinks) -> Any:
     wiring = build_wiring(settings)
-    wrong = settings.replace(openrouter=settings.openrouter.replace(api_key=Secret(WRONG_KEY)))
+    wrong = settings.replace(openrouter=settings.openrouter.replace(api_key=SecretStr(WRONG_KEY)))
 
     async def go(s: Settings, at: datetime) -> None:
         async with openrouter_client(s) as client:
