@@ -1,7 +1,7 @@
 """The scenario file: models, their provider endpoints, injected faults and a timeline.
 
 `load_scenario` accepts a path, YAML text already parsed into a dict, or a `Scenario`, and
-raises :class:`ScenarioError` with one readable line naming the offending field.
+raises :class:`ScenarioError` with one readable line per problem, naming the field.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from canary.validation import problems
 
 LANGUAGES = (
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk",
@@ -352,19 +354,13 @@ class Scenario(BaseModel):
         return self
 
 
-def _format(exc: ValidationError, source: str) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(part) for part in err["loc"])
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return f"{source}: {where}: {message}" if where else f"{source}: {message}"
-
-
-def parse(model: type[M], data: Any, source: str = "scenario") -> M:
-    """Validate `data` as `model`, turning pydantic's errors into one ScenarioError line."""
+def parse(model: type[M], data: object, source: str = "scenario") -> M:
+    """Validate `data` as `model`; a ScenarioError of one line per problem otherwise."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_format(exc, source)) from None
+        found = (f"{source}: {line}" for _, line in problems(exc, "field"))
+        raise ScenarioError("\n".join(found)) from None
 
 
 def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
