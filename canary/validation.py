@@ -56,6 +56,10 @@ def _message(error: ErrorDetails) -> str:
     if kind in _BOUNDS:
         words, key = _BOUNDS[kind]
         return f"{words} {_number(ctx[key])}, not {_number(value)}"
+    if kind == "union_tag_invalid":  # a tagged choice (a fault's kind) names no choice
+        return f"unknown {ctx['discriminator'].strip(chr(39))} {ctx['tag']!r}"
+    if kind == "union_tag_not_found":
+        return f"{ctx['discriminator']} is required"
     if kind == "too_short":
         return f"should have at least {ctx['min_length']} item(s)"
     family = kind.split("_")[0]

@@ -9,9 +9,24 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from canary.sim.scenario import Fault, FaultKind, Provider
+from canary.sim.scenario import (
+    Disconnect,
+    Fault,
+    FaultKind,
+    HttpError,
+    LanguageDrift,
+    LanguageMix,
+    MidstreamError,
+    Provider,
+    ReasoningFirst,
+    SchemaBreak,
+    ServedBy,
+    ServedModel,
+    SlowFirstToken,
+    Stall,
+)
 from canary.sim.schemagen import generate
 from canary.sim.text import (
     REFUSALS,
@@ -95,6 +110,14 @@ class Plan:
         return self.ttft_s + max(0, count - 1) * self.interval_s
 
 
+F = TypeVar("F")
+
+
+def _of(by: dict[FaultKind, Fault], kind: type[F]) -> F | None:
+    """The fired fault of that class, if one fired."""
+    return next((f for f in by.values() if isinstance(f, kind)), None)
+
+
 def fire(faults: tuple[Fault, ...], language: str, rng: random.Random) -> list[Fault]:
     """The faults that apply to this request (one draw per fault, so sequences stay stable)."""
     fired = []
@@ -123,12 +146,14 @@ def compose(
     faults = fire(provider.faults, lang, rng)
     by = {f.kind: f for f in faults}
     ttft_ms = provider.ttft_ms
-    if FaultKind.slow_first_token in by:
-        ttft_ms = float(by[FaultKind.slow_first_token]["ttft_ms"])
+    if (slow := _of(by, SlowFirstToken)) is not None:
+        ttft_ms = float(slow.ttft_ms)
     if provider.jitter_ms:
         ttft_ms += rng.uniform(0, provider.jitter_ms)
     interval = 1.0 / provider.tokens_per_second
-    answer_lang = by[FaultKind.language_drift]["to"] if FaultKind.language_drift in by else lang
+    drift = _of(by, LanguageDrift)
+    answer_lang = drift.to if drift is not None else lang
+    broken = _of(by, SchemaBreak)
 
     finish = native = "stop"
     tool_call: ToolCallPlan | None = None
@@ -137,13 +162,13 @@ def compose(
         tool_call = _tool_call(request, by, bank, answer_lang, rng)
         tokens = []
         finish = native = "tool_calls"
-    elif request.wants_json and by.get(FaultKind.schema_break, None) is None:
+    elif request.wants_json and broken is None:
         tokens = _chunks(
             json.dumps(_json_answer(request, bank, answer_lang, rng), ensure_ascii=False)
         )
-    elif request.wants_json and by[FaultKind.schema_break]["how"] != "prose":
+    elif request.wants_json and broken is not None and broken.how != "prose":
         value = _json_answer(request, bank, answer_lang, rng)
-        if by[FaultKind.schema_break]["how"] == "missing_field":
+        if broken.how == "missing_field":
             required = ((request.response_format or {}).get("json_schema") or {}).get(
                 "schema", {}
             ).get("required") or list(value)
@@ -177,8 +202,8 @@ def compose(
 
     reasoning: list[str] = []
     reasoning_s = 0.0
-    if FaultKind.reasoning_first in by:
-        reasoning_s = by[FaultKind.reasoning_first]["ms"] / 1000.0
+    if (thinking := _of(by, ReasoningFirst)) is not None:
+        reasoning_s = thinking.ms / 1000.0
         # at most a thousand thought chunks, spread over the thinking time: a scenario with a
         # very fast stream would otherwise think in megabytes
         count = min(MAX_REASONING_CHUNKS, max(1, int(reasoning_s / interval)))
@@ -187,16 +212,18 @@ def compose(
         ttft_ms += reasoning_s * 1000
 
     ending, end_after, code = "done", 0, 502
-    for kind, name in (
-        (FaultKind.stall, "stall"),
-        (FaultKind.disconnect, "disconnect"),
-        (FaultKind.midstream_error, "error"),
-    ):
-        if kind in by:
-            ending, end_after = name, int(by[kind]["after_tokens"])
-            if kind is FaultKind.midstream_error:
-                code = int(by[kind]["code"])
+    cuts: tuple[tuple[type[Stall | Disconnect | MidstreamError], str], ...] = (
+        (Stall, "stall"),
+        (Disconnect, "disconnect"),
+        (MidstreamError, "error"),
+    )
+    for kind, name in cuts:
+        if (cut := _of(by, kind)) is not None:
+            ending, end_after = name, cut.after_tokens
+            if isinstance(cut, MidstreamError):
+                code = cut.code
             break
+    http, served_by, served_model = _of(by, HttpError), _of(by, ServedBy), _of(by, ServedModel)
     fired = tuple(str(f.kind) for f in faults)
     return Plan(
         language=lang,
@@ -212,10 +239,10 @@ def compose(
         reasoning_s=reasoning_s,
         interval_s=interval,
         fired=fired,
-        http_status=by[FaultKind.http_error]["status"] if FaultKind.http_error in by else None,
-        retry_after=by[FaultKind.http_error]["retry_after"] if FaultKind.http_error in by else None,
-        served_by=by[FaultKind.served_by]["tag"] if FaultKind.served_by in by else None,
-        served_model=by[FaultKind.served_model]["id"] if FaultKind.served_model in by else None,
+        http_status=http.status if http is not None else None,
+        retry_after=http.retry_after if http is not None else None,
+        served_by=served_by.tag if served_by is not None else None,
+        served_model=served_model.id if served_model is not None else None,
     )
 
 
@@ -246,9 +273,8 @@ def _prose(
         while len(sentences) > 1 and sum(sizes) > request.max_tokens:
             sentences.pop()
             sizes.pop()
-    if FaultKind.language_mix in by:
-        other = by[FaultKind.language_mix]["with"]
-        share = by[FaultKind.language_mix]["share"]
+    if (mix := _of(by, LanguageMix)) is not None:
+        other, share = mix.with_, mix.share
         # rounded at random so that the foreign share holds whatever the answer's length: a
         # one-sentence answer is foreign with chance `share`, where rounding made it never so
         whole, part = divmod(share * len(sentences), 1)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from canary.validation import problems
 
-LANGUAGES = (
-    "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk",
-    "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
-)  # fmt: skip
 QUANTIZATIONS = (
     "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6",
     "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown",
@@ -60,116 +64,116 @@ class FaultKind(StrEnum):
     tool_schema_mismatch = "tool_schema_mismatch"
 
 
-def _language(value: Any) -> str:
-    if value not in LANGUAGES:
-        raise ValueError(f"{value!r} is not one of {', '.join(LANGUAGES)}")
-    return str(value)
+Language = Literal[
+    "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk",
+    "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
+]  # fmt: skip
+LANGUAGES: tuple[Language, ...] = get_args(Language)
+Count = Annotated[int, Field(ge=0)]
+ErrorStatus = Annotated[int, Field(ge=400, le=599)]
 
 
-def _nonneg_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a non-negative integer")
-    return value
+class _Fault(BaseModel):
+    """One injected fault: its `kind`, `rate` (probability per request), its parameters."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-def _status(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
-        raise ValueError(f"{value!r} is not an HTTP error status (400-599)")
-    return value
-
-
-def _share(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"{value!r} is not a number between 0 and 1")
-    return float(value)
-
-
-def _how(value: Any) -> str:
-    if value not in ("prose", "missing_field", "invalid_json"):
-        raise ValueError(f"{value!r} is not one of prose, missing_field, invalid_json")
-    return str(value)
-
-
-def _model_id(value: Any) -> str:
-    if not isinstance(value, str) or "/" not in value:
-        raise ValueError(f"{value!r} is not a model id (author/slug)")
-    return value
-
-
-def _tag(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{value!r} is not a provider tag")
-    return value
-
-
-# kind -> {param: (validator, default)}; a default of ... means required.
-_PARAMS: dict[FaultKind, dict[str, tuple[Any, Any]]] = {
-    FaultKind.slow_first_token: {"ttft_ms": (_nonneg_int, ...)},
-    FaultKind.stall: {"after_tokens": (_nonneg_int, 3)},
-    FaultKind.schema_break: {"how": (_how, "invalid_json")},
-    FaultKind.language_drift: {"to": (_language, ...)},
-    FaultKind.language_mix: {"with": (_language, ...), "share": (_share, 0.5)},
-    FaultKind.http_error: {"status": (_status, 503), "retry_after": (_nonneg_int, None)},
-    FaultKind.disconnect: {"after_tokens": (_nonneg_int, 3)},
-    FaultKind.midstream_error: {"after_tokens": (_nonneg_int, 3), "code": (_status, 502)},
-    FaultKind.served_by: {"tag": (_tag, ...)},
-    FaultKind.served_model: {"id": (_model_id, ...)},
-    FaultKind.reasoning_first: {"ms": (_nonneg_int, 500)},
-}
-
-
-class Fault(BaseModel):
-    """One injected fault: `kind`, `rate` (probability per request), its params."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: FaultKind
     rate: float = Field(default=1.0, ge=0, le=1)
-    when_language: str | None = None  # applies only when the request is in this language
-    params: dict[str, Any] = Field(default_factory=dict)
+    when_language: Language | None = None  # applies only when the request is in this language
 
     @model_validator(mode="before")
     @classmethod
-    def _collect_params(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            raise ValueError("a fault is a mapping with at least `kind`")
-        if "kind" not in data:
-            raise ValueError("a fault needs `kind`")
-        kind = data["kind"]
-        try:
-            spec = _PARAMS.get(FaultKind(kind), {})
-        except ValueError:
-            raise ValueError(
-                f"unknown fault kind {kind!r} (expected one of {', '.join(FaultKind)})"
-            ) from None
-        own = {"kind", "rate", "when_language", "params"}
-        given = dict(data.get("params") or {})
-        given.update({k: v for k, v in data.items() if k not in own})
-        params: dict[str, Any] = {}
-        for name, value in given.items():
-            if name not in spec:
-                allowed = ", ".join(spec) or "none"
-                raise ValueError(f"{kind}: unknown parameter {name!r} (allowed: {allowed})")
-            try:
-                params[name] = spec[name][0](value) if value is not None else None
-            except ValueError as exc:
-                raise ValueError(f"{kind}.{name}: {exc}") from None
-        for name, (_, default) in spec.items():
-            if name not in params:
-                if default is ...:
-                    raise ValueError(f"{kind}: missing parameter {name!r}")
-                params[name] = default
-        out = {k: v for k, v in data.items() if k in ("kind", "rate", "when_language")}
-        out["params"] = params
-        return out
+    def _params_inline(cls, data: object) -> object:
+        """A fault's parameters may also sit under `params:`."""
+        if isinstance(data, dict) and isinstance(data.get("params"), dict):
+            return {**{k: v for k, v in data.items() if k != "params"}, **data["params"]}
+        return data
 
-    @field_validator("when_language")
-    @classmethod
-    def _when(cls, value: str | None) -> str | None:
-        return None if value is None else _language(value)
 
-    def __getitem__(self, name: str) -> Any:
-        return self.params[name]
+class SlowFirstToken(_Fault):
+    kind: Literal[FaultKind.slow_first_token]
+    ttft_ms: Count
+
+
+class Stall(_Fault):
+    kind: Literal[FaultKind.stall]
+    after_tokens: Count = 3
+
+
+class SchemaBreak(_Fault):
+    kind: Literal[FaultKind.schema_break]
+    how: Literal["prose", "missing_field", "invalid_json"] = "invalid_json"
+
+
+class LanguageDrift(_Fault):
+    kind: Literal[FaultKind.language_drift]
+    to: Language
+
+
+class LanguageMix(_Fault):
+    kind: Literal[FaultKind.language_mix]
+    with_: Language = Field(alias="with")
+    share: float = Field(default=0.5, ge=0, le=1)
+
+
+class HttpError(_Fault):
+    kind: Literal[FaultKind.http_error]
+    status: ErrorStatus = 503
+    retry_after: Count | None = None
+
+
+class Disconnect(_Fault):
+    kind: Literal[FaultKind.disconnect]
+    after_tokens: Count = 3
+
+
+class MidstreamError(_Fault):
+    kind: Literal[FaultKind.midstream_error]
+    after_tokens: Count = 3
+    code: ErrorStatus = 502
+
+
+class ServedBy(_Fault):
+    kind: Literal[FaultKind.served_by]
+    tag: str = Field(min_length=1)
+
+
+class ServedModel(_Fault):
+    kind: Literal[FaultKind.served_model]
+    id: str = Field(pattern=r"/")  # a model id, author/slug
+
+
+class ReasoningFirst(_Fault):
+    kind: Literal[FaultKind.reasoning_first]
+    ms: Count = 500
+
+
+class PlainFault(_Fault):
+    """A fault without parameters."""
+
+    kind: Literal[
+        FaultKind.garbage_prefix, FaultKind.refusal, FaultKind.content_filter, FaultKind.empty,
+        FaultKind.truncate, FaultKind.mojibake, FaultKind.repetition, FaultKind.tool_no_call,
+        FaultKind.tool_unknown_name, FaultKind.tool_invalid_json, FaultKind.tool_schema_mismatch,
+    ]  # fmt: skip
+
+
+Fault = Annotated[
+    SlowFirstToken
+    | Stall
+    | SchemaBreak
+    | LanguageDrift
+    | LanguageMix
+    | HttpError
+    | Disconnect
+    | MidstreamError
+    | ServedBy
+    | ServedModel
+    | ReasoningFirst
+    | PlainFault,
+    Field(discriminator="kind"),
+]
+FAULTS: TypeAdapter[tuple[Fault, ...]] = TypeAdapter(tuple[Fault, ...])
 
 
 class Price(BaseModel):
@@ -346,12 +350,16 @@ class Scenario(BaseModel):
         for m, model in enumerate(self.models):
             for i, p in enumerate(model.providers):
                 for j, f in enumerate(p.faults):
-                    if f.kind is FaultKind.served_by and f["tag"] not in known[model.id]:
+                    if isinstance(f, ServedBy) and f.tag not in known[model.id]:
                         raise ValueError(
-                            f"models.{m}.providers.{i}.faults.{j}: served_by.tag {f['tag']!r} "
+                            f"models.{m}.providers.{i}.faults.{j}: served_by.tag {f.tag!r} "
                             f"is not a provider of {model.id}"
                         )
         return self
+
+
+def _problems(exc: ValidationError, source: str) -> ScenarioError:
+    return ScenarioError("\n".join(f"{source}: {line}" for _, line in problems(exc, "field")))
 
 
 def parse(model: type[M], data: object, source: str = "scenario") -> M:
@@ -359,8 +367,15 @@ def parse(model: type[M], data: object, source: str = "scenario") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        found = (f"{source}: {line}" for _, line in problems(exc, "field"))
-        raise ScenarioError("\n".join(found)) from None
+        raise _problems(exc, source) from None
+
+
+def parse_faults(data: object, source: str = "faults") -> tuple[Fault, ...]:
+    """A list of faults (the control API's, a timeline entry's), validated."""
+    try:
+        return FAULTS.validate_python(data)
+    except ValidationError as exc:
+        raise _problems(exc, source) from None
 
 
 def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:

@@ -18,9 +18,11 @@ from canary.sim.scenario import (
     ProviderPatch,
     Scenario,
     ScenarioError,
+    ServedBy,
     TimelineEntry,
     load_scenario,
     parse,
+    parse_faults,
 )
 from canary.sim.text import TextBank, text_bank
 
@@ -131,7 +133,7 @@ class SimState:
         self.models = {**self.models, model: ModelState(current.spec, providers)}
 
     def set_faults(self, model: str, tag: str, faults: list[Any] | tuple[Any, ...]) -> None:
-        parsed = tuple(parse(Fault, f, f"faults[{i}]") for i, f in enumerate(faults))
+        parsed = parse_faults(faults)
         with self._lock:
             provider = self.provider(model, tag)
             providers = dict(self.model(model).providers)
@@ -176,8 +178,8 @@ class SimState:
     def _check_served_by(self, model: str, providers: dict[str, Provider]) -> None:
         for p in providers.values():
             for f in p.faults:
-                if f.kind == "served_by" and f["tag"] not in providers:
-                    raise ScenarioError(f"served_by.tag {f['tag']!r} is not a provider of {model}")
+                if isinstance(f, ServedBy) and f.tag not in providers:
+                    raise ScenarioError(f"served_by.tag {f.tag!r} is not a provider of {model}")
 
     def apply(self, entry: TimelineEntry | dict[str, Any]) -> TimelineEntry:
         """Apply one timeline entry now (its `round` is ignored here)."""

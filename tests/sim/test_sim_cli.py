@@ -17,7 +17,7 @@ def test_bad_scenario_stops_with_a_readable_error(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(app, ["sim", "--scenario", str(path)])
     assert result.exit_code == 2
-    assert "stall: unknown parameter 'after'" in result.output
+    assert "unknown field 'models.0.providers.0.faults.0.stall.after'" in result.output
     assert "models.0.providers.0.faults.0" in result.output
 
 

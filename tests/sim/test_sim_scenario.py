@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from canary.sim.scenario import FaultKind, ScenarioError, load_scenario
+from canary.sim.scenario import FAULTS, FaultKind, LanguageMix, ScenarioError, load_scenario
 from canary.sim.schemagen import generate
 
 BASE: dict[str, Any] = {"models": [{"id": "acme/x", "providers": [{"tag": "a"}]}]}
@@ -28,12 +28,21 @@ def with_fault(fault: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
-        ({"kind": "nope"}, "unknown fault kind 'nope'"),
-        ({"kind": "stall", "after": 2}, "stall: unknown parameter 'after'"),
-        ({"kind": "slow_first_token"}, "missing parameter 'ttft_ms'"),
-        ({"kind": "http_error", "status": 200}, "http_error.status: 200 is not an HTTP error"),
-        ({"kind": "language_mix", "with": "es", "share": 2}, "share: 2 is not a number"),
-        ({"kind": "schema_break", "how": "weird"}, "how: 'weird' is not one of"),
+        ({"kind": "nope"}, "faults.0': unknown kind 'nope'"),
+        (
+            {"kind": "stall", "after": 2},
+            "unknown field 'models.0.providers.2.faults.0.stall.after'",
+        ),
+        ({"kind": "slow_first_token"}, "slow_first_token.ttft_ms' is required"),
+        (
+            {"kind": "http_error", "status": 200},
+            "http_error.status': should be at least 400, not 200",
+        ),
+        ({"kind": "language_mix", "with": "es", "share": 2}, "share': should be at most 1, not 2"),
+        (
+            {"kind": "schema_break", "how": "weird"},
+            "how': should be one of 'prose', 'missing_field'",
+        ),
         ({"kind": "served_by", "tag": "zz"}, "served_by.tag 'zz' is not a provider"),
         ({"kind": "empty", "rate": 1.5}, "rate"),
         ({"kind": "empty", "when_language": "xx"}, "when_language"),
@@ -139,3 +148,14 @@ def test_generated_values_satisfy_the_schema(schema: dict[str, Any]) -> None:
     for seed in range(20):
         value = generate(schema, ["Olá, viajante.", "A taverna está cheia."], random.Random(seed))
         jsonschema.validate(value, schema)
+
+
+def test_a_fault_may_hold_its_parameters_under_params_and_reads_back_as_dumped() -> None:
+    fault = (
+        load_scenario(with_fault({"kind": "language_mix", "params": {"with": "de", "share": 0.25}}))
+        .models[0]
+        .providers[2]
+        .faults[0]
+    )
+    assert isinstance(fault, LanguageMix) and (fault.with_, fault.share) == ("de", 0.25)
+    assert FAULTS.validate_python([fault.model_dump(mode="json", by_alias=True)]) == (fault,)
