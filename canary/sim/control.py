@@ -79,7 +79,9 @@ def control_routes(state: SimState) -> list[Route]:
 
     async def get_faults(request: Request) -> Any:
         model, tag = where(request)
-        return {"faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]}
+        return {
+            "faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]
+        }
 
     async def put_faults(request: Request) -> Any:
         model, tag = where(request)
@@ -88,7 +90,9 @@ def control_routes(state: SimState) -> list[Route]:
         if not isinstance(faults, list):
             raise ValueError('body: expected {"faults": [...]}')
         state.set_faults(model, tag, faults)
-        return {"faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]}
+        return {
+            "faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]
+        }
 
     async def patch_provider(request: Request) -> Any:
         model, tag = where(request)
