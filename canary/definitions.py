@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,7 +25,7 @@ class ProbeDefinitionError(ValueError):
     """A probe definition file is missing or invalid; the message names the file and the field."""
 
 
-def read_definition(directory: Path, relative: str) -> Any:
+def read_definition(directory: Path, relative: str) -> dict[str, object]:
     """A definition file's content (JSON or YAML, a mapping); ProbeDefinitionError otherwise."""
     path = directory / relative
     name = f"{directory.name}/{relative}"

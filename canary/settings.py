@@ -94,7 +94,7 @@ class _Table(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    def replace(self, **changes: Any) -> Self:
+    def replace(self, **changes: object) -> Self:
         """A copy with ``changes``, validated again (``model_copy`` would not validate them)."""
         return self.model_validate({**self.__dict__, **changes})
 
@@ -145,7 +145,7 @@ class Webhook(_Table):
 
     @model_validator(mode="before")
     @classmethod
-    def _secret_from_file(cls, data: Any) -> Any:
+    def _secret_from_file(cls, data: object) -> object:
         if not isinstance(data, dict) or data.get("secret_file") in (None, ""):
             return data
         if data.get("secret"):
@@ -376,7 +376,7 @@ def _described(error: ValidationError, source: str, env: _Environment | None = N
     return "\n".join(lines)
 
 
-def with_changes(settings: Settings, source: str, **changes: Any) -> Settings:
+def with_changes(settings: Settings, source: str, **changes: object) -> Settings:
     """``settings`` with ``changes``, validated again (rules across settings included)."""
     try:
         return settings.replace(**changes)

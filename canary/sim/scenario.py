@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Literal, TypeVar, get_args
 
 import yaml
 from pydantic import (
@@ -378,7 +378,7 @@ def parse_faults(data: object, source: str = "faults") -> tuple[Fault, ...]:
         raise _problems(exc, source) from None
 
 
-def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
+def load_scenario(source: Scenario | dict[str, object] | Path | str) -> Scenario:
     """Load and validate a scenario from a Scenario, a dict, or a YAML file path."""
     if isinstance(source, Scenario):
         return source
@@ -388,7 +388,7 @@ def load_scenario(source: Scenario | dict[str, Any] | Path | str) -> Scenario:
     return parse(Scenario, read_scenario_file(path), str(path))
 
 
-def read_scenario_file(path: Path) -> dict[str, Any]:
+def read_scenario_file(path: Path) -> dict[str, object]:
     """The YAML mapping of a scenario file, a relative text_bank resolved against the file."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
