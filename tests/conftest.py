@@ -1,8 +1,17 @@
-"""Shared fixtures: a fresh PostgreSQL database, and a store URL on each backend.
+"""Shared fixtures and the suite's rules.
 
-Both are module-scoped: one database per test module, so tests in a module share it (use distinct
-model names). Postgres tests are skipped when the server is unreachable, unless
-CANARY_REQUIRE_POSTGRES=1, in which case they fail.
+Fixtures: a fresh PostgreSQL database, a store URL on each backend, and the store itself. The
+store is module-scoped: one database per test module (a random name, so parallel workers never
+meet), and tests in a module share it (use distinct model names). ``sqlite_store`` is a store of
+the test's own, for what needs a database nobody else touches (leases, processes sharing it).
+Postgres tests are skipped when the server is unreachable, unless CANARY_REQUIRE_POSTGRES=1, in
+which case they fail.
+
+Markers (``make check`` deselects them): ``postgres`` is put on the PostgreSQL half of
+``store_url`` and on every test that asks for ``postgres_url``; ``slow`` on tests that start a
+process or wait on real time; ``chromium`` on the status page screenshots. A test that starts a
+process without the ``slow`` marker fails, naming it, and so does one that connects anywhere
+beyond loopback: the inner loop stays fast and offline.
 
 Checks that need shared test data absent from a fresh clone (tests/shared_data.py) are summed up
 in one line at the end of the run, with the variable that points them at a copy, instead of one
@@ -11,14 +20,20 @@ skip line each.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from shared_data import DATA_SETS, SKIP_PREFIX
+from shared_data import CHROMIUM_ABSENT, DATA_SETS, SKIP_PREFIX
+
+from canary.store.repository import Store
 
 NO_SHARED_DATA = "skipped (no shared data)"
+NO_CHROMIUM = "skipped (no chromium)"
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -50,11 +65,85 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "postgres":
         return str(request.getfixturevalue("postgres_url"))
     return f"sqlite:///{tmp_path_factory.mktemp('store') / 'canary.db'}"
+
+
+@pytest.fixture(scope="module")
+def store(store_url: str) -> Iterator[Store]:
+    """The module's store, migrated, on each backend."""
+    with Store(store_url) as opened:
+        opened.upgrade()
+        yield opened
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A migrated SQLite store of this test's own (``.url`` for a process to open it too)."""
+    with Store(f"sqlite:///{tmp_path / 'canary.db'}") as opened:
+        opened.upgrade()
+        yield opened
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+# -- the suite's rules: no process without `slow`, no connection beyond loopback -----------------
+
+_SPAWNING = {"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"}
+_running: list[pytest.Item] = []  # the test running now (setup, call and teardown)
+
+
+def _loopback(address: object) -> bool:
+    if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
+        return True  # a Unix socket, or not an address this rule reads
+    host = address[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a name: resolving it already left the machine's own addresses
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if not _running:
+        return
+    if event in _SPAWNING:
+        item = _running[-1]
+        if item.get_closest_marker("slow") is None:
+            raise RuntimeError(
+                f"{item.nodeid} starts a process ({event}): mark it @pytest.mark.slow, or keep "
+                "it in-process (make check runs no process)"
+            )
+    elif event == "socket.connect" and not _loopback(args[1]):
+        raise RuntimeError(f"{_running[-1].nodeid} connects to {args[1]!r}: tests stay on loopback")
+
+
+_hooked: list[bool] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _hooked:  # an audit hook stays for the process's life: add it once
+        sys.addaudithook(_audit)
+        _hooked.append(True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.remove(item)
 
 
 def _skip_reason(report: pytest.TestReport) -> str | None:
@@ -69,10 +158,20 @@ def pytest_report_teststatus(
     reason = _skip_reason(report)
     if reason is not None and reason.startswith(SKIP_PREFIX):
         return NO_SHARED_DATA, "s", "SKIPPED"
+    if reason is not None and reason.startswith(CHROMIUM_ABSENT):
+        return NO_CHROMIUM, "s", "SKIPPED"
     return None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    browserless = terminalreporter.stats.get(NO_CHROMIUM, [])
+    if browserless:
+        files = sorted({r.nodeid.split("::")[0] for r in browserless})
+        terminalreporter.write_line(
+            f"{CHROMIUM_ABSENT}: skipped {len(browserless)} checks of the status page "
+            f"({', '.join(files)}); `.ci/run` installs it",
+            yellow=True,
+        )
     skipped = terminalreporter.stats.get(NO_SHARED_DATA, [])
     if not skipped:
         return

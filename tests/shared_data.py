@@ -41,3 +41,7 @@ CAPTURES = SharedData(
     "the OpenRouter captures", "CANARY_TEST_CAPTURES", BESIDE / "fixtures" / "openrouter", "stream"
 )
 DATA_SETS = (CORPUS, CAPTURES)
+
+# Not data, but as absent from a fresh machine: the status page checks' browser (`.ci/run`
+# installs it). Its checks skip with this reason, summed up in one line too.
+CHROMIUM_ABSENT = "headless Chromium is not installed"

@@ -31,6 +31,7 @@ CANARY = str(Path(sys.executable).parent / "canary")
 MODEL = "acme/roleplay-1"
 
 
+@pytest.mark.slow
 def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: Path) -> None:
     lines: list[str] = []
     lists = asyncio.run(
@@ -62,6 +63,7 @@ def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: 
         store.dispose()
 
 
+@pytest.mark.slow
 def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -87,6 +89,7 @@ def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     assert not HEALTHY & set(model["ignore_list"]["ignore"])
 
 
+@pytest.mark.slow
 def test_the_written_settings_give_the_policy_version_the_demo_recorded(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -113,6 +116,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
     tmp_path: Path, stop: signal.Signals

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from shared_data import SKIP_PREFIX
+
+pytestmark = pytest.mark.slow  # pytest in a process of its own
 
 REPO = Path(__file__).resolve().parents[1]
 NEEDS_CORPUS = "tests/probes/test_probes_refusal_corpus.py"  # one check per language: 17

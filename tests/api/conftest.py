@@ -1,21 +1,14 @@
-"""Fixtures for the API tests: a real store (SQLite and PostgreSQL), seeded through its own API."""
+"""Fixtures for the API tests: the API over the module's store (tests/conftest.py's, SQLite and
+PostgreSQL), seeded through its own API."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from ops_seed import Api
 
 from canary.store.repository import Store
-
-
-@pytest.fixture(scope="module")
-def store(store_url: str) -> Iterator[Store]:
-    s = Store(store_url)
-    s.upgrade()
-    yield s
-    s.dispose()
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from builders import endpoint, observation, result, ttft, verdict
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
 from canary.core.model import (
     Contract,
-    ContractResult,
     Endpoint,
     EndpointState,
     Event,
@@ -25,12 +25,10 @@ from canary.core.model import (
     Exclusion,
     Layer,
     Look,
-    Observation,
     Pricing,
     Result,
     RoundVerdict,
     Streak,
-    Transport,
     Verdict,
 )
 from canary.core.quarantine import QuarantineStart
@@ -83,34 +81,24 @@ def settings(
 
 
 def _verdict(model: str, tag: str, round_no: int) -> RoundVerdict:
-    ttft = ContractResult(
-        Contract.ttft, Result.passed, f"ttft {TTFT[tag]:.1f} s <= 10 s", figure=TTFT[tag]
-    )
     hygiene_fails = tag == "bravo" or (tag == "charlie/fp8" and round_no == 2)
-    hygiene = ContractResult(
+    hygiene = result(
         Contract.hygiene,
         Result.fail if hygiene_fails else Result.passed,
         "answer starts with a stray fragment ' ,'" if hygiene_fails else "clean start",
         reason="stray_prefix" if hygiene_fails else None,
     )
-    verdict = Verdict.fail if hygiene_fails else Verdict.passed
-    return RoundVerdict(model=model, tag=tag, verdict=verdict, results=(ttft, hygiene))
+    outcome = Verdict.fail if hygiene_fails else Verdict.passed
+    return verdict(model, tag, outcome, ttft(TTFT[tag]), hygiene)
 
 
 def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
     """Two finished rounds 60 and 30 minutes before ``now``; bravo quarantined after the second."""
     s = store
+    # every endpoint can serve every need: a needs list counts them all as capacity
+    parameters = ("max_tokens", "response_format", "structured_outputs", "tools")
     endpoints = [
-        Endpoint(
-            model=model,
-            tag=tag,
-            provider_name=tag.split("/")[0].title(),
-            pricing=Pricing(1e-7, 2e-7),
-            latency_last_30m=dict(ADVERTISED),
-            # every endpoint can serve every need: a needs list counts them all as capacity
-            supported_parameters=("max_tokens", "response_format", "structured_outputs", "tools"),
-        )
-        for tag in TAGS
+        endpoint(tag, *parameters, model=model, latency_last_30m=dict(ADVERTISED)) for tag in TAGS
     ]
     rounds = []
     looks = []
@@ -121,10 +109,9 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
         looks.append(Look.round(rid, at))
         s.record_snapshots(rid, model, endpoints, at)
         observations = [
-            Observation(
-                contract=Contract.ttft,
-                tag=tag,
-                transport=Transport.ok,
+            observation(
+                Contract.ttft,
+                tag,
                 ttft_s=TTFT[tag] + 0.01 * sample,
                 nonce=f"{rid}-{tag}-{sample}",
                 attempt=sample + 1,

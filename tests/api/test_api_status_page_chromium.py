@@ -22,10 +22,7 @@ from canary.store.repository import Store
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = [
-    pytest.mark.chromium,
-    pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed"),
-]
+pytestmark = [pytest.mark.chromium, pytest.mark.slow]  # a browser process per check
 STATES = {
     "alpha": "healthy",
     "bravo": "quarantined",
@@ -57,10 +54,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.dispose()
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The browser; without one, the module's checks are skipped in one line (`.ci/run` installs
+    it when it is missing)."""
+    if CHROMIUM is None:
+        pytest.skip(
+            "headless Chromium is not installed (chromium, chromium-browser, google-chrome)"
+        )
+    return CHROMIUM
+
+
+def _chromium(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
         capture_output=True,
         text=True,
         timeout=90,
@@ -108,8 +115,8 @@ def _pixels(png: bytes, max_rows: int) -> tuple[int, int, int, list[bytes]]:
     return width, height, bpp, rows
 
 
-def test_the_rendered_page_names_every_provider_with_its_state(served: str) -> None:
-    done = _chromium("--dump-dom", served)
+def test_the_rendered_page_names_every_provider_with_its_state(chromium: str, served: str) -> None:
+    done = _chromium(chromium, "--dump-dom", served)
     assert done.returncode == 0, done.stderr[-500:]
     dom = done.stdout
     for tag, state in STATES.items():
@@ -123,9 +130,11 @@ def test_the_rendered_page_names_every_provider_with_its_state(served: str) -> N
     assert "Probe cost:" in dom
 
 
-def test_the_screenshot_shows_each_state_in_its_colour(served: str, tmp_path: Path) -> None:
+def test_the_screenshot_shows_each_state_in_its_colour(
+    chromium: str, served: str, tmp_path: Path
+) -> None:
     shot = tmp_path / "status.png"
-    done = _chromium("--window-size=1200,900", f"--screenshot={shot}", served)
+    done = _chromium(chromium, "--window-size=1200,900", f"--screenshot={shot}", served)
     assert shot.exists(), done.stderr[-500:]
     width, height, bpp, rows = _pixels(shot.read_bytes(), max_rows=450)
     assert (width, height) == (1200, 900)
@@ -168,8 +177,8 @@ def breached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.dispose()
 
 
-def test_a_breached_floor_is_shown_in_red(breached: str, tmp_path: Path) -> None:
-    done = _chromium("--dump-dom", breached)
+def test_a_breached_floor_is_shown_in_red(chromium: str, breached: str, tmp_path: Path) -> None:
+    done = _chromium(chromium, "--dump-dom", breached)
     assert done.returncode == 0, done.stderr[-500:]
     head = re.search(r'<div class="listhead">.*?</div>', done.stdout, re.S)
     assert head and "floor breached</span>" in head.group(0)
@@ -178,7 +187,7 @@ def test_a_breached_floor_is_shown_in_red(breached: str, tmp_path: Path) -> None
     assert "withheld to hold it: bravo" in done.stdout  # its quarantine gave capacity back first
     assert "Legend" in done.stdout and "last round" in done.stdout
     shot = tmp_path / "breached.png"
-    done = _chromium("--window-size=1200,900", f"--screenshot={shot}", breached)
+    done = _chromium(chromium, "--window-size=1200,900", f"--screenshot={shot}", breached)
     assert shot.exists(), done.stderr[-500:]
     width, _, bpp, rows = _pixels(shot.read_bytes(), max_rows=300)
     red = bytes.fromhex(FLOOR_BREACHED_COLOUR.lstrip("#"))

@@ -34,6 +34,8 @@ from canary.net import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # a private cluster (initdb), `canary serve`
+
 MODEL = "acme/outage-1"
 FAULTY = "delta"
 CANARY = Path(sys.executable).parent / "canary"

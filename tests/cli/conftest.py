@@ -1,4 +1,5 @@
-"""Fixtures for the operator CLI tests: a seeded store, a settings file, and typer's runner."""
+"""Fixtures for the operator CLI tests: fleets seeded in the module's store (tests/conftest.py),
+a settings file, and typer's runner."""
 
 from __future__ import annotations
 
@@ -24,22 +25,14 @@ def _logging_back_to_stderr() -> Iterator[None]:
     configure_logging()
 
 
-@pytest.fixture(scope="module")
-def cli_store(store_url: str) -> Iterator[Store]:
-    store = Store(store_url)
-    store.upgrade()
-    yield store
-    store.dispose()
-
-
 _count = iter(range(1, 10_000))
 
 
 @pytest.fixture
-def fleet(cli_store: Store, tmp_path: Path) -> Fleet:
-    return Fleet(cli_store, tmp_path, f"acme/cli-{next(_count)}")
+def fleet(store: Store, tmp_path: Path) -> Fleet:
+    return Fleet(store, tmp_path, f"acme/cli-{next(_count)}")
 
 
 @pytest.fixture
-def make_fleet(cli_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Fleet]:
-    return lambda: Fleet(cli_store, tmp_path_factory.mktemp("fleet"), f"acme/cli-{next(_count)}")
+def make_fleet(store: Store, tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Fleet]:
+    return lambda: Fleet(store, tmp_path_factory.mktemp("fleet"), f"acme/cli-{next(_count)}")

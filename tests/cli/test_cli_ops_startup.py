@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_fleet import Fleet
 
 from canary.store.repository import Store
@@ -34,6 +35,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.slow
 def test_read_commands_import_nothing_heavy(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'canary.db'}")
     store.upgrade()
@@ -63,6 +65,7 @@ def test_read_commands_import_nothing_heavy(tmp_path: Path) -> None:
     assert report == {" ".join(c): [] for c in commands}
 
 
+@pytest.mark.slow
 def test_status_reads_without_sqlalchemy_on_either_backend(fleet: Fleet, store_url: str) -> None:
     """`canary status` answers through the light read path: SQLAlchemy (a third of a read
     command's start-up) is never imported, on SQLite as on PostgreSQL."""

@@ -42,6 +42,7 @@ def canary(
     )
 
 
+@pytest.mark.slow
 def test_postgresql_down_is_one_line_without_the_password(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there: a PostgreSQL that is down
     done = canary(
@@ -61,6 +62,7 @@ def test_postgresql_down_is_one_line_without_the_password(tmp_path: Path) -> Non
     assert PASSWORD not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_postgresql_down_is_retried_for_the_startup_wait_like_serve(tmp_path: Path) -> None:
     port = free_port()
     done = canary(
@@ -81,6 +83,7 @@ def test_postgresql_down_is_retried_for_the_startup_wait_like_serve(tmp_path: Pa
     assert PASSWORD not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "problem"),
     [
@@ -107,6 +110,7 @@ def test_an_unopenable_sqlite_path_is_one_line_at_once(
     )
 
 
+@pytest.mark.slow
 def test_an_abandoned_round_exits_1_naming_the_model_and_why(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'canary.db'}"
     config = tmp_path / "canary.toml"
@@ -166,6 +170,7 @@ def _seed_slots(url: str, model: str, extra_rounds: int = 0) -> list[str]:
     return expected
 
 
+@pytest.mark.slow
 def test_round_in_a_slot_that_already_ran_says_when_and_by_whom_as_a_process(
     tmp_path: Path,
 ) -> None:

@@ -122,6 +122,7 @@ def test_an_unexpected_builtin_file_stops_status_with_the_loader_error(
     assert "colour" in result.stderr
 
 
+@pytest.mark.slow
 def test_status_loads_no_probe_definitions_nor_jsonschema(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'canary.db'}")
     store.upgrade()
@@ -159,6 +160,7 @@ def entry_point(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_command_exits_early_with_its_whole_output_and_exit_code(fleet: Fleet) -> None:
     done = entry_point(fleet.config, "status", "--model", fleet.model, "--json")
     assert done.returncode == 0, done.stderr

@@ -100,6 +100,7 @@ def test_probe_takes_m_and_p_like_the_other_commands() -> None:
     assert ["--provider", "-p"] in _options_of(["probe"])
 
 
+@pytest.mark.slow
 def test_shell_completion_is_offered() -> None:
     assert "--install-completion" in run("-h").stdout
     # typer detects the shell from the process tree (absent under a supervisor); its own test
@@ -124,11 +125,13 @@ def canary(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_its_version(tmp_path: Path) -> None:
     done = canary(["--version"], tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, f"canary {__version__}\n", "")
 
 
+@pytest.mark.slow
 def test_the_installed_command_answers_to_h(tmp_path: Path) -> None:
     short, long = canary(["-h"], tmp_path), canary(["--help"], tmp_path)
     assert short.returncode == 0 and short.stderr == ""
@@ -138,6 +141,7 @@ def test_the_installed_command_answers_to_h(tmp_path: Path) -> None:
         assert re.search(rf"^│ {command}\s", short.stdout, re.MULTILINE), command
 
 
+@pytest.mark.slow
 def test_the_installed_command_reads_an_empty_folder_without_creating_a_database(
     tmp_path: Path,
 ) -> None:

@@ -1,9 +1,12 @@
-"""Builders shared by the pure-core tests: a fixed clock, verdicts, a fleet driven by rounds."""
+"""Builders shared by the pure-core tests: a fixed clock, verdicts, a fleet driven by rounds (the
+records themselves from tests/builders.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
+
+from builders import result as contract_result
 
 from canary.core.identity import Listed
 from canary.core.model import (
@@ -39,13 +42,7 @@ def cr(
     language: str | None = None,
     anomaly: bool = False,
 ) -> ContractResult:
-    return ContractResult(
-        contract=contract,
-        result=result,
-        detail=detail or f"{contract.value} {result.value}",
-        language=language,
-        language_anomaly=anomaly,
-    )
+    return contract_result(contract, result, detail, language=language, language_anomaly=anomaly)
 
 
 def rv(tag: str, verdict: Verdict, *, anomaly_in: str | None = None) -> RoundVerdict:

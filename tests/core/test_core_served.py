@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from builders import observation
 
 from canary.core.model import Contract, Observation, Transport
 from canary.core.served import is_expected, served_model, served_model_changes, unexpected
@@ -11,7 +12,7 @@ M = "acme/chat-1"
 
 
 def obs(served: str | None, transport: Transport = Transport.ok) -> Observation:
-    return Observation(Contract.ttft, "a", transport, served_model=served)
+    return observation(Contract.ttft, "a", transport, served_model=served)
 
 
 @pytest.mark.parametrize(

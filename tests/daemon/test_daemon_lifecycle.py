@@ -29,6 +29,8 @@ from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
 
+pytestmark = pytest.mark.slow  # every test starts `canary serve`
+
 CANARY = Path(sys.executable).parent / "canary"
 KEY = "sim-lifecycle-key"
 SLOW = "acme/slow-1"  # its round outlasts a short grace
@@ -117,11 +119,9 @@ def _stopped(serve: Serve, timeout_s: float = 60) -> int:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[Store, str]]:
-    url = f"sqlite:///{tmp_path / 'canary.db'}"
-    with Store(url) as s:
-        s.upgrade()
-        yield s, url
+def store(sqlite_store: Store) -> tuple[Store, str]:
+    """A store of each test's own (tests/conftest.py), and its URL for the daemon."""
+    return sqlite_store, sqlite_store.url
 
 
 def test_sigterm_past_the_grace_abandons_the_round_frees_the_lease_and_exits_0(

@@ -32,6 +32,8 @@ from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
 
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
 T = TypeVar("T")
 
 MODELS = [f"acme/replicas-{i}" for i in range(6)]

@@ -73,6 +73,7 @@ def test_a_stop_signal_while_waiting_ends_start_up_at_once() -> None:
     assert not isinstance(caught.value, StartupError)
 
 
+@pytest.mark.slow
 def test_sigterm_while_serve_waits_for_the_store_exits_0(tmp_path: Path) -> None:
     url = f"postgresql+psycopg://canary@127.0.0.1:{free_port()}/canary"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANARY_")}

@@ -4,9 +4,7 @@ cancels the round. A real SQLite store; time is passed in."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +16,9 @@ MODEL = "acme/lease-1"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(f"sqlite:///{tmp_path / 'lease.db'}") as s:
-        s.upgrade()
-        yield s
+def store(sqlite_store: Store) -> Store:
+    """A store of each test's own (tests/conftest.py): one test's lease never meets the next."""
+    return sqlite_store
 
 
 def test_work_does_not_run_while_another_replica_holds_the_lease(store: Store) -> None:
@@ -86,16 +83,9 @@ def test_a_lease_lost_mid_round_cancels_the_round(store: Store) -> None:
 def test_a_lease_held_by_a_dead_process_on_this_host_is_taken_at_once(store: Store) -> None:
     import os
     import socket
-    import subprocess
-    import sys
 
-    finished = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    dead = f"{socket.gethostname()}:{finished.stdout.strip()}"
+    # beyond Linux's largest pid (PID_MAX_LIMIT, 2**22): certainly no process has it
+    dead = f"{socket.gethostname()}:{2**22 + 1}"
     me = f"{socket.gethostname()}:{os.getpid()}"
     assert store.try_acquire_lease(ROUND_LEASE, dead, T0, 90)
 

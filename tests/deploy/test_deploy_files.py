@@ -173,6 +173,7 @@ def test_systemd_unit_serves_with_secrets_from_a_file_and_hardening() -> None:
     assert "OPENROUTER_API_KEY" not in "".join(v for _, v in systemd_unit()["Service"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
 )

@@ -237,6 +237,7 @@ print(json.dumps({"rows": len(json.loads(out.getvalue())),
 """
 
 
+@pytest.mark.slow
 def test_the_command_starts_without_anything_heavy(filled: Filled) -> None:
     done = subprocess.run(
         [sys.executable, "-c", PROGRAM, str(filled.config), MODEL, json.dumps(HEAVY)],

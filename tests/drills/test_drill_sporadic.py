@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import pytest
 from soak_drill import MODEL, TTFT_THRESHOLD_S, sporadic_fleet
 
 from canary.drill import run_drill
 from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings
+
+pytestmark = pytest.mark.slow  # 24 rounds on the real clock: rare slow answers hold most of them
 
 ROUNDS = 24
 HOSTS = 6

@@ -106,6 +106,14 @@ def scenario() -> dict[str, Any]:
     return {"seed": 5, "models": [{"id": MODEL, "providers": providers}]}
 
 
+# cases that wait on the real clock (a slow first token, a stall to its deadline): `make test`'s
+WAITING = {"slow", "stall-before-token", "stall"}
+
+
+def param(case: Case) -> Any:
+    return pytest.param(case, id=case.tag, marks=[pytest.mark.slow] if case.tag in WAITING else [])
+
+
 @pytest.fixture(scope="module")
 def sim() -> Iterator[RunningSimulator]:
     with start_simulator(scenario()) as running:
@@ -146,7 +154,7 @@ def shown(probing: EndpointProbing) -> str:
     return "\n".join(f"{r.contract}: {r.result} {r.reason} | {r.detail}" for r in probing.results)
 
 
-@pytest.mark.parametrize("case", QUALITY, ids=[c.tag for c in QUALITY])
+@pytest.mark.parametrize("case", [param(c) for c in QUALITY])
 def test_quality_fault_fails_the_contract_it_breaks(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, case: Case
 ) -> None:
@@ -172,7 +180,7 @@ def test_language_mix_names_the_foreign_language_and_is_confirmed_by_rechecks(
     assert sorted(o.attempt for o in language_probes) == [1, 2, 3]  # two re-checks at once
 
 
-@pytest.mark.parametrize("case", TRANSPORT, ids=[c.tag for c in TRANSPORT])
+@pytest.mark.parametrize("case", [param(c) for c in TRANSPORT])
 def test_transport_fault_and_wrong_provider_are_no_evidence(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer, case: Case
 ) -> None:
@@ -200,6 +208,7 @@ def test_wrong_provider_is_seen_on_the_wire_and_never_counted(
                if r.contract is not Contract.hygiene)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_stall_before_the_first_token_is_a_censored_slow_sample(
     sim: RunningSimulator, probes: ProbeSet, analyzer: LanguageAnalyzer
 ) -> None:

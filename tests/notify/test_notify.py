@@ -28,22 +28,14 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(scope="module")
-def module_store(store_url: str) -> Iterator[Store]:
-    store = Store(store_url)
-    store.upgrade()
-    yield store
-    store.dispose()
-
-
 @pytest.fixture
-def store(module_store: Store) -> Store:
-    """The shared store with earlier tests' rows already sent: each test sees only its own."""
+def store(store: Store) -> Store:
+    """The module's store with earlier tests' rows already sent: each test sees only its own."""
     kinds = [k.value for k in EventKind]
-    while rows := module_store.pending_notifications(NOW + timedelta(days=3650), 500, kinds):
+    while rows := store.pending_notifications(NOW + timedelta(days=3650), 500, kinds):
         for row in rows:
-            module_store.mark_notified(row.id, NOW)
-    return module_store
+            store.mark_notified(row.id, NOW)
+    return store
 
 
 @pytest.fixture

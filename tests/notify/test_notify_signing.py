@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,10 +21,9 @@ SECRET = "whsec-test-7f3a"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(f"sqlite:///{tmp_path / 'n.db'}") as s:
-        s.upgrade()
-        yield s
+def store(sqlite_store: Store) -> Store:
+    """A store of each test's own (tests/conftest.py): its outbox holds this test's rows only."""
+    return sqlite_store
 
 
 def verify(secret: str, headers: dict[str, str], raw: bytes, now: float, tolerance_s: int) -> bool:

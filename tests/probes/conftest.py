@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import endpoint, observation
 
-from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport
+from canary.core.model import Contract, Endpoint, Observation
 from canary.probes import ProbeSet, load_probes
 from canary.settings import SUPPORTED_LANGUAGES
 
@@ -31,8 +32,7 @@ def probes_copy(tmp_path: Path) -> Path:
 
 def make_observation(contract: Contract, **fields: Any) -> Observation:
     fields.setdefault("tag", "host/fp8")
-    fields.setdefault("transport", Transport.ok)
-    return Observation(contract=contract, **fields)
+    return observation(contract, **fields)
 
 
 @pytest.fixture
@@ -40,12 +40,8 @@ def obs() -> Callable[..., Observation]:
     return make_observation
 
 
-def make_endpoint(*parameters: str, **fields: Any) -> Endpoint:
-    fields.setdefault("model", "acme/roleplay-1")
-    fields.setdefault("tag", "host/fp8")
-    fields.setdefault("provider_name", "Host")
-    fields.setdefault("pricing", Pricing(prompt=0.000001, completion=0.000002))
-    return Endpoint(supported_parameters=tuple(parameters), **fields)
+def make_endpoint(*parameters: str, tag: str = "host/fp8", **fields: Any) -> Endpoint:
+    return endpoint(tag, *parameters, price=0.000001, **fields)
 
 
 @pytest.fixture

@@ -96,6 +96,7 @@ def run_round(wiring: Wiring, at: datetime) -> ModelRound:
     return report
 
 
+@pytest.mark.slow
 def test_rounds_against_a_misbehaving_upstream_finish_and_quarantine_nothing(
     up: UpstreamThread, tmp_path: Path
 ) -> None:
@@ -166,6 +167,7 @@ def test_a_broken_listing_abandons_the_round_cleanly(
         wiring.store.dispose()
 
 
+@pytest.mark.slow
 def test_a_listing_with_overflowing_numbers_still_gives_a_round(
     up: UpstreamThread, tmp_path: Path
 ) -> None:
@@ -182,6 +184,7 @@ def test_a_listing_with_overflowing_numbers_still_gives_a_round(
         wiring.store.dispose()
 
 
+@pytest.mark.slow
 def test_the_daemon_round_job_survives_a_misbehaving_upstream(
     up: UpstreamThread, tmp_path: Path
 ) -> None:
@@ -192,10 +195,14 @@ def test_the_daemon_round_job_survives_a_misbehaving_upstream(
     daemon = Daemon(settings_for(up, tmp_path, model), holder="robustness-test")
     try:
         daemon.run_round()  # the scheduler's job: it must return, whatever the wire did
-        (row,) = daemon.wiring.store.recent_rounds(model)
-        assert row.status == "finished"
-        verdicts = daemon.wiring.store.round_verdicts(row.id)
-        assert {v.verdict for v in verdicts.values()} == {Verdict.transport_error}
+        # one round; two when it ran across a slot's start (on the real clock): the job then
+        # runs the new slot's round at once
+        rows = daemon.wiring.store.recent_rounds(model)
+        assert 1 <= len(rows) <= 2
+        for row in rows:
+            assert row.status == "finished"
+            verdicts = daemon.wiring.store.round_verdicts(row.id)
+            assert {v.verdict for v in verdicts.values()} == {Verdict.transport_error}
         assert daemon.wiring.store.lease("round") is None  # released after the round
         assert not daemon.ignore.stale
     finally:

@@ -571,6 +571,9 @@ class SafetyMachine(RuleBasedStateMachine):
 
 
 TestSafety = SafetyMachine.TestCase
+# 500 examples of up to 14 steps on a real store: about 20 s alone, up to a minute on a loaded
+# machine (the suite's 30 s would cut it mid-statement)
+TestSafety.pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 TestSafety.settings = settings(
     max_examples=EXAMPLES,
     stateful_step_count=14,

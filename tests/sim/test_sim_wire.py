@@ -111,7 +111,12 @@ def test_configured_api_key_is_enforced() -> None:
     with start_simulator(
         {
             "api_key": "sk-right",
-            "models": [{"id": MODEL, "providers": [{"tag": "alpha", "ttft_ms": 1}]}],
+            "models": [
+                {
+                    "id": MODEL,
+                    "providers": [{"tag": "alpha", "ttft_ms": 1, "tokens_per_second": 50000}],
+                }
+            ],
         }
     ) as sim:
         url = f"{sim.base_url}/chat/completions"

@@ -1,18 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from canary.store import Store
-
-
-@pytest.fixture(scope="module")
-def store(store_url: str) -> Iterator[Store]:
-    s = Store(store_url)
-    s.upgrade()
-    yield s
-    s.dispose()
 
 
 @pytest.fixture

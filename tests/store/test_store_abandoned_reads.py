@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from builders import observation, passed, ttft
+
 from canary.core.model import (
     Contract,
-    ContractResult,
     EndpointState,
-    Observation,
-    Result,
-    RoundVerdict,
-    Transport,
-    Verdict,
 )
 from canary.core.stats import latency_bucket
 from canary.store import Store
@@ -24,23 +20,16 @@ SLOT = timedelta(minutes=30)
 TTL = timedelta(seconds=90)
 
 
-def _probe(ttft_s: float, nonce: str) -> Observation:
-    return Observation(Contract.ttft, "alpha", Transport.ok, ttft_s=ttft_s, nonce=nonce)
-
-
-def _verdict(model: str, ttft_s: float) -> dict[str, RoundVerdict]:
-    result = ContractResult(Contract.ttft, Result.passed, f"ttft {ttft_s} s", figure=ttft_s)
-    return {"alpha": RoundVerdict(model, "alpha", Verdict.passed, (result,))}
-
-
 def _round(
     store: Store, model: str, slot: datetime, holder: str, ttft_s: float, served: str
 ) -> int:
     """A round that probed and judged ``alpha`` (still running)."""
     rid = store.claim_round(model, slot, holder, "p-1", {}, started_at=slot, lost_before=slot - TTL)
     assert rid is not None
-    store.record_observations(rid, model, [_probe(ttft_s, f"{rid}")], slot, holder=holder)
-    store.record_verdicts(rid, model, _verdict(model, ttft_s), {"alpha": served}, holder=holder)
+    probe = observation(Contract.ttft, "alpha", ttft_s=ttft_s, nonce=f"{rid}")
+    store.record_observations(rid, model, [probe], slot, holder=holder)
+    judged = passed(model, ["alpha"], ttft(ttft_s))
+    store.record_verdicts(rid, model, judged, {"alpha": served}, holder=holder)
     return rid
 
 

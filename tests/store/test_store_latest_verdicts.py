@@ -8,11 +8,11 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
+from builders import passed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, func, select
 
-from canary.core.model import Contract, ContractResult, Result, RoundVerdict, Verdict
 from canary.store import Store
 from canary.store import tables as t
 from canary.store.engine import plain
@@ -31,11 +31,6 @@ JUDGE = st.tuples(
 PRUNE = st.tuples(st.just("prune"), st.integers(0, 8))  # retention's delete of a round's rows
 RETAIN = st.tuples(st.just("retain"), st.integers(0, 8))  # retention up to that slot
 LEGACY = st.tuples(st.just("legacy"))  # as if written before latest_verdicts: then migrated
-
-
-def _verdicts(model: str, tags: set[str]) -> dict[str, RoundVerdict]:
-    ok = (ContractResult(Contract.ttft, Result.passed, "ok"),)
-    return {tag: RoundVerdict(model, tag, Verdict.passed, ok) for tag in tags}
 
 
 def _pointers(store: Store, model: str) -> dict[str, int]:
@@ -78,7 +73,7 @@ def test_latest_judged_rounds_match_a_walk_of_the_verdicts(
             slot = T0 + timedelta(minutes=30 * i)
             rid = store.claim_round(model, slot, "me", "p-1", {}, started_at=slot)
             assert rid is not None
-            store.record_verdicts(rid, model, _verdicts(model, tags))  # type: ignore[arg-type]
+            store.record_verdicts(rid, model, passed(model, tags))  # type: ignore[arg-type]
             if status != "running":
                 store.finish_round(rid, str(status), at=slot)
             rounds.append(rid)
@@ -112,12 +107,12 @@ def test_the_latest_round_is_read_from_one_row_per_endpoint(store: Store, model:
         slot = T0 + timedelta(minutes=30 * i)
         rid = store.claim_round(model, slot, "me", "p-1", {}, started_at=slot)
         assert rid is not None
-        store.record_verdicts(rid, model, _verdicts(model, {"alpha"}))
+        store.record_verdicts(rid, model, passed(model, {"alpha"}))
         store.finish_round(rid, "finished", at=slot)
         rids.append(rid)
     with store.engine.begin() as conn:
         rows = conn.execute(t.latest_verdicts.select().where(t.latest_verdicts.c.model == model))
         assert [(row.tag, row.round_id) for row in rows] == [("alpha", rids[1])]
     # a zombie attempt writing an older round's verdicts late does not move it back
-    store.record_verdicts(rids[0], model, _verdicts(model, {"alpha"}))
+    store.record_verdicts(rids[0], model, passed(model, {"alpha"}))
     assert _latest(store, model)[0] == {(model, "alpha"): rids[1]}

@@ -10,18 +10,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from builders import endpoints, result, ttft, verdict
 from sqlalchemy import func, select
 
 from canary.core.model import (
     Contract,
-    ContractResult,
-    Endpoint,
     EndpointState,
     Event,
     EventKind,
     Look,
     Observation,
-    Pricing,
     Result,
     RoundVerdict,
     Transport,
@@ -49,31 +47,17 @@ class Fleet:
     rounds: int
 
 
-def _endpoints(model: str, price: float) -> list[Endpoint]:
-    return [
-        Endpoint(model=model, tag=tag, provider_name=tag.title(), pricing=Pricing(price, 2 * price))
-        for tag in TAGS
-    ]
-
-
 def _verdict(model: str, tag: str, k: int) -> RoundVerdict:
-    ttft = 0.5 + (k % 7) / 10 + (0.4 if tag == "bravo/fp8" else 0)
-    return RoundVerdict(
-        model=model,
-        tag=tag,
-        verdict=Verdict.passed,
-        results=(
-            ContractResult(Contract.ttft, Result.passed, f"ttft {ttft:.1f} s <= 10 s", ttft),
-            ContractResult(Contract.hygiene, Result.passed, "clean start"),
-        ),
-    )
+    seconds = round(0.5 + (k % 7) / 10 + (0.4 if tag == "bravo/fp8" else 0), 1)
+    clean = result(Contract.hygiene, Result.passed, "clean start")
+    return verdict(model, tag, Verdict.passed, ttft(seconds), clean)
 
 
 def _round(store: Store, model: str, at: datetime, k: int) -> int:
     rid = store.claim_round(model, at, "seed:1", "p-retention", {}, started_at=at)
     assert rid is not None
     # the price changes now and then: snapshots differ, as real listings do
-    store.record_snapshots(rid, model, _endpoints(model, 1e-7 * (1 + k // 40)), at)
+    store.record_snapshots(rid, model, endpoints(model, *TAGS, price=1e-7 * (1 + k // 40)), at)
     observations = [
         Observation(
             contract=Contract.ttft,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from builders import result
+from builders import ttft as first_token
+from builders import verdict as build_verdict
 
 from canary.core.model import (
     Contract,
-    ContractResult,
     Endpoint,
     Observation,
     Pricing,
@@ -27,23 +29,23 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 def _verdict(
     model: str, tag: str, verdict: Verdict = Verdict.passed, *, ttft: float = 1.2
 ) -> RoundVerdict:
-    return RoundVerdict(
-        model=model,
-        tag=tag,
-        verdict=verdict,
-        results=(
-            ContractResult(Contract.ttft, Result.passed, f"ttft {ttft} s <= 10 s", figure=ttft),
-            ContractResult(
-                Contract.language,
-                Result.fail if verdict is Verdict.fail else Result.passed,
-                "es in 4/6 sentences of a pt answer",
-                sample="Olá",
-                reason="language_drift",
-                language="pt",
-                language_anomaly=verdict is Verdict.fail,
-            ),
-        ),
-        language_anomaly_in="pt" if verdict is Verdict.fail else None,
+    failed = verdict is Verdict.fail
+    language = result(
+        Contract.language,
+        Result.fail if failed else Result.passed,
+        "es in 4/6 sentences of a pt answer",
+        sample="Olá",
+        reason="language_drift",
+        language="pt",
+        language_anomaly=failed,
+    )
+    return build_verdict(
+        model,
+        tag,
+        verdict,
+        first_token(ttft),
+        language,
+        language_anomaly_in="pt" if failed else None,
     )
 
 

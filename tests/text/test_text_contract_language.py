@@ -4,6 +4,7 @@ mixing across answers, the re-check looks (table over a fixed analysis), and rea
 from __future__ import annotations
 
 import pytest
+from builders import observation
 
 from canary.core.contracts.confirm import confirm
 from canary.core.contracts.language import judge_language, language_look, persistent_foreign
@@ -54,13 +55,8 @@ def fixed(text: str, expected: str) -> TextAnalysis:
 
 
 def obs(content: str, transport: Transport = Transport.ok, attempt: int = 1) -> Observation:
-    return Observation(
-        contract=Contract.language,
-        tag="p",
-        transport=transport,
-        language="pt",
-        attempt=attempt,
-        content=content,
+    return observation(
+        Contract.language, "p", transport, language="pt", attempt=attempt, content=content
     )
 
 

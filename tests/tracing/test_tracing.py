@@ -174,6 +174,7 @@ def test_no_span_holds_prompt_or_answer_text_or_a_key(traced: Traced) -> None:
     assert "tavern" not in text.lower() and "{nonce}" not in text
 
 
+@pytest.mark.slow
 def test_without_traces_configured_no_opentelemetry_code_is_imported(tmp_path: Path) -> None:
     program = (
         "import asyncio, sys\n"

@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from polling import wait_for
 
 from canary.net import free_port
+
+pytestmark = pytest.mark.slow  # each test starts a fresh interpreter
 
 WRAPPER = """
 import sys
@@ -76,6 +79,9 @@ def test_an_ambient_otel_endpoint_without_the_extra_warns_once_and_serves(tmp_pa
         "HOME": str(tmp_path),
         "OPENROUTER_API_KEY": "sk-or-traced",
         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.observability:4318",
+        # its first round retries the unreachable listing for half a minute: a stop need not
+        # wait for that round (what is checked is the warning and a clean exit)
+        "CANARY_SHUTDOWN_GRACE_S": "0",
     }
     log = tmp_path / "serve.log"
     with log.open("wb") as out:

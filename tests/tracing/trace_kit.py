@@ -106,7 +106,10 @@ def collector() -> Iterator[Collector]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for one (the default half second, at every test's end)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     try:
         yield Collector(f"http://127.0.0.1:{server.server_address[1]}", kept)
