@@ -2,8 +2,16 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Test workers (pytest-xdist): more than the cores, since much of the suite waits on sockets,
+# daemons and timers rather than computing. `make test WORKERS=1` runs in one process.
+WORKERS ?= 4
+# pytest keeps each test module compiled (asserts rewritten) in __pycache__ when Python may write
+# bytecode: a variable that forbids it would make every run and every worker compile them again.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(WORKERS)
+# The inner loop: no process, no PostgreSQL, no browser, no real-time waits.
+QUICK := not slow and not postgres and not chromium
 
-.PHONY: demo test bench lint install
+.PHONY: demo test check bench lint install
 
 $(BIN)/canary: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,18 +22,26 @@ $(BIN)/canary: pyproject.toml
 	$(BIN)/python -m compileall -q canary migrations > /dev/null
 	@touch $(BIN)/canary
 
+$(VENV)/.lint-tools: $(BIN)/canary
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
 install: $(BIN)/canary
 
 demo: $(BIN)/canary
 	$(BIN)/canary demo
 
+# The whole suite, SQLite and PostgreSQL (CANARY_REQUIRE_POSTGRES=1: fail, not skip, without it).
 test: $(BIN)/canary
-	$(BIN)/python -m pytest
+	$(PYTEST)
+
+# The tests that need no service and no process, in under a minute.
+check: $(BIN)/canary
+	$(PYTEST) -m "$(QUICK)"
 
 bench: $(BIN)/canary
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
-lint: $(BIN)/canary
-	$(BIN)/pip install --quiet -e '.[dev]'
+lint: $(VENV)/.lint-tools
 	$(BIN)/ruff check canary tests
 	$(BIN)/mypy

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from shared_data import CHROMIUM_ABSENT, DATA_SETS, SKIP_PREFIX
+from sqlite_template import migrated_sqlite
 
 from canary.store.repository import Store
 
@@ -76,7 +77,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="module")
 def store(store_url: str) -> Iterator[Store]:
-    """The module's store, migrated, on each backend."""
+    """The module's store, migrated, on each backend (SQLite: from a copy at head)."""
+    if store_url.startswith("sqlite:///") and not Path(store_url[len("sqlite:///") :]).exists():
+        migrated_sqlite(Path(store_url[len("sqlite:///") :]))
     with Store(store_url) as opened:
         opened.upgrade()
         yield opened
@@ -85,8 +88,7 @@ def store(store_url: str) -> Iterator[Store]:
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     """A migrated SQLite store of this test's own (``.url`` for a process to open it too)."""
-    with Store(f"sqlite:///{tmp_path / 'canary.db'}") as opened:
-        opened.upgrade()
+    with Store(migrated_sqlite(tmp_path / "canary.db")) as opened:
         yield opened
 
 

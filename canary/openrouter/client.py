@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -67,6 +69,13 @@ DRAIN_S = 0.5
 COALESCE_S = 0.15
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context (its CA bundle, or SSL_CERT_FILE/SSL_CERT_DIR), built once per
+    process and shared, as httpx advises: building one reads the bundle, 20 ms each time."""
+    return httpx.create_ssl_context()
+
+
 class ListingError(RuntimeError):
     """The endpoints listing failed for good (after retries within its deadline)."""
 
@@ -120,6 +129,7 @@ class OpenRouterClient:
             http1=True,
             http2=False,
             follow_redirects=False,
+            verify=_tls(),
             # Reads are bounded by the asyncio deadlines in probe()/list_endpoints(); a pool wait
             # is bounded by them too (callers keep their concurrency within max_connections).
             timeout=httpx.Timeout(

@@ -8,9 +8,13 @@ handful of endpoints takes a fraction of a second.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+from sqlite_template import migrated_sqlite
 
 from canary.drill import DRILL_START, DrillResult, run_drill
 from canary.settings import ModelSettings, Settings
@@ -65,16 +69,14 @@ def drill(
     database_url: str | None = None,
     start: datetime = DRILL_START,
 ) -> DrillResult:
-    return asyncio.run(
-        run_drill(
-            scenario_,
-            rounds,
-            base or settings(),
-            mode=mode,
-            database_url=database_url,
-            start=start,
+    with tempfile.TemporaryDirectory(prefix="canary-drill-") as folder:
+        # without a store of its own, a copy of a migrated one (as fresh, without migrating)
+        url = database_url or migrated_sqlite(Path(folder) / "drill.db")
+        return asyncio.run(
+            run_drill(
+                scenario_, rounds, base or settings(), mode=mode, database_url=url, start=start
+            )
         )
-    )
 
 
 def rounds_of(result: DrillResult, kind: str, tag: str | None = None) -> list[int]:
