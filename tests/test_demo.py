@@ -24,6 +24,10 @@ from canary.net import free_port
 from canary.settings import Settings
 from canary.store.repository import Store
 
+# The showcase's rounds run on the real clock (seconds each, more on a loaded machine); some
+# tests run `canary demo` as a process.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
+
 FAULTY = {"echo", "foxtrot/fp8", "golf"}  # stray tokens, pt→es drift, broken schema
 HEALTHY = {"alpha", "bravo", "charlie/fp8"}
 CONTROL = "filterhost"  # the positive control: filters role-play
@@ -31,7 +35,6 @@ CANARY = str(Path(sys.executable).parent / "canary")
 MODEL = "acme/roleplay-1"
 
 
-@pytest.mark.slow
 def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: Path) -> None:
     lines: list[str] = []
     lists = asyncio.run(
@@ -63,7 +66,6 @@ def test_the_demo_quarantines_the_faulty_hosts_and_publishes_the_list(tmp_path: 
         store.dispose()
 
 
-@pytest.mark.slow
 def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -75,6 +77,8 @@ def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     )
     assert result.exit_code == 0, result.output
     assert "round 2/2" in result.output
+    assert "QUARANTINE foxtrot/fp8" in result.output
+    assert "es in" in result.output  # the drift is explained, not just flagged
     assert "status page  http://127.0.0.1:" in result.output
     assert not (tmp_path / "canary.db").exists()  # the demo keeps its store to itself
     assert (folder / "canary.db").is_file()
@@ -89,7 +93,6 @@ def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     assert not HEALTHY & set(model["ignore_list"]["ignore"])
 
 
-@pytest.mark.slow
 def test_the_written_settings_give_the_policy_version_the_demo_recorded(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -116,7 +119,6 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_without_exit_the_demo_serves_on_until_ctrl_c_or_sigterm(
     tmp_path: Path, stop: signal.Signals

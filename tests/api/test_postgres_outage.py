@@ -34,7 +34,9 @@ from canary.net import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # a private cluster (initdb), `canary serve`
+# A private cluster (initdb) and `canary serve` start, then the outage is held through rounds:
+# about 15 s, more on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(90)]
 
 MODEL = "acme/outage-1"
 FAULTY = "delta"

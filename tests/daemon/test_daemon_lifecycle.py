@@ -29,7 +29,9 @@ from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
 
-pytestmark = pytest.mark.slow  # every test starts `canary serve`
+# Every test starts `canary serve`, whose start loads the language models (seconds, more on a
+# loaded machine) before its rounds run on the real clock.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 CANARY = Path(sys.executable).parent / "canary"
 KEY = "sim-lifecycle-key"

@@ -16,7 +16,8 @@ from soak_drill import MODEL, TTFT_THRESHOLD_S, sporadic_fleet
 from canary.drill import run_drill
 from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings
 
-pytestmark = pytest.mark.slow  # 24 rounds on the real clock: rare slow answers hold most of them
+# 24 rounds on the real clock, most held up by a rare slow answer: about 20 s, more when loaded
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 ROUNDS = 24
 HOSTS = 6

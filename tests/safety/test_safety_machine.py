@@ -24,12 +24,13 @@ test:
 - the list is the merge of the published layers.
 
 What the invariants read is read once per step (:class:`StoreView`): every invariant checks the
-same state, and 500 examples run well inside CI's minute (the time is printed at the end).
+same state: 500 examples, in four tests of 125 (each prints its time) that parallel workers share.
 """
 
 from __future__ import annotations
 
 import time
+import unittest
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -570,16 +571,24 @@ class SafetyMachine(RuleBasedStateMachine):
         assert withheld <= {q.id for q in in_force}
 
 
-TestSafety = SafetyMachine.TestCase
-# 500 examples of up to 14 steps on a real store: about 20 s alone, up to a minute on a loaded
-# machine (the suite's 30 s would cut it mid-statement)
-TestSafety.pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-TestSafety.settings = settings(
-    max_examples=EXAMPLES,
-    stateful_step_count=14,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# The examples run as a few tests, each its own random draw, which parallel workers share: one
+# test of them all would hold a worker for 20 s (a minute on a loaded machine) at the run's end.
+PARTS = 4
+
+
+def _part(number: int) -> type[unittest.TestCase]:
+    part: type[unittest.TestCase] = type(f"TestSafety{number}", (SafetyMachine.TestCase,), {})
+    part.settings = settings(  # type: ignore[attr-defined]
+        max_examples=EXAMPLES // PARTS,
+        stateful_step_count=14,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    part.pytestmark = [pytest.mark.slow]  # type: ignore[attr-defined]
+    return part
+
+
+TestSafety1, TestSafety2, TestSafety3, TestSafety4 = (_part(n) for n in range(1, PARTS + 1))
 
 
 @pytest.fixture(autouse=True)
@@ -587,4 +596,5 @@ def _machine_store(safety_store: Store) -> Iterator[None]:
     SafetyMachine.store = safety_store
     started = time.perf_counter()
     yield
-    print(f"\nsafety machine: {EXAMPLES} examples in {time.perf_counter() - started:.1f} s")
+    took = time.perf_counter() - started
+    print(f"\nsafety machine: {EXAMPLES // PARTS} examples in {took:.1f} s")

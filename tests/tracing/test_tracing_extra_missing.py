@@ -19,7 +19,8 @@ from polling import wait_for
 
 from canary.net import free_port
 
-pytestmark = pytest.mark.slow  # each test starts a fresh interpreter
+# each test starts `canary serve` in a fresh interpreter (the language models load before it listens)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 WRAPPER = """
 import sys
