@@ -175,11 +175,11 @@ ENTRY_LISTING = ("alpha", "bravo", "delta/turbo")
 
 
 def test_a_provider_slug_excluded_is_an_entry_not_a_provider_row(
-    cli_store: Store, tmp_path: Path
+    store: Store, tmp_path: Path
 ) -> None:
-    fleet = Fleet(cli_store, tmp_path, "acme/cli-entries", listing=ENTRY_LISTING)
+    fleet = Fleet(store, tmp_path, "acme/cli-entries", listing=ENTRY_LISTING)
     now = datetime.now(UTC)
-    cli_store.add_exclusion(
+    store.add_exclusion(
         fleet.model, "delta", "incident 7: timeouts", "test", None, now, builtin=(), floor=0
     )
     [model] = status(fleet, "--model", fleet.model, "--json")["models"]
