@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import openai
 import pytest
 from openrouter import components, errors, operations
 from openrouter.utils import unmarshal_json
@@ -128,6 +127,8 @@ def test_configured_api_key_is_enforced() -> None:
 
 
 def test_openai_sdk_streams_from_the_simulator(sim: RunningSimulator) -> None:
+    import openai  # here: importing it costs every test process half a second
+
     oa = openai.OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0)
     stream = oa.chat.completions.create(
         model=MODEL,

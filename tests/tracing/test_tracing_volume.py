@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")  # the optional extra (installed by `make test`)
+pytestmark = pytest.mark.slow  # rounds of 2,000 endpoints (16,001 spans): seconds of CPU
 
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult  # noqa: E402
