@@ -2,12 +2,15 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Test workers (pytest-xdist): more than the cores, since much of the suite waits on sockets,
-# daemons and timers rather than computing. `make test WORKERS=1` runs in one process.
-WORKERS ?= 4
+# Test workers (pytest-xdist), more than the cores: much of the suite waits on daemons, sockets
+# and timers rather than computing; the quick subset computes more, so it takes one per core and
+# one more. `make test WORKERS=1` runs in one process.
+CORES := $(shell nproc 2>/dev/null || echo 2)
+WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
+CHECK_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
 # pytest keeps each test module compiled (asserts rewritten) in __pycache__ when Python may write
 # bytecode: a variable that forbids it would make every run and every worker compile them again.
-PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(WORKERS)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 # The inner loop: no process, no PostgreSQL, no browser, no real-time waits.
 QUICK := not slow and not postgres and not chromium
 
@@ -33,11 +36,11 @@ demo: $(BIN)/canary
 
 # The whole suite, SQLite and PostgreSQL (CANARY_REQUIRE_POSTGRES=1: fail, not skip, without it).
 test: $(BIN)/canary
-	$(PYTEST)
+	$(PYTEST) -n $(WORKERS)
 
 # The tests that need no service and no process, in under a minute.
 check: $(BIN)/canary
-	$(PYTEST) -m "$(QUICK)"
+	$(PYTEST) -n $(CHECK_WORKERS) -m "$(QUICK)"
 
 bench: $(BIN)/canary
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
