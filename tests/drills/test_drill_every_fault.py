@@ -26,10 +26,13 @@ from drill_kit import (
 from canary.settings import ModelSettings, OpenRouterSettings
 from canary.sim.scenario import DEFAULT_PARAMETERS, FaultKind
 
-# A short ttft threshold so that a slow answer or a stall costs the test under a second.
+# For the faults about time, a short ttft threshold, so that a slow answer or a stall costs the
+# test about a second; the stream's deadline leaves a second after the longest thought (0.9 s).
+# The other faults keep the default deadlines: a loaded machine never turns them into timeouts.
+TIMING = {"slow_first_token", "stall", "reasoning_first"}
 FAST_DEADLINES = {
-    "ttft_threshold_s": 0.3,
-    "openrouter": OpenRouterSettings(first_token_timeout_s=0.4, stream_timeout_s=1.0),
+    "ttft_threshold_s": 0.5,
+    "openrouter": OpenRouterSettings(first_token_timeout_s=0.6, stream_timeout_s=2.0),
 }
 REFUSING = {"refusal", "content_filter", "empty", "truncate"}
 
@@ -81,11 +84,7 @@ def _fleet(broken: dict[str, Any]) -> dict[str, Any]:
 
 def _settings(broken: dict[str, Any]) -> Any:
     controls = ("filterhost",) if broken["kind"] in REFUSING else ()
-    deadlines = dict(FAST_DEADLINES)
-    if broken["kind"] == "reasoning_first":
-        # the thought takes most of the stream's second: a loaded machine could push the text
-        # past it, a timeout instead of a slow answer; give the stream room after the thought
-        deadlines["openrouter"] = OpenRouterSettings(first_token_timeout_s=0.4, stream_timeout_s=3)
+    deadlines = FAST_DEADLINES if broken["kind"] in TIMING else {}
     return settings(model=ModelSettings(id=MODEL, positive_controls=controls), **deadlines)
 
 
