@@ -14,7 +14,7 @@ import pytest
 from soak_drill import MODEL, TTFT_THRESHOLD_S, sporadic_fleet
 
 from canary.drill import run_drill
-from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings
+from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, OpenRouterSettings, Settings
 
 # 24 rounds on the real clock, most held up by a rare slow answer: about 20 s, more when loaded
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -28,6 +28,8 @@ def test_sporadic_noise_on_a_healthy_fleet_quarantines_nobody() -> None:
         languages=SUPPORTED_LANGUAGES,
         ttft_threshold_s=TTFT_THRESHOLD_S,
         models=(ModelSettings(id=MODEL),),
+        # a slow answer is cut just past the threshold: the same slow sample, sooner
+        openrouter=OpenRouterSettings(first_token_timeout_s=TTFT_THRESHOLD_S + 0.1),
     )
     result = asyncio.run(run_drill(sporadic_fleet(2026), ROUNDS, settings, mode="enforce"))
     lines = result.of_kind("verdict")
