@@ -11,6 +11,8 @@ from sim_helpers import MODEL
 
 from canary.sim.server import RunningSimulator, start_simulator
 
+# One TLS context for every test's client, as httpx advises (building one reads the CA bundle).
+TLS = httpx.create_ssl_context()
 ALL_PARAMS = [
     "max_tokens",
     "temperature",
@@ -93,6 +95,6 @@ def sim(running: RunningSimulator) -> RunningSimulator:
 @pytest.fixture
 def client(sim: RunningSimulator) -> Iterator[httpx.Client]:
     with httpx.Client(
-        base_url=sim.base_url, headers={"Authorization": "Bearer sk-test"}, timeout=10
+        base_url=sim.base_url, headers={"Authorization": "Bearer sk-test"}, timeout=10, verify=TLS
     ) as c:
         yield c
