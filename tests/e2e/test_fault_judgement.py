@@ -24,8 +24,9 @@ from canary.text.detect import LanguageAnalyzer
 
 MODEL = "acme/e2e-faults"
 LANGUAGES = ["en", "pt", "es"]
-TTFT_THRESHOLD_S = 0.35
-SHORT_DEADLINES = {"first_token_timeout_s": 0.4, "stream_timeout_s": 0.6}
+# Far above a healthy answer's few milliseconds, even on a loaded machine; below the slow ones.
+TTFT_THRESHOLD_S = 0.6
+SHORT_DEADLINES = {"first_token_timeout_s": 0.7, "stream_timeout_s": 1.0}
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,17 @@ def param(case: Case) -> Any:
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[RunningSimulator]:
-    with start_simulator(scenario()) as running:
-        yield running
+def running() -> Iterator[RunningSimulator]:
+    with start_simulator(scenario()) as started:
+        yield started
+
+
+@pytest.fixture
+def sim(running: RunningSimulator) -> RunningSimulator:
+    """The module's simulator as loaded: each test's answers do not depend on which tests asked
+    before it in this process (parallel workers split a module's tests between them)."""
+    running.state.reset()
+    return running
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +183,8 @@ def test_language_mix_names_the_foreign_language_and_is_confirmed_by_rechecks(
     probing = run(sim, probes, analyzer, ["mix"], "pt")["mix"]
     judged = results(probing)[Contract.language]
     assert judged.result is Result.fail
-    assert judged.reason in ("language_switch", "language_mixing")
+    # half the sentences in es: a switch, mixing, or (when one sentence is labelled) a wrong one
+    assert judged.reason in ("language_switch", "language_mixing", "wrong_language")
     assert "es in" in judged.detail and "of a pt answer" in judged.detail
     language_probes = [o for o in probing.observations if o.contract is Contract.language]
     assert sorted(o.attempt for o in language_probes) == [1, 2, 3]  # two re-checks at once
@@ -215,18 +225,18 @@ def test_stall_before_the_first_token_is_a_censored_slow_sample(
     probing = run(sim, probes, analyzer, ["stall-before-token"], **SHORT_DEADLINES)
     stalled = probing["stall-before-token"]
     errors = {o.error for o in stalled.observations}
-    assert errors == {"stalled: the stream opened but sent no token within 0.4 s"}
+    assert errors == {"stalled: the stream opened but sent no token within 0.7 s"}
     assert all(
-        o.ttft_censored and o.ttft_s == 0.4 and o.status == 200 for o in stalled.observations
+        o.ttft_censored and o.ttft_s == 0.7 and o.status == 200 for o in stalled.observations
     )
     judged = results(stalled)
     assert judged[Contract.ttft].result is Result.fail, shown(stalled)
-    assert "counted at 0.4 s" in judged[Contract.ttft].detail
+    assert "counted at 0.7 s" in judged[Contract.ttft].detail
     # every probe stalled: each one's own contract saw a timeout, not evidence either way
     for contract in set(Contract) - {Contract.ttft}:
         assert judged[contract].result is Result.transport_error, shown(stalled)
     after = run(sim, probes, analyzer, ["stall"], **SHORT_DEADLINES)["stall"]
-    assert {o.error for o in after.observations} == {"stream not finished within 0.6 s"}
+    assert {o.error for o in after.observations} == {"stream not finished within 1 s"}
     assert not any(o.ttft_censored for o in after.observations)  # a token came: not a stall
 
 

@@ -12,7 +12,16 @@ from structlog.testing import capture_logs
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, run, sse, usage_chunk
 
 from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport
+from canary.logs import configure_logging
 from canary.openrouter.client import OpenRouterClient, pin_provider
+
+
+@pytest.fixture(autouse=True)
+def _logging_set_up() -> None:
+    """canary's logging is set up first, so capture_logs sees what the first line logged (a
+    logger's first line would otherwise set it up inside the capture, replacing it)."""
+    configure_logging()
+
 
 KEY = "sk-or-v1-test-secret-0123456789"
 ENDPOINT = Endpoint(

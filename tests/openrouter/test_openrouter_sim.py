@@ -10,7 +10,16 @@ from structlog.testing import capture_logs
 from wire_server import run
 
 from canary.core.model import Contract, Endpoint, Observation, Transport
+from canary.logs import configure_logging
 from canary.openrouter.client import ListingError, OpenRouterClient
+
+
+@pytest.fixture(autouse=True)
+def _logging_set_up() -> None:
+    """canary's logging is set up first, so capture_logs sees what the first line logged (a
+    logger's first line would otherwise set it up inside the capture, replacing it)."""
+    configure_logging()
+
 
 sim_server = pytest.importorskip("canary.sim.server")
 
