@@ -10,7 +10,9 @@ WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
 CHECK_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
 # pytest keeps each test module compiled (asserts rewritten) in __pycache__ when Python may write
 # bytecode: a variable that forbids it would make every run and every worker compile them again.
-PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+# --dist loadscope: a module's tests run in one worker, in their order (its module-scoped set-up
+# once, not once per worker).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest --dist loadscope
 # The inner loop: no process, no PostgreSQL, no browser, no real-time waits.
 QUICK := not slow and not postgres and not chromium
 

@@ -96,6 +96,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "postgres_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
+    # Modules with slow tests first (each module's tests keep their order): parallel workers
+    # start the long ones at once rather than finish on them.
+    slow = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: getattr(item, "module", None) not in slow)
 
 
 # -- the suite's rules: no process without `slow`, no connection beyond loopback -----------------
