@@ -23,7 +23,9 @@ import pytest
 
 from canary.store.migrate import head_revision
 
-pytestmark = pytest.mark.slow
+# Builds the wheel and a virtual environment, then runs canary from it (each command a fresh
+# interpreter): seconds each, several times that on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "canary" / "sim" / "scenarios" / "example.yaml"

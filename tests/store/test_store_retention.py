@@ -32,6 +32,9 @@ from canary.store._retention import RETENTION_LEASE
 from canary.views.providers import provider_views_of
 from canary.views.records import jsonable
 
+# 60 days of rounds seeded once for the module: seconds on PostgreSQL, more on a loaded machine
+pytestmark = pytest.mark.timeout(90)
+
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DAYS = 60
 KEEP_DAYS = 30
