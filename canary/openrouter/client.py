@@ -14,10 +14,9 @@ import functools
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from urllib.parse import quote
 
 import httpx
@@ -32,9 +31,9 @@ from canary.core.classify import (
 from canary.core.model import OPERATOR_TRANSPORTS, Contract, Endpoint, Observation, Transport
 from canary.logs import get_logger, register_secret, scrub
 from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
-from canary.openrouter.h1 import H1Pool, H1Response, encode_json, usable
+from canary.openrouter.shapes import JSONObject, as_object
 from canary.openrouter.sse import SSEError, SSEParser
-from canary.openrouter.stream import StreamAssembler, StreamOutcome, feed_piece
+from canary.openrouter.stream import StreamAssembler
 from canary.openrouter.wire import (
     BACKOFF_BASE_S,
     BACKOFF_CAP_S,
@@ -54,8 +53,8 @@ from canary.openrouter.wire import (
 
 __all__ = ["ListingError", "OpenRouterClient", "pin_provider"]
 
-# No connection to OpenRouter could be opened (the h1 pool raises these too): the request never
-# reached it, whatever its transport class says (canary.core.probing).
+# No connection to OpenRouter could be opened: the request never reached it, whatever its
+# transport class says (canary.core.probing).
 CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
 
 log = get_logger("canary.openrouter")
@@ -63,10 +62,6 @@ log = get_logger("canary.openrouter")
 MAX_LISTING_BYTES = 16 * 1024 * 1024
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 DRAIN_S = 0.5
-# After the first answer token: how long pieces may gather between reads. An answer's end is
-# seen half a step late on average, holding its place in the round that long; 150 ms rather than
-# 200 trades a few per cent of CPU for a round 2-3 % nearer its ideal (README, performance).
-COALESCE_S = 0.15
 
 
 @functools.cache
@@ -106,12 +101,15 @@ class OpenRouterClient:
         stream_timeout_s: float = 60.0,
         listing_deadline_s: float = 30.0,
         max_connections: int = 64,
+        proxy: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         max_stream_bytes: int = MAX_STREAM_BYTES,
     ) -> None:
         register_secret(api_key)
+        if proxy:
+            register_secret(httpx.URL(proxy).password or "")
         self.base_url = base_url.rstrip("/")
         self.first_token_timeout_s = first_token_timeout_s
         self.stream_timeout_s = stream_timeout_s
@@ -123,40 +121,31 @@ class OpenRouterClient:
         headers = {"X-OpenRouter-Title": "canary", "Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            http1=True,
-            http2=False,
-            follow_redirects=False,
-            verify=_tls(),
-            # Reads are bounded by the asyncio deadlines in probe()/list_endpoints(); a pool wait
-            # is bounded by them too (callers keep their concurrency within max_connections).
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s, read=None, write=connect_timeout_s, pool=None
-            ),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-        )
-        # The probes' streams and the listing go through the lean HTTP/1.1 client (see
-        # canary.openrouter.h1), unless a proxy is configured for the base URL: then httpx, which
-        # honours it, does. The listing has a pool of its own: a model's listing must not queue
-        # behind the probes of the models before it (it is the first link of that model's chain).
-        lean = usable(self.base_url)
 
-        def lean_pool() -> H1Pool | None:
-            if not lean:
-                return None
-            return H1Pool(
-                self.base_url,
-                headers,
-                connect_timeout_s=connect_timeout_s,
-                max_connections=max_connections,
+        def http() -> httpx.AsyncClient:
+            return httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=headers,
+                # `proxy` (the setting) wins; without it HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and
+                # NO_PROXY apply (trust_env)
+                proxy=proxy or None,
+                trust_env=True,
+                follow_redirects=False,
+                verify=_tls(),
+                # Reads are bounded by the asyncio deadlines in probe()/list_endpoints(); so is a
+                # wait for the pool (callers keep their concurrency within max_connections).
+                timeout=httpx.Timeout(
+                    connect=connect_timeout_s, read=None, write=connect_timeout_s, pool=None
+                ),
+                limits=httpx.Limits(
+                    max_connections=max_connections, max_keepalive_connections=max_connections
+                ),
             )
 
-        self._h1 = lean_pool()
-        self._h1_listing = lean_pool()
+        self._http = http()
+        # The listing has a pool of its own: a model's listing must not queue behind the probes
+        # of the models before it (it is the first link of that model's chain).
+        self._listing_http = http()
 
     async def __aenter__(self) -> OpenRouterClient:
         return self
@@ -170,10 +159,8 @@ class OpenRouterClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for pool in (self._h1, self._h1_listing):
-            if pool is not None:
-                pool.close()
         await self._http.aclose()
+        await self._listing_http.aclose()
 
     # -- the endpoints listing -------------------------------------------------------------
 
@@ -222,20 +209,16 @@ class OpenRouterClient:
             )
             await self._sleep(delay)
 
-    def _get(
-        self, path: str
-    ) -> AbstractAsyncContextManager[H1Response] | AbstractAsyncContextManager[httpx.Response]:
-        if self._h1_listing is not None:
-            return self._h1_listing.get(path)
-        return self._http.stream("GET", path)
-
     async def _listing_attempt(
         self, model_id: str, path: str, remaining: float
     ) -> list[Endpoint] | _Failed:
         if remaining <= 0:
             return _Failed(Transport.timeout, "listing deadline exceeded")
         try:
-            async with asyncio.timeout(remaining), self._get(path) as response:
+            async with (
+                asyncio.timeout(remaining),
+                self._listing_http.stream("GET", path) as response,
+            ):
                 raw, too_big = await read_capped(response, MAX_LISTING_BYTES)
                 status, headers = response.status_code, response.headers
                 content_type = headers.get("content-type", "")
@@ -249,9 +232,7 @@ class OpenRouterClient:
             )
         body = load_json(raw)
         if status != 200:
-            transport = classify_status(
-                status, body if isinstance(body, dict) else None, pinned=False
-            )
+            transport = classify_status(status, as_object(body), pinned=False)
             message = http_error_message(status, body, raw, content_type)
             return _Failed(transport, message, retry_after(headers, body))
         if too_big:
@@ -272,7 +253,7 @@ class OpenRouterClient:
     async def probe(
         self,
         endpoint: Endpoint,
-        body: dict[str, Any],
+        body: JSONObject,
         *,
         contract: Contract,
         language: str | None = None,
@@ -281,233 +262,75 @@ class OpenRouterClient:
         nonce: str = "",
     ) -> Observation:
         """Send one streaming chat completion pinned to ``endpoint`` alone and observe it."""
-        payload = pinned_payload(endpoint.model, endpoint.tag, body)
-        base = {
-            "contract": contract,
-            "tag": endpoint.tag,
-            "language": language,
-            "attempt": attempt,
-            "checksum": checksum,
-            "nonce": nonce,
-        }
         timing = _Timing(self._clock)
         assembler = StreamAssembler()
         status: int | None = None
-        early: tuple[Transport, str, str | None] | None = None
-        failure: tuple[Transport, str] | None = None
+        ending: _Ending | None = None  # how it failed before its stream could say
         stream_open = False  # a 200 event stream whose body is being read
-        connected = True  # False: no connection to OpenRouter could be opened
-        stalled_at: float | None = None
         first_deadline = min(self.first_token_timeout_s, self.stream_timeout_s)
         try:
-            async with asyncio.timeout_at(timing.loop_started + first_deadline) as deadline:
-                if self._h1 is not None:
-                    async with self._h1.post(
-                        "/chat/completions", encode_json(payload), timing.mark_sent
-                    ) as h1:
-                        status = h1.status_code
-                        early = await self._early_answer(h1)
-                        if early is None:
-                            stream_open = True
-                            await self._read_h1(h1, assembler, timing, deadline)
-                else:
-                    async with self._http.stream(
-                        "POST",
-                        "/chat/completions",
-                        json=payload,
-                        extensions={"trace": timing.trace},
-                    ) as response:
-                        status = response.status_code
-                        early = await self._early_answer(response)
-                        if early is None:
-                            stream_open = True
-                            await self._read_stream(response, assembler, timing, deadline)
+            async with (
+                asyncio.timeout_at(timing.loop_started + first_deadline) as deadline,
+                self._http.stream(
+                    "POST",
+                    "/chat/completions",
+                    json=pinned_payload(endpoint.model, endpoint.tag, body),
+                    extensions={"trace": timing.trace},
+                ) as response,
+            ):
+                status = response.status_code
+                ending = await self._early_answer(response)
+                if ending is None:
+                    stream_open = True
+                    await self._read_stream(response, assembler, timing, deadline)
         except TimeoutError:
             if stream_open and assembler.first_token_s is None:
                 # The provider was reached and is slow: a latency failure, not a transport one.
                 # The probe's own contract sees a timeout; ttft sees a sample censored here.
-                stalled_at = first_deadline
-                failure = (
-                    classify_exception("first_token_timeout"),
-                    f"stalled: the stream opened but sent no token within {first_deadline:g} s",
+                why = f"stalled: the stream opened but sent no token within {first_deadline:g} s"
+                ending = _Ending(
+                    classify_exception("first_token_timeout"), why, stalled_at=first_deadline
                 )
             else:
-                failure = self._timed_out(assembler)
+                ending = self._timed_out(assembler)
         except (httpx.HTTPError, OSError) as exc:
             message = describe(exc)
             if status == 200:
                 message = f"truncated stream: connection lost ({message})"
-            failure = classify_exception(exception_kind(exc)), message
+            # connected=False: no connection to OpenRouter could be opened
             connected = status is not None or not isinstance(exc, CONNECT_FAILURES)
+            ending = _Ending(classify_exception(exception_kind(exc)), message, connected=connected)
         except (SSEError, _TooLarge) as exc:
-            failure = Transport.provider_error, str(exc)
+            ending = _Ending(Transport.provider_error, str(exc))
         outcome = assembler.finish()
-        served_by: str | None = None
-        error: str | None
-        if early is not None:
-            transport, error, served_by = early
-        elif failure is not None:
-            transport, error = failure
-        else:
-            transport, error = outcome.transport, outcome.error
-        return self._observation(
-            endpoint, base, outcome, timing, status, transport, error, served_by, stalled_at,
-            connected=connected,
-        )  # fmt: skip
-
-    def _timed_out(self, assembler: StreamAssembler) -> tuple[Transport, str]:
-        no_token = assembler.first_token_s is None
-        if no_token and self.first_token_timeout_s < self.stream_timeout_s:
-            message = f"no answer within {self.first_token_timeout_s:g} s (the stream never opened)"
-            return classify_exception("first_token_timeout"), message
-        message = f"stream not finished within {self.stream_timeout_s:g} s"
-        return classify_exception("stream_timeout"), message + (" (no token)" if no_token else "")
-
-    async def _read_h1(
-        self,
-        response: H1Response,
-        assembler: StreamAssembler,
-        timing: _Timing,
-        deadline: asyncio.Timeout,
-    ) -> None:
-        """Parse and assemble the stream inside the connection's callback, as the bytes arrive
-        (each event timed then); this task only acts on the first token, the end or an error."""
-        parser = SSEParser()
-        clock, limit = self._clock, self.max_stream_bytes
-        sent = timing.sent if timing.sent is not None else timing.started
-        received = 0
-
-        def since_sent() -> float:
-            return clock() - sent
-
-        def sink(piece: bytes) -> bool:
-            nonlocal received
-            received += len(piece)
-            if received > limit:
-                raise _TooLarge(f"stream larger than {limit} bytes")
-            first, content = assembler.first_token_s, assembler.ttft_s
-            feed_piece(parser, assembler, piece, since_sent)
-            return (
-                assembler.done
-                or assembler.failed
-                or (first is None and assembler.first_token_s is not None)
-                or (content is None and assembler.ttft_s is not None)
-            )
-
-        rescheduled = coalescing = False
-        async for _ in response.follow(sink):
-            if not rescheduled and assembler.first_token_s is not None:
-                deadline.reschedule(timing.loop_started + self.stream_timeout_s)
-                rescheduled = True
-            if not coalescing and may_coalesce(assembler):
-                response.coalesce(COALESCE_S)
-                coalescing = True
-            if assembler.failed:
-                return  # nothing after an error chunk can change the outcome
-            if assembler.done:
-                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
-                await response.finish(DRAIN_S)
-                return
-        for data in parser.close_data():
-            assembler.feed(data, timing.since_sent())
-
-    async def _read_stream(
-        self,
-        response: httpx.Response,
-        assembler: StreamAssembler,
-        timing: _Timing,
-        deadline: asyncio.Timeout,
-    ) -> None:
-        parser = SSEParser()
-        received = 0
-        rescheduled = False
-        pieces = response.aiter_bytes()
-        async for piece in pieces:
-            received += len(piece)
-            if received > self.max_stream_bytes:
-                raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
-            feed_piece(parser, assembler, piece, timing.since_sent)
-            if not rescheduled and assembler.first_token_s is not None:
-                deadline.reschedule(timing.loop_started + self.stream_timeout_s)
-                rescheduled = True
-            if assembler.failed:
-                return  # nothing after an error chunk can change the outcome
-            if assembler.done:
-                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
-                await _drain(pieces)
-                return
-        for data in parser.close_data():
-            assembler.feed(data, timing.since_sent())
-
-    async def _early_answer(
-        self, response: httpx.Response | H1Response
-    ) -> tuple[Transport, str, str | None] | None:
-        """For an HTTP error or a body that is not an event stream: (transport, message, the
-        provider the error names). None when the response is a 200 event stream to be read."""
-        status = response.status_code
-        content_type = response.headers.get("content-type", "")
-        if status == 200 and content_type.lower().startswith("text/event-stream"):
-            return None
-        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
-        body = load_json(raw)
-        served_by = error_provider(body)
-        if status != 200:
-            transport = classify_status(status, body if isinstance(body, dict) else None)
-            return transport, http_error_message(status, body, raw, content_type), served_by
-        if error_of(body) is not None:  # an error sent with HTTP 200 (seen for upstream 429s)
-            return classify_status(200, body), error_message(200, body), served_by
-        shown = content_type or "no content type"
-        return (
-            Transport.provider_error,
-            f"wrong content type for a stream: {shown}: {snippet(raw, content_type)}",
-            None,
-        )
-
-    def _observation(
-        self,
-        endpoint: Endpoint,
-        base: dict[str, Any],
-        outcome: StreamOutcome,
-        timing: _Timing,
-        status: int | None,
-        transport: Transport,
-        error: str | None,
-        served_by: str | None = None,
-        stalled_at: float | None = None,
-        *,
-        connected: bool = True,
-    ) -> Observation:
-        providers = outcome.providers or ((served_by,) if served_by else ())
-        mismatched = [p for p in providers if not same_provider(p, endpoint.provider_name)]
-        attribution_ok = not mismatched
-        if not attribution_ok:
-            log.warning(
-                "attribution_mismatch",
-                model=endpoint.model,
-                tag=endpoint.tag,
-                expected=endpoint.provider_name,
-                served_by=mismatched[0],
-                status=status,
-            )
-        if transport is not Transport.ok:
-            level = log.warning if transport in OPERATOR_TRANSPORTS else log.info
+        if ending is None:
+            ending = _Ending(outcome.transport, outcome.error)
+        providers = outcome.providers or ((ending.served_by,) if ending.served_by else ())
+        attribution_ok = self._attributed(endpoint, providers, status)
+        if ending.transport is not Transport.ok:
+            level = log.warning if ending.transport in OPERATOR_TRANSPORTS else log.info
             level(
                 "probe_transport_error",
                 model=endpoint.model,
                 tag=endpoint.tag,
-                transport=str(transport),
+                transport=str(ending.transport),
                 status=status,
-                error=error,
+                error=ending.error,
             )
         return Observation(
-            **base,
-            transport=transport,
+            contract=contract,
+            tag=endpoint.tag,
+            language=language,
+            attempt=attempt,
+            checksum=checksum,
+            nonce=nonce,
+            transport=ending.transport,
             status=status,
-            error=scrub(error) if error else None,
+            error=scrub(ending.error) if ending.error else None,
             served_by=providers[0] if providers else None,
             attribution_ok=attribution_ok,
-            ttft_s=outcome.ttft_s if stalled_at is None else stalled_at,
-            ttft_censored=stalled_at is not None,
+            ttft_s=outcome.ttft_s if ending.stalled_at is None else ending.stalled_at,
+            ttft_censored=ending.stalled_at is not None,
             reasoning_s=outcome.reasoning_s,
             total_s=self._clock() - timing.started,
             started_at=timing.wall_started,
@@ -517,9 +340,84 @@ class OpenRouterClient:
             tool_calls=outcome.tool_calls,
             usage=outcome.usage,
             served_model=outcome.served_model,
-            connected=connected,
+            connected=ending.connected,
             response_id=outcome.response_id,
         )
+
+    def _timed_out(self, assembler: StreamAssembler) -> _Ending:
+        no_token = assembler.first_token_s is None
+        if no_token and self.first_token_timeout_s < self.stream_timeout_s:
+            message = f"no answer within {self.first_token_timeout_s:g} s (the stream never opened)"
+            return _Ending(classify_exception("first_token_timeout"), message)
+        message = f"stream not finished within {self.stream_timeout_s:g} s"
+        message += " (no token)" if no_token else ""
+        return _Ending(classify_exception("stream_timeout"), message)
+
+    async def _read_stream(
+        self,
+        response: httpx.Response,
+        assembler: StreamAssembler,
+        timing: _Timing,
+        deadline: asyncio.Timeout,
+    ) -> None:
+        """Each read of the body through the SSE parser, each event timed as it is parsed."""
+        parser = SSEParser()
+        received = 0
+        rescheduled = False
+        pieces = response.aiter_bytes()
+        async for piece in pieces:
+            received += len(piece)
+            if received > self.max_stream_bytes:
+                raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
+            for event in parser.feed(piece):
+                assembler.feed(event.data, timing.since_sent())
+            if not rescheduled and assembler.first_token_s is not None:
+                deadline.reschedule(timing.loop_started + self.stream_timeout_s)
+                rescheduled = True
+            if assembler.failed:
+                return  # nothing after an error chunk can change the outcome
+            if assembler.done:
+                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
+                await _drain(pieces)
+                return
+        for event in parser.close():
+            assembler.feed(event.data, timing.since_sent())
+
+    async def _early_answer(self, response: httpx.Response) -> _Ending | None:
+        """How an HTTP error, or a body that is not an event stream, ends the probe (with the
+        provider the error names). None when the response is a 200 event stream to be read."""
+        status = response.status_code
+        content_type = response.headers.get("content-type", "")
+        if status == 200 and content_type.lower().startswith("text/event-stream"):
+            return None
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
+        body = load_json(raw)
+        served_by = error_provider(body)
+        if status != 200:
+            transport = classify_status(status, as_object(body))
+            message = http_error_message(status, body, raw, content_type)
+            return _Ending(transport, message, served_by=served_by)
+        if error_of(body) is not None:  # an error sent with HTTP 200 (seen for upstream 429s)
+            transport = classify_status(200, as_object(body))
+            return _Ending(transport, error_message(200, body), served_by=served_by)
+        shown = content_type or "no content type"
+        message = f"wrong content type for a stream: {shown}: {snippet(raw, content_type)}"
+        return _Ending(Transport.provider_error, message)
+
+    @staticmethod
+    def _attributed(endpoint: Endpoint, providers: tuple[str, ...], status: int | None) -> bool:
+        """Whether every provider the answer named is the pinned one (a mismatch is logged)."""
+        mismatched = [p for p in providers if not same_provider(p, endpoint.provider_name)]
+        if mismatched:
+            log.warning(
+                "attribution_mismatch",
+                model=endpoint.model,
+                tag=endpoint.tag,
+                expected=endpoint.provider_name,
+                served_by=mismatched[0],
+                status=status,
+            )
+        return not mismatched
 
 
 class _TooLarge(Exception):
@@ -535,6 +433,16 @@ class _Failed(NamedTuple):
     connected: bool = True  # False: no connection to OpenRouter could be opened
 
 
+class _Ending(NamedTuple):
+    """How a probe ended when not as its stream said."""
+
+    transport: Transport
+    error: str | None
+    served_by: str | None = None  # the provider an error body names
+    stalled_at: float | None = None  # a stall: the ttft sample, censored at the deadline
+    connected: bool = True  # False: no connection to OpenRouter could be opened
+
+
 class _Timing:
     """When the call started, and when its request headers went on the wire (httpcore's trace):
     ttft and reasoning times count from the latter, so connecting is not counted as waiting."""
@@ -546,25 +454,12 @@ class _Timing:
         self.wall_started = time.time()  # for traces: when, on the wall clock, it was sent
         self.sent: float | None = None
 
-    async def trace(self, name: str, info: dict[str, Any]) -> None:
-        if self.sent is None and name.endswith("send_request_headers.started"):
+    async def trace(self, name: str, info: Mapping[str, object]) -> None:
+        if name.endswith("send_request_headers.started"):
             self.sent = self._clock()
-
-    def mark_sent(self) -> None:
-        """The request is being written (again, after a stale kept-alive connection)."""
-        self.sent = self._clock()
 
     def since_sent(self) -> float:
         return self._clock() - (self.sent if self.sent is not None else self.started)
-
-
-def may_coalesce(assembler: StreamAssembler) -> bool:
-    """Whether the rest of the stream may gather between reads: once the times it measures are
-    in. That is the first content token, or the first token when no thinking came before it (a
-    tool call); a model that is still thinking has its first content token yet to be timed."""
-    if assembler.ttft_s is not None:
-        return True
-    return assembler.first_token_s is not None and assembler.reasoning_s is None
 
 
 async def _drain(pieces: AsyncIterator[bytes]) -> None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 from canary.core.model import Endpoint, Pricing
+from canary.openrouter.shapes import JSONObject, JSONValue, as_object
 
 _VOLATILE_PREFIXES = ("uptime_", "latency_", "throughput_")
 _VOLATILE_KEYS = frozenset({"status"})
@@ -39,29 +39,29 @@ def slugify(name: str) -> str:
     return _SLUG.sub("-", name.lower()).strip("-")
 
 
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+def _float(value: JSONValue) -> float | None:
+    if not isinstance(value, (int, float, str)) or isinstance(value, bool):
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     return number if math.isfinite(number) else None  # drop NaN and ±inf (`1e400` reads as inf)
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JSONValue) -> int | None:
     number = _float(value)
     return int(number) if number is not None else None
 
 
-def _latency(value: Any) -> dict[str, float] | None:
+def _latency(value: JSONValue) -> dict[str, float] | None:
     if not isinstance(value, dict):
         return None
     out = {str(k): f for k, v in value.items() if (f := _float(v)) is not None}
     return out or None
 
 
-def _static_key(raw: dict[str, Any]) -> str:
+def _static_key(raw: JSONObject) -> str:
     static = {
         k: v
         for k, v in raw.items()
@@ -70,7 +70,7 @@ def _static_key(raw: dict[str, Any]) -> str:
     return json.dumps(static, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def parse_endpoint(model_id: str, raw: dict[str, Any]) -> Endpoint | None:
+def parse_endpoint(model_id: str, raw: JSONObject) -> Endpoint | None:
     """One endpoint object, or None when it names neither a tag nor a provider."""
     provider_name = raw.get("provider_name")
     provider_name = provider_name.strip() if isinstance(provider_name, str) else ""
@@ -80,8 +80,7 @@ def parse_endpoint(model_id: str, raw: dict[str, Any]) -> Endpoint | None:
         tag = slugify(provider_name)
     if not tag:
         return None
-    pricing_raw = raw.get("pricing")
-    pricing: dict[str, Any] = pricing_raw if isinstance(pricing_raw, dict) else {}
+    pricing = as_object(raw.get("pricing")) or {}
     parameters = raw.get("supported_parameters")
     return Endpoint(
         model=model_id,
@@ -94,7 +93,7 @@ def parse_endpoint(model_id: str, raw: dict[str, Any]) -> Endpoint | None:
         supported_parameters=tuple(p for p in parameters if isinstance(p, str))
         if isinstance(parameters, list)
         else (),
-        quantization=raw["quantization"] if isinstance(raw.get("quantization"), str) else None,
+        quantization=q if isinstance(q := raw.get("quantization"), str) else None,
         context_length=_int(raw.get("context_length")),
         max_completion_tokens=_int(raw.get("max_completion_tokens")),
         status=_int(raw.get("status")),
@@ -106,10 +105,10 @@ def parse_endpoint(model_id: str, raw: dict[str, Any]) -> Endpoint | None:
     )
 
 
-def parse_endpoints(model_id: str, payload: dict[str, Any]) -> list[Endpoint]:
+def parse_endpoints(model_id: str, payload: JSONObject) -> list[Endpoint]:
     """Every endpoint of ``model_id`` in a listing body, one per tag, sorted by tag."""
-    data = payload.get("data") if isinstance(payload, dict) else None
-    entries = data.get("endpoints") if isinstance(data, dict) else None
+    data = as_object(payload.get("data"))
+    entries = data.get("endpoints") if data is not None else None
     if not isinstance(entries, list):
         raise EndpointsPayloadError("the endpoints listing has no data.endpoints list")
     chosen: dict[str, tuple[str, Endpoint]] = {}

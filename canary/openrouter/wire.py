@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
 
 import httpx
 
 from canary.core.classify import error_message, error_of
 from canary.logs import scrub
 from canary.openrouter.endpoints import slugify
+from canary.openrouter.shapes import JSONObject, JSONValue, as_object
 
 # Parameters whose silent dropping would change what a probe tests: when the body sends any of
 # them, the pin asks for `require_parameters: true` so that OpenRouter refuses instead of dropping.
@@ -32,7 +32,7 @@ BACKOFF_CAP_S = 8.0
 MAX_ERROR_BODY_BYTES = 64 * 1024
 
 
-def pin_provider(tag: str, require_parameters: bool) -> dict[str, Any]:
+def pin_provider(tag: str, require_parameters: bool) -> JSONObject:
     """The `provider` object that pins one endpoint with no fallback."""
     return {
         "only": [tag],
@@ -42,21 +42,16 @@ def pin_provider(tag: str, require_parameters: bool) -> dict[str, Any]:
     }
 
 
-def requires_parameters(body: dict[str, Any]) -> bool:
+def requires_parameters(body: JSONObject) -> bool:
     return any(body.get(name) is not None for name in REQUIRED_WHEN_SENT)
 
 
-def pinned_payload(model: str, tag: str, body: dict[str, Any]) -> dict[str, Any]:
+def pinned_payload(model: str, tag: str, body: JSONObject) -> JSONObject:
     """The caller's body, streaming, for ``model``, with the pin merged over any `provider` keys
     the caller gave (data-policy filters survive; routing keys are ours)."""
-    given = body.get("provider")
-    caller_provider: dict[str, Any] = given if isinstance(given, dict) else {}
-    return {
-        **body,
-        "model": model,
-        "stream": True,
-        "provider": {**caller_provider, **pin_provider(tag, requires_parameters(body))},
-    }
+    caller = as_object(body.get("provider")) or {}
+    pin = pin_provider(tag, requires_parameters(body))
+    return {**body, "model": model, "stream": True, "provider": {**caller, **pin}}
 
 
 def exception_kind(exc: BaseException) -> str:
@@ -88,10 +83,11 @@ def describe(exc: BaseException) -> str:
     return scrub(f"{exception_kind(exc)}: {text}" if text else exception_kind(exc))
 
 
-def load_json(raw: bytes) -> Any:
+def load_json(raw: bytes) -> JSONValue:
     """A JSON body, tolerating the leading whitespace OpenRouter sends as a keep-alive."""
     try:
-        return json.loads(raw.decode("utf-8", errors="replace"))
+        value: JSONValue = json.loads(raw.decode("utf-8", errors="replace"))
+        return value
     except (ValueError, RecursionError):
         return None
 
@@ -106,7 +102,7 @@ def snippet(raw: bytes, content_type: str) -> str:
     return scrub(text[:160])
 
 
-def http_error_message(status: int, body: Any, raw: bytes, content_type: str) -> str:
+def http_error_message(status: int, body: JSONValue, raw: bytes, content_type: str) -> str:
     """``HTTP 502: <error.message>`` for a JSON error body, else the status, the content type
     and a short snippet of the body (an HTML page is named by its <title>)."""
     message = error_message(status, body)
@@ -115,7 +111,7 @@ def http_error_message(status: int, body: Any, raw: bytes, content_type: str) ->
     return message
 
 
-def retry_after(headers: Mapping[str, str], body: Any) -> float | None:
+def retry_after(headers: Mapping[str, str], body: JSONValue) -> float | None:
     value = headers.get("retry-after")
     if value is not None:
         try:
@@ -133,7 +129,7 @@ def retry_after(headers: Mapping[str, str], body: Any) -> float | None:
     return None
 
 
-def error_provider(body: Any) -> str | None:
+def error_provider(body: JSONValue) -> str | None:
     error = error_of(body)
     metadata = error.get("metadata") if error else None
     name = metadata.get("provider_name") if isinstance(metadata, dict) else None
@@ -145,13 +141,7 @@ def same_provider(served_by: str, provider_name: str) -> bool:
     return a == b or slugify(a) == slugify(b)
 
 
-class Body(Protocol):
-    """A response whose body is read in pieces (httpx's, or the lean client's H1Response)."""
-
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-
-
-async def read_capped(response: Body, limit: int) -> tuple[bytes, bool]:
+async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     """Up to ``limit`` bytes of the body, and whether there was more."""
     out = bytearray()
     async for piece in response.aiter_bytes():

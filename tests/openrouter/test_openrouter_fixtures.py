@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,7 @@ from canary.core.classify import classify_status
 from canary.core.model import Transport
 from canary.openrouter.endpoints import parse_endpoints
 from canary.openrouter.sse import SSEParser, parse_all
-from canary.openrouter.stream import (
-    StreamAssembler,
-    StreamOutcome,
-    assemble_completion,
-    feed_piece,
-)
+from canary.openrouter.stream import StreamAssembler, StreamOutcome, assemble_completion
 
 pytestmark = pytest.mark.skipif(not CAPTURES.present, reason=CAPTURES.reason)
 
@@ -84,35 +78,6 @@ def test_stream_fixtures_parse_the_same_in_any_chunking_and_with_crlf(path: Path
         events = [e for i in range(0, len(body), size) for e in parser.feed(body[i : i + size])]
         assert events + parser.close() == whole
     assert parse_all(body.replace(b"\n", b"\r\n")) == whole
-
-
-@pytest.mark.parametrize("path", files("stream", "*.sse"), ids=lambda p: p.name)
-def test_stream_fixtures_read_the_same_from_their_raw_bytes(path: Path) -> None:
-    """The probes' path (each event's data undecoded: orjson, then chunks that differ from a
-    plain content chunk only by their content read without parsing) gives what parsing each
-    decoded event gives."""
-    body = path.read_bytes()
-    parser = SSEParser()
-    assembler = StreamAssembler()
-    for i, data in enumerate(parser.feed_data(body) + parser.close_data()):
-        assembler.feed(data, float(i))
-    assert assembler.finish() == assemble(body)
-
-
-@pytest.mark.parametrize("path", files("stream", "*.sse"), ids=lambda p: p.name)
-def test_stream_fixtures_read_the_same_in_reads_of_any_size(path: Path) -> None:
-    """The probes' path read by read (plain content events taken at once where they follow
-    each other) gives what parsing each event gives, whatever the reads' sizes."""
-    body = path.read_bytes()
-    untimed = {"ttft_s": None, "reasoning_s": None, "first_token_s": None}
-    expected = replace(assemble(body), **untimed)
-    for size in (1, 5, 64, 700, len(body)):
-        parser, assembler = SSEParser(), StreamAssembler()
-        for i in range(0, len(body), size):
-            feed_piece(parser, assembler, body[i : i + size], lambda: 0.0)
-        for data in parser.close_data():
-            assembler.feed(data, 0.0)
-        assert replace(assembler.finish(), **untimed) == expected, size
 
 
 def by_name(fragment: str) -> bytes:

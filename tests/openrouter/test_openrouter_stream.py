@@ -6,14 +6,13 @@ import json
 from dataclasses import replace
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_server import chunk, usage_chunk
 
 from canary.core.model import Transport
 from canary.openrouter.sse import SSEParser
-from canary.openrouter.stream import StreamAssembler, StreamOutcome, feed_piece
+from canary.openrouter.stream import StreamAssembler, StreamOutcome
 
 
 def run_chunks(*items: dict[str, Any] | str, done: bool = True) -> StreamOutcome:
@@ -135,47 +134,6 @@ def test_first_error_is_kept() -> None:
     assert "first" in (outcome.error or "") and "second" not in (outcome.error or "")
 
 
-def coalescing_after(*items: dict[str, Any]) -> list[bool]:
-    """may_coalesce after each of the chunks, fed in order."""
-    from canary.openrouter.client import may_coalesce
-
-    assembler = StreamAssembler()
-    seen = []
-    for i, item in enumerate(items):
-        assembler.feed(json.dumps(item), float(i + 1))
-        seen.append(may_coalesce(assembler))
-    return seen
-
-
-def test_reads_gather_only_after_the_first_content_token() -> None:
-    assert coalescing_after(chunk(""), chunk("Olá"), chunk(" mundo")) == [False, True, True]
-
-
-def test_a_thinking_model_is_read_finely_until_its_first_content_token() -> None:
-    thinking = [chunk("", reasoning="hmm"), chunk("", reasoning="so"), chunk("Olá")]
-    assert coalescing_after(*thinking) == [False, False, True]
-
-
-def test_a_tool_call_first_lets_the_reads_gather() -> None:
-    assert coalescing_after(tool_delta(0, name="lookup", arguments="{")) == [True]
-
-
-def read_raw(*events: bytes) -> StreamOutcome:
-    """The probes' path: each event's data as the raw bytes of the wire."""
-    assembler = StreamAssembler()
-    for i, data in enumerate(events):
-        assembler.feed(data, float(i + 1))
-    return assembler.finish()
-
-
-def read_text(*events: bytes) -> StreamOutcome:
-    """The same events decoded first: every chunk parsed in full."""
-    assembler = StreamAssembler()
-    for i, data in enumerate(events):
-        assembler.feed(data.decode("utf-8", errors="replace"), float(i + 1))
-    return assembler.finish()
-
-
 def sim_chunk(content: bytes, *, gen: str = "gen-1", tail: bytes = b"") -> bytes:
     """A content chunk as the simulator and OpenRouter write it, content as raw string bytes."""
     return (
@@ -186,87 +144,61 @@ def sim_chunk(content: bytes, *, gen: str = "gen-1", tail: bytes = b"") -> bytes
     )
 
 
-def tool_chunk(
-    arguments: bytes, *, index: bytes = b"0", call: bytes = b"", function: bytes = b""
-) -> bytes:
-    """A tool call's fragment as OpenAI's hosts write it through OpenRouter (arguments as raw
-    string bytes; ``call`` and ``function``: more fields of the call and of its function, such
-    as its id and name)."""
+def tool_chunk(arguments: bytes, *, index: bytes = b"0", call: bytes = b"") -> bytes:
+    """A tool call's fragment as OpenAI's hosts write it through OpenRouter."""
     return (
         b'{"id":"gen-1","provider":"OpenAI","model":"openai/gpt-4.1-mini",'
         b'"object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":'
         b'{"role":"assistant","content":null,"tool_calls":[{"index":' + index + call
-        + b',"function":{' + function + b'"arguments":"' + arguments + b'"},"type":"function"}]},'
-        b'"finish_reason":null,"native_finish_reason":null,"logprobs":null}],'
-        b'"system_fingerprint":"fp_6f2eabb9a5"}'
+        + b',"function":{"arguments":"' + arguments + b'"},"type":"function"}]},'
+        b'"finish_reason":null,"native_finish_reason":null,"logprobs":null}]}'
     )  # fmt: skip
 
 
-FIRST_CALL = tool_chunk(b"", call=b',"id":"call_1"', function=b'"name":"get_weather",')
+def read_text(*events: bytes) -> StreamOutcome:
+    """Each event's data decoded as the SSE parser decodes it, then parsed."""
+    assembler = StreamAssembler()
+    for i, data in enumerate(events):
+        assembler.feed(data.decode("utf-8", errors="replace"), float(i + 1))
+    return assembler.finish()
 
-# After a plain content chunk, every other one whose bytes differ elsewhere or whose content is
-# not a plain string must still be parsed in full: the outcomes of both paths are the same.
-ODD_FOLLOWERS = [
-    sim_chunk(b"plain"),
-    sim_chunk(b'say \\"hi\\"'),  # escapes
+
+def test_escapes_and_invalid_bytes_read_as_json_and_utf8_say() -> None:
+    outcome = read_text(
+        sim_chunk(b"Ol\\u00e1 "),
+        sim_chunk(b'say \\"hi\\" '),
+        sim_chunk(b"bad \xff"),
+        tool_chunk(b'{\\"city\\": ', call=b',"id":"call_1"'),
+        tool_chunk(b'\\"Lisbon\\"}'),
+        b"[DONE]",
+    )
+    assert outcome.transport is Transport.ok
+    assert outcome.content == 'Ol\u00e1 say "hi" bad \ufffd'
+    (call,) = outcome.tool_calls
+    assert (call.id, call.arguments) == ("call_1", '{"city": "Lisbon"}')
+
+
+def test_a_raw_control_byte_in_a_string_is_a_malformed_event() -> None:
+    outcome = read_text(sim_chunk(b"a"), sim_chunk(b"tab\there"), b"[DONE]")
+    assert outcome.transport is Transport.provider_error
+    assert (outcome.error or "").startswith("malformed event #2")
+
+
+FIRST_CALL = tool_chunk(b"", call=b',"id":"call_1"')
+ODD_EVENTS = [  # as on the wire: escapes, invalid UTF-8, other ids, finish, usage, a raw tab
+    sim_chunk(b'say \\"hi\\"'),
     sim_chunk(b"line\\nbreak \\u00e9"),
-    sim_chunk(b"a\tb"),  # a raw control byte: not JSON
     sim_chunk(b"bad \xff utf-8"),
-    sim_chunk(b"\xed\xa0\x80"),  # a surrogate: not UTF-8
+    sim_chunk(b"a\tb"),
     sim_chunk(b""),
-    sim_chunk(b'x","content":"y'),  # another string where the content was
     sim_chunk(b"other id", gen="gen-2"),
     sim_chunk(b"with reasoning", tail=b',"reasoning":"hmm"'),
     sim_chunk(b"x").replace(b'"finish_reason":null', b'"finish_reason":"stop"'),
-    sim_chunk(b"x").replace(b'"native_finish_reason":null', b'"native_finish_reason":"error"'),
     sim_chunk(b"x")[:-1] + b',"usage":{"prompt_tokens":3,"completion_tokens":2}}',
     sim_chunk(b"\xc3\xa9t\xc3\xa9 \xe4\xba\x9a"),
     tool_chunk(b'{\\"city\\": '),
-    tool_chunk(b'\\"Lisbon\\"}', index=b"1"),  # another call
-    tool_chunk(b"x", call=b',"id":"call_2"'),  # a call's first fragment
-    tool_chunk(b'x"},"name":"y'),  # a name where the arguments were
-    tool_chunk(b"x").replace(b'"content":null', b'"content":"text"'),
-    tool_chunk(b"x").replace(b'"finish_reason":null', b'"finish_reason":"tool_calls"'),
-    tool_chunk(b"x").replace(b'"index":0,"function"', b'"index":true,"function"'),
-    tool_chunk(b""),
+    tool_chunk(b"x", index=b"1", call=b',"id":"call_2"'),
 ]
-
-
-@pytest.mark.parametrize("follower", ODD_FOLLOWERS, ids=range(len(ODD_FOLLOWERS)))
-def test_chunks_read_by_their_bytes_give_what_parsing_them_gives(follower: bytes) -> None:
-    events = (sim_chunk(b"Ol\xc3\xa1"), follower, sim_chunk(b" mundo"), b"[DONE]")
-    assert read_raw(*events) == read_text(*events)
-
-
-@pytest.mark.parametrize("follower", ODD_FOLLOWERS, ids=range(len(ODD_FOLLOWERS)))
-def test_tool_call_fragments_read_by_their_bytes_give_what_parsing_them_gives(
-    follower: bytes,
-) -> None:
-    events = (FIRST_CALL, tool_chunk(b'{\\"q\\":'), follower, tool_chunk(b" 1}"), b"[DONE]")
-    assert read_raw(*events) == read_text(*events)
-    assert read_raw(*events).tool_calls[0].arguments.startswith('{"q":')
-
-
-def test_a_first_chunk_that_is_not_plain_is_not_the_template() -> None:
-    for first in ODD_FOLLOWERS[1:]:
-        events = (first, sim_chunk(b"a"), sim_chunk(b"b"), sim_chunk(b"c\\n"), b"[DONE]")
-        assert read_raw(*events) == read_text(*events)
-        events = (first, tool_chunk(b"a"), tool_chunk(b"b"), tool_chunk(b"c\\n"), b"[DONE]")
-        assert read_raw(*events) == read_text(*events)
-
-
-@given(st.lists(st.binary(max_size=12) | st.text(max_size=8).map(str.encode), max_size=12))
-@settings(max_examples=300, deadline=None)
-def test_any_content_bytes_read_the_same_either_way(contents: list[bytes]) -> None:
-    events = (sim_chunk(b"first"), *(sim_chunk(c) for c in contents), b"[DONE]")
-    assert read_raw(*events) == read_text(*events)
-
-
-@given(st.lists(st.binary(max_size=12) | st.text(max_size=8).map(str.encode), max_size=12))
-@settings(max_examples=300, deadline=None)
-def test_any_arguments_bytes_read_the_same_either_way(fragments: list[bytes]) -> None:
-    events = (FIRST_CALL, tool_chunk(b"{"), *(tool_chunk(f) for f in fragments), b"[DONE]")
-    assert read_raw(*events) == read_text(*events)
 
 
 def untimed(outcome: StreamOutcome) -> StreamOutcome:
@@ -274,14 +206,14 @@ def untimed(outcome: StreamOutcome) -> StreamOutcome:
 
 
 def read_in_pieces(body: bytes, cuts: list[int]) -> StreamOutcome:
-    """The probes' path over a body cut into reads at ``cuts``."""
+    """The probes' path over a body cut into reads at ``cuts``: SSE parser, then the chunks."""
     parser, assembler = SSEParser(), StreamAssembler()
     bounds = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
     for start, end in zip(bounds, bounds[1:], strict=False):
-        if end > start:
-            feed_piece(parser, assembler, body[start:end], lambda: 1.0)
-    for data in parser.close_data():
-        assembler.feed(data, 1.0)
+        for event in parser.feed(body[start:end]):
+            assembler.feed(event.data, 1.0)
+    for event in parser.close():
+        assembler.feed(event.data, 1.0)
     return assembler.finish()
 
 
@@ -289,68 +221,17 @@ def sse(*datas: bytes) -> bytes:
     return b"".join(b"data: " + d + b"\n\n" for d in datas)
 
 
-def test_plain_content_events_after_the_template_are_read_in_one_go() -> None:
-    assembler = StreamAssembler()
-    assembler.feed(sim_chunk(b"Hello"), 1.0)
-    block = sse(*(sim_chunk(w) for w in (b" big", b" w\xc3\xb6rld", b" \xe4\xba\x9a")))
-    assert assembler.feed_plain_run(block + b"data: " + sim_chunk(b"cut")[:20]) == len(block)
-    assert assembler.finish().content == "Hello big w\u00f6rld \u4e9a"
-    assert assembler.finish().events == 4
-
-
-def test_escaped_strings_and_tool_call_fragments_are_read_in_one_go_too() -> None:
-    assembler = StreamAssembler()
-    assembler.feed(sim_chunk(b"Hello"), 1.0)
-    block = sse(sim_chunk(b' \\"big\\"'), sim_chunk(b"\\n\\u00e9"))
-    assert assembler.feed_plain_run(block) == len(block)
-    assert assembler.finish().content == 'Hello "big"\n\u00e9'
-    assembler = StreamAssembler()
-    assembler.feed(FIRST_CALL, 1.0)
-    assembler.feed(tool_chunk(b'{\\"city\\"'), 2.0)
-    block = sse(tool_chunk(b": "), tool_chunk(b'\\"Lisbon\\"'), tool_chunk(b"}"))
-    assert assembler.feed_plain_run(block) == len(block)
-    assert assembler.finish().tool_calls[0].arguments == '{"city": "Lisbon"}'
-    assert assembler.finish().events == 5
-
-
-@pytest.mark.parametrize(
-    "block",
-    [
-        sse(sim_chunk(b"a"), sim_chunk(b"b")).replace(b"\n\n", b"\r\n\r\n"),  # CRLF
-        b": keep-alive\n\n" + sse(sim_chunk(b"a")),  # a comment first
-        b"data:" + sim_chunk(b"a") + b"\n\n",  # no space after the colon
-        sse(sim_chunk(b"")),  # empty content
-        sse(sim_chunk(b'say "hi')),  # a quote unescaped
-        sse(sim_chunk(b'a","content":"b')),  # another string where the content was
-        sse(sim_chunk(b'a","b')),  # two strings where the content was (not JSON)
-        sse(sim_chunk(b"a\\"), sim_chunk(b"b")),  # an escape cut by the event's end
-        sse(sim_chunk(b"\xc3")) + sse(sim_chunk(b"\xa9")),  # a character cut in two
-        sse(sim_chunk(b"a\x00b")),  # a raw control byte
-    ],
-)
-def test_events_that_are_not_plain_template_events_are_left_to_the_parser(block: bytes) -> None:
-    assembler = StreamAssembler()
-    assembler.feed(sim_chunk(b"Hello"), 1.0)
-    assert assembler.feed_plain_run(block) == 0
-
-
-def test_a_template_learned_from_several_data_lines_reads_nothing_at_once() -> None:
-    assembler = StreamAssembler()
-    assembler.feed(sim_chunk(b"Hello").replace(b'"choices"', b'\n"choices"'), 1.0)
-    assert assembler.feed_plain_run(sse(sim_chunk(b"a"))) == 0
-
-
 ONE_LINE = st.binary(max_size=6) | st.text(max_size=5).map(str.encode)  # as on the wire:
 NO_LINE_END = ONE_LINE.filter(lambda b: b"\n" not in b and b"\r" not in b)
 EVENT_BYTES = st.one_of(  # a data line holds no line end
     st.builds(sim_chunk, NO_LINE_END),
     st.builds(tool_chunk, NO_LINE_END),
-    st.sampled_from(ODD_FOLLOWERS),
+    st.sampled_from(ODD_EVENTS),
 )
 
 
 @given(
-    first=st.sampled_from([sim_chunk(b"first"), FIRST_CALL, *ODD_FOLLOWERS[1:4]]),
+    first=st.sampled_from([sim_chunk(b"first"), FIRST_CALL, *ODD_EVENTS[:4]]),
     events=st.lists(EVENT_BYTES, max_size=14),
     comments=st.lists(st.integers(0, 14), max_size=2),
     crlf=st.booleans(),
