@@ -84,6 +84,15 @@ def _database_url(value: str) -> str:
     return value
 
 
+def _proxy_url(value: SecretStr) -> SecretStr:
+    proxy = value.get_secret_value()
+    if proxy and not proxy.startswith(("http://", "https://")):
+        raise ValueError(
+            "should be an http:// or https:// URL"
+        )  # not shown: it may hold a password
+    return value
+
+
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 Positive = Annotated[float, Field(gt=0)]
 NotNegative = Annotated[float, Field(ge=0)]
@@ -132,6 +141,9 @@ class OpenRouterSettings(_Table):
     stream_timeout_s: Positive = 60.0
     listing_deadline_s: Positive = 30.0
     max_tokens: int = Field(default=400, ge=16)
+    # http(s)://[user:password@]host:port for every request to OpenRouter; unset: HTTPS_PROXY,
+    # HTTP_PROXY, ALL_PROXY and NO_PROXY apply. A secret: it may hold a password.
+    proxy: Annotated[SecretStr, AfterValidator(_proxy_url)] = SecretStr("")
 
 
 class Webhook(_Table):

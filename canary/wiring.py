@@ -127,4 +127,5 @@ def openrouter_client(settings: Settings) -> OpenRouterClient:
         stream_timeout_s=o.stream_timeout_s,
         listing_deadline_s=o.listing_deadline_s,
         max_connections=max(settings.concurrency, 8),
+        proxy=o.proxy.get_secret_value() or None,
     )

@@ -257,3 +257,26 @@ def test_any_setting_of_a_table_can_come_from_the_environment(tmp_path: Path) ->
     with pytest.raises(SettingsError) as caught:
         load_settings(write(tmp_path, ""), env={"CANARY_POLICY": "{failing_rounds: 3}"})
     assert str(caught.value).startswith('environment: error parsing value for field "policy"')
+
+
+def test_the_openrouter_proxy_comes_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    assert (
+        load_settings(write(tmp_path, CONTRACT_FILE), env={}).openrouter.proxy.get_secret_value()
+        == ""
+    )
+    text = CONTRACT_FILE.replace(
+        "[openrouter]\n", '[openrouter]\nproxy = "http://u:pw@10.0.0.2:3128"\n'
+    )
+    settings = load_settings(write(tmp_path, text), env={})
+    assert settings.openrouter.proxy.get_secret_value() == "http://u:pw@10.0.0.2:3128"
+    assert "pw@" not in repr(settings)  # it may hold a password: shown as stars
+    env = {"CANARY_OPENROUTER_PROXY": "https://proxy.internal:8443"}
+    settings = load_settings(write(tmp_path, text), env=env)
+    assert settings.openrouter.proxy.get_secret_value() == "https://proxy.internal:8443"
+
+
+def test_a_proxy_that_is_not_an_http_url_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    text = CONTRACT_FILE.replace("[openrouter]\n", '[openrouter]\nproxy = "ftp://u:pw@x"\n')
+    with pytest.raises(SettingsError, match="openrouter.proxy") as raised:
+        load_settings(write(tmp_path, text), env={})
+    assert "pw" not in str(raised.value)
