@@ -53,9 +53,9 @@ from canary.openrouter.wire import (
 
 __all__ = ["ListingError", "OpenRouterClient", "pin_provider"]
 
-# No connection to OpenRouter could be opened: the request never reached it, whatever its
-# transport class says (canary.core.probing).
-CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+# No connection to OpenRouter could be opened (nor a tunnel through the proxy): the request never
+# reached it, whatever its transport class says (canary.core.probing).
+CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError)
 
 log = get_logger("canary.openrouter")
 

@@ -62,6 +62,7 @@ def exception_kind(exc: BaseException) -> str:
         (httpx.WriteTimeout, "write_timeout"),
         (httpx.PoolTimeout, "pool_timeout"),
         (httpx.ConnectError, "connect_error"),
+        (httpx.ProxyError, "proxy_error"),
         (httpx.RemoteProtocolError, "protocol_error"),
         (httpx.ReadError, "read_error"),
         (httpx.WriteError, "write_error"),

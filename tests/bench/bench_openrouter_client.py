@@ -20,6 +20,7 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # shared_data, for wire_server
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "openrouter"))
 
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, sse, usage_chunk  # noqa: E402

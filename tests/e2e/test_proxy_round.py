@@ -150,3 +150,20 @@ def test_a_proxy_that_does_not_answer_leaves_openrouter_unreached() -> None:
     assert not listing.connected and listing.transport is Transport.provider_error
     assert not observation.connected and observation.error is not None
     assert observation.error.startswith("connect_error")
+
+
+def test_a_tunnel_the_proxy_cannot_open_leaves_openrouter_unreached(
+    forward_proxy: ForwardProxy,
+) -> None:
+    closed = f"https://127.0.0.1:{free_port()}/api/v1"  # the proxy's CONNECT there fails
+
+    async def go() -> Observation:
+        endpoint = Endpoint(model=MODEL, tag="alpha", provider_name="Alpha", pricing=Pricing(0, 0))
+        body: JSONObject = {"messages": [{"role": "user", "content": "Hi"}]}
+        async with OpenRouterClient(closed, "k", proxy=forward_proxy.url) as client:
+            return await client.probe(endpoint, body, contract=Contract.ttft)
+
+    observation = asyncio.run(go())
+    assert not observation.connected and observation.status is None
+    assert observation.error is not None and observation.error.startswith("proxy_error")
+    assert observation.transport is Transport.provider_error
