@@ -219,9 +219,16 @@ class RoundRunner:
                 self._unlisted[model.id] = sizes.get(model.id, 10) * per_endpoint
                 running.add(asyncio.create_task(self.run_model(model, slot, now, budget)))
             # wake up when a model ends, or soon after requests leave the queue for slots
-            done, running = await asyncio.wait(
-                running, timeout=CLAIM_LOOK_S if pending else None, return_when=FIRST_COMPLETED
-            )
+            try:
+                done, running = await asyncio.wait(
+                    running, timeout=CLAIM_LOOK_S if pending else None, return_when=FIRST_COMPLETED
+                )
+            except asyncio.CancelledError:  # a stop: the models' work ends with the round's,
+                for task in running:  # before the HTTP client it uses is closed
+                    task.cancel()
+                if running:
+                    await asyncio.wait(running)
+                raise
             for task in done:
                 report = task.result()  # only the store failing before a claim raises
                 self._unlisted.pop(report.model, None)
