@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -528,3 +529,29 @@ def test_a_last_event_cut_before_its_blank_line_is_still_read() -> None:
     obs, _ = probe(streaming(body, size=5))
     assert obs.transport is Transport.ok and obs.finish_reason == "stop"
     assert obs.content == "Olá"
+
+
+def test_max_connections_probes_run_at_once_across_the_clients_pools() -> None:
+    """The probes spread over several small pools; together they still hold max_connections
+    requests at once (the server answers none until all have arrived)."""
+    arrived: list[int] = []
+    everyone = asyncio.Event()
+
+    async def handler(request: Request, reply: Reply) -> None:
+        arrived.append(1)
+        if len(arrived) == 20:
+            everyone.set()
+        await everyone.wait()
+        await streaming(HEALTHY)(request, reply)
+
+    async def go() -> list[Observation]:
+        async with WireServer(handler) as server:
+            async with OpenRouterClient(
+                server.base_url, KEY, max_connections=20, first_token_timeout_s=10
+            ) as client:
+                return await asyncio.gather(
+                    *(client.probe(ENDPOINT, BODY, contract=Contract.ttft) for _ in range(20))
+                )
+
+    observations = run(go())
+    assert [o.transport for o in observations] == [Transport.ok] * 20
