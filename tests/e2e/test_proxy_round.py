@@ -25,6 +25,9 @@ from canary.openrouter.shapes import JSONObject
 from canary.sim.server import start_simulator
 from canary.store.repository import Store
 
+# proxy.py runs as a process of its own; a round through it takes a few seconds
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
 MODEL = "acme/e2e-proxy"
 PARAMETERS = ["max_tokens", "response_format", "structured_outputs"]
 SCENARIO = {
