@@ -176,18 +176,24 @@ class OpenRouterClient:
         path = f"/models/{quote(author, safe='')}/{quote(slug, safe='')}/endpoints"
         deadline = self._clock() + self.listing_deadline_s
         attempt = 0
+        # Whether OpenRouter was ever reached: an attempt cut by the deadline says nothing either
+        # way, so a listing refused connections until its deadline ran out is still unreachable.
+        reached: bool | None = None
         while True:
             attempt += 1
             result = await self._listing_attempt(model_id, path, deadline - self._clock())
             if not isinstance(result, _Failed):
                 return result
+            if result.connected is not None:
+                reached = bool(reached) or result.connected
+            connected = reached is not False
             if not retryable(result.transport):
                 raise ListingError(
                     model_id,
                     result.transport,
                     result.message,
                     attempts=attempt,
-                    connected=result.connected,
+                    connected=connected,
                 )
             wait = result.retry_after
             delay = self._rng.uniform(0.0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
@@ -203,7 +209,7 @@ class OpenRouterClient:
                     f"{result.message}; gave up after {attempt} attempt(s) within "
                     f"{self.listing_deadline_s:g} s ({why})",
                     attempts=attempt,
-                    connected=result.connected,
+                    connected=connected,
                 )
             log.info(
                 "listing_retry",
@@ -218,7 +224,7 @@ class OpenRouterClient:
         self, model_id: str, path: str, remaining: float
     ) -> list[Endpoint] | _Failed:
         if remaining <= 0:
-            return _Failed(Transport.timeout, "listing deadline exceeded")
+            return _Failed(Transport.timeout, "listing deadline exceeded", connected=None)
         try:
             async with (
                 asyncio.timeout(remaining),
@@ -228,7 +234,7 @@ class OpenRouterClient:
                 status, headers = response.status_code, response.headers
                 content_type = headers.get("content-type", "")
         except TimeoutError:
-            return _Failed(Transport.timeout, "no answer within the listing deadline")
+            return _Failed(Transport.timeout, "no answer within the listing deadline", connected=None)
         except (httpx.HTTPError, OSError) as exc:
             return _Failed(
                 classify_exception(exception_kind(exc)),
@@ -439,7 +445,7 @@ class _Failed(NamedTuple):
     transport: Transport
     message: str
     retry_after: float | None = None
-    connected: bool = True  # False: no connection to OpenRouter could be opened
+    connected: bool | None = True  # False: no connection could be opened; None: cut by the deadline
 
 
 class _Ending(NamedTuple):

@@ -230,3 +230,37 @@ def test_listing_error_is_a_runtime_error_naming_the_model() -> None:
     error = ListingError("acme/m", Transport.timeout, "deadline")
     assert isinstance(error, RuntimeError)
     assert str(error) == "listing endpoints of acme/m failed (timeout): deadline"
+
+
+class _NoJitter(random.Random):
+    def uniform(self, a: float, b: float) -> float:
+        return a
+
+
+def test_connections_refused_until_the_deadline_runs_out_mid_attempt_never_reached_openrouter() -> (
+    None
+):
+    """A listing whose last attempt is cut by the deadline (a loaded machine) after every earlier
+    attempt was refused a connection never reached OpenRouter: the round reports it unreachable,
+    not as a provider's timeout."""
+    ticks = iter(range(1000))
+
+    def clock() -> float:  # every reading is 0.4 s later: the second attempt starts past the deadline
+        return next(ticks) * 0.4
+
+    async def sleep(_: float) -> None:
+        return None
+
+    async def go() -> ListingError:
+        async with WireServer(lambda request, reply: reply.hang()) as server:
+            nowhere = server.base_url
+        async with OpenRouterClient(
+            nowhere, KEY, clock=clock, sleep=sleep, rng=_NoJitter(), listing_deadline_s=1.0
+        ) as client:
+            with pytest.raises(ListingError) as info:
+                await client.list_endpoints("acme/m")
+            return info.value
+
+    error = run(go())
+    assert error.transport is Transport.timeout and error.attempts == 2
+    assert error.connected is False
