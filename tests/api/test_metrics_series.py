@@ -1,5 +1,5 @@
 """How many series one ``/metrics`` scrape gives at 2,000 endpoints (200 models x 10), counted on
-a seeded store, against the 50,000 limit and against README's table."""
+a seeded store, against the 50,000 limit and against the table in docs/operations.md."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # a 2,000-endpoint fleet seeded and scraped: seco
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 MODELS, PER_MODEL = 200, 10
 LIMIT = 50_000
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 # | `canary_endpoint_state` | gauge | model, provider, state | 5 per endpoint | 10,000 |
 ROW = re.compile(r"^\| `(canary_\w+)` \|[^|]*\|[^|]*\|[^|]*\| ([\d,]+) \|$", re.M)
 TOTAL = re.compile(r"^\| \*\*total\*\* \|[^|]*\|[^|]*\|[^|]*\| \*\*([\d,]+)\*\* \|$", re.M)

@@ -172,7 +172,7 @@ def _variables_read_by_the_code() -> set[str]:
 
 
 def _readme_table() -> set[str]:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "configuration.md").read_text()
     table = text.split("| variable | setting |", 1)[1].split("\n\n", 1)[0]
     return set(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`", table))
 
@@ -198,7 +198,7 @@ def test_the_readme_variable_table_lists_every_variable_the_code_reads() -> None
     table = _readme_table()
     assert _variables_read_by_the_code() <= table
     assert table <= _variables_read_by_the_code() | _settings_variables()
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "configuration.md").read_text()
     assert "`CANARY_<SETTING>`" in text and "`CANARY_<TABLE>_<SETTING>`" in text
 
 
