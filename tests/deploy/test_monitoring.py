@@ -138,6 +138,12 @@ def test_alert_rules_are_well_formed_with_a_runbook_each() -> None:
             assert rule["expr"].count("(") == rule["expr"].count(")")
 
 
+def test_every_alert_has_a_runbook_in_the_operations_docs() -> None:
+    docs = (REPO / "docs" / "operations.md").read_text()
+    runbooks = set(re.findall(r"^### (Canary\w+)$", docs, re.M))
+    assert runbooks == {rule["alert"] for rule in rules()}
+
+
 def test_the_prometheus_example_loads_the_rules() -> None:
     config = yaml.safe_load((ALERTS.parent / "prometheus.yml").read_text())
     assert config["rule_files"] == [ALERTS.name]
