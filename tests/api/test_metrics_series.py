@@ -13,7 +13,8 @@ from metrics_fleet import fleet_client, fleet_models, seed_fleet, series_by_metr
 
 from canary.store.repository import Store
 
-pytestmark = pytest.mark.slow  # a 2,000-endpoint fleet seeded and scraped: seconds of CPU
+# a 2,000-endpoint fleet seeded and scraped: about 10 s of CPU, three times that on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 MODELS, PER_MODEL = 200, 10
