@@ -94,14 +94,89 @@ def test_compose_runs_canary_on_postgres_16() -> None:
     assert services["postgres"]["image"] == "postgres:16"
     canary = services["canary"]
     assert canary["depends_on"]["postgres"]["condition"] == "service_healthy"
-    env = canary["environment"]
-    assert env["CANARY_DATABASE_URL"].startswith("postgresql+psycopg://")
-    assert "@postgres:5432/" in env["CANARY_DATABASE_URL"]
-    assert env["OPENROUTER_API_KEY"].startswith("${OPENROUTER_API_KEY")  # from the environment
-    assert env["CANARY_ADMIN_TOKEN"].startswith("${CANARY_ADMIN_TOKEN")
     assert canary["build"]["dockerfile"] == "deploy/Dockerfile"
     mounted = {v.split(":")[0] for v in canary["volumes"]}
     assert all((DEPLOY / m).resolve().exists() for m in mounted)
+
+
+def test_compose_passes_every_secret_as_a_file_never_in_the_environment() -> None:
+    data = compose()
+    declared = data["secrets"]
+    for name in ("canary", "postgres"):
+        service = data["services"][name]
+        env = service["environment"]
+        files = {key: value for key, value in env.items() if key.endswith("_FILE")}
+        assert files, name
+        for path in files.values():
+            secret = Path(path)
+            assert secret.parent == Path("/run/secrets") and secret.name in service["secrets"]
+            assert declared[secret.name]["file"] == f"./secrets/{secret.name}"
+        assert not any(
+            "PASSWORD" in key or "TOKEN" in key or "KEY" in key for key in env.keys() - files.keys()
+        )
+    canary_env = data["services"]["canary"]["environment"]
+    assert {f"{name}_FILE" for name in FILE_VARIANTS} <= canary_env.keys()
+    assert not any("${" in str(value) for value in canary_env.values())
+    ignored = (REPO / ".gitignore").read_text().split()
+    assert (
+        "deploy/secrets/" in ignored
+        and "deploy/secrets" in (REPO / ".dockerignore").read_text().split()
+    )
+
+
+def _systemd_install_steps() -> list[str]:
+    """The `install` lines of deploy/README.md's systemd section, as written there."""
+    text = (DEPLOY / "README.md").read_text()
+    section = text.split("## canary.service (systemd)", 1)[1].split("\n## ", 1)[0]
+    return [line.strip() for line in section.splitlines() if line.strip().startswith("install ")]
+
+
+@pytest.mark.slow  # runs the install lines in a shell
+def test_the_systemd_install_steps_run_on_a_fresh_host(tmp_path: Path) -> None:
+    """The README's `install` lines, run into an empty root: no folder needs to exist first."""
+    steps = _systemd_install_steps()
+    assert len(steps) == 3
+    checkout = tmp_path / "opt" / "canary"
+    (checkout / "deploy").mkdir(parents=True)
+    for name in ("canary.toml", "canary.service"):
+        shutil.copy(DEPLOY / name, checkout / "deploy" / name)
+    for step in steps:
+        rooted = (
+            step.split("#", 1)[0]
+            .replace(" /etc/", f" {tmp_path}/etc/")
+            .replace(" /opt/", f" {tmp_path}/opt/")
+        )
+        subprocess.run(["sh", "-c", rooted], check=True)
+    modes = {
+        "etc/canary/canary.toml": 0o644,
+        "etc/canary/canary.env": 0o600,
+        "etc/systemd/system/canary.service": 0o644,
+    }
+    for path, mode in modes.items():
+        assert (tmp_path / path).stat().st_mode & 0o777 == mode, path
+    assert (tmp_path / "etc/systemd/system/canary.service").read_text() == (
+        DEPLOY / "canary.service"
+    ).read_text()
+
+
+@pytest.mark.slow  # runs systemd-analyze
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
+    unit = tmp_path / "canary.service"
+    # the unit names the install path; verify checks that ExecStart's binary exists
+    binary = tmp_path / "canary"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    unit.write_text(
+        (DEPLOY / "canary.service").read_text().replace("/opt/canary/.venv/bin/canary", str(binary))
+    )
+    result = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(unit)], capture_output=True, text=True
+    )
+    problems = [
+        line for line in result.stderr.splitlines() if str(unit) in line or "canary" in line
+    ]
+    assert result.returncode == 0 and not problems, result.stderr
 
 
 def test_dockerfile_builds_a_non_root_serving_image() -> None:
