@@ -191,10 +191,10 @@ class FleetCollector(Collector):
             labels=[*ep, "state"],
         )
         ttft = GaugeMetricFamily(
-            "canary_ttft_quantile_seconds",
-            "Time to first token per endpoint over a window (24h, 7d): nearest-rank quantile "
-            "of the store's latency histograms.",
-            labels=[*ep, "window", "quantile"],
+            "canary_ttft_percentile_seconds",
+            "Time to first token per endpoint over a window (24h, 7d): nearest-rank percentile "
+            "(p50, p95, p99) of the store's latency histograms.",
+            labels=[*ep, "window", "percentile"],
         )
         peers = GaugeMetricFamily(
             "canary_ttft_peers_p95_seconds",
@@ -211,8 +211,8 @@ class FleetCollector(Collector):
             who = [e.model, e.provider]
             for name in STATES:
                 state.add_metric([*who, name], 1 if name == e.state else 0)
-            for (window, quantile), seconds in sorted(e.ttft_s.items()):
-                ttft.add_metric([*who, window, quantile], seconds)
+            for (window, percentile), seconds in sorted(e.ttft_s.items()):
+                ttft.add_metric([*who, window, percentile], seconds)
             if e.peers_p95_24h_s is not None:
                 peers.add_metric(who, e.peers_p95_24h_s)
             degraded.add_metric(who, 1 if e.latency_degraded else 0)

@@ -32,11 +32,9 @@ from canary.views.providers import ProviderView, provider_views_of
 log = get_logger("canary.metrics")
 
 REFRESH_EVERY = timedelta(seconds=30)
-# (window, quantile label, key in the latency figures)
-TTFT_QUANTILES = tuple(
-    (window, label, key)
-    for window in ("24h", "7d")
-    for label, key in (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
+# (window, percentile: the label and the key in the latency figures)
+TTFT_PERCENTILES = tuple(
+    (window, percentile) for window in ("24h", "7d") for percentile in ("p50", "p95", "p99")
 )
 
 
@@ -45,7 +43,7 @@ class EndpointFigures:
     model: str
     provider: str
     state: str  # one of canary.views.providers.STATES
-    ttft_s: dict[tuple[str, str], float]  # (window, quantile) -> seconds; absent without samples
+    ttft_s: dict[tuple[str, str], float]  # (window, percentile) -> seconds; absent without samples
     peers_p95_24h_s: float | None  # median of the model's other endpoints' 24 h p95
     latency_degraded: bool
 
@@ -137,19 +135,19 @@ def _endpoint(view: ProviderView) -> EndpointFigures:
         model=view.model,
         provider=view.provider,
         state=view.state,
-        ttft_s=_quantiles(latency),
+        ttft_s=_percentiles(latency),
         peers_p95_24h_s=latency.peers_p95_24h_s,
         latency_degraded=latency.state == "degraded",
     )
 
 
-def _quantiles(latency: Latency) -> dict[tuple[str, str], float]:
+def _percentiles(latency: Latency) -> dict[tuple[str, str], float]:
     windows = {"24h": latency.day, "7d": latency.week}
     out = {}
-    for window, label, key in TTFT_QUANTILES:
-        value = windows[window].get(key)
+    for window, percentile in TTFT_PERCENTILES:
+        value = windows[window].get(percentile)
         if isinstance(value, int | float):
-            out[(window, label)] = float(value)
+            out[(window, percentile)] = float(value)
     return out
 
 

@@ -101,8 +101,9 @@ def test_the_status_page_shows_latency_and_one_cost_line(api: Api) -> None:
 def test_metrics_show_latency_per_window_degraded_flags_and_cost(api: Api) -> None:
     text = api.client.get("/metrics").text
     labels = f'model="{api.model}",provider="foxtrot"'
-    assert f'canary_ttft_quantile_seconds{{{labels},quantile="0.95",window="24h"}} 7.52' in text
-    assert f'canary_ttft_quantile_seconds{{{labels},quantile="0.95",window="7d"}} 7.52' in text
+    p95 = f'model="{api.model}",percentile="p95",provider="foxtrot"'  # labels in name order
+    assert f'canary_ttft_percentile_seconds{{{p95},window="24h"}} 7.52' in text
+    assert f'canary_ttft_percentile_seconds{{{p95},window="7d"}} 7.52' in text
     assert f"canary_latency_degraded{{{labels}}} 1.0" in text
     assert f'canary_latency_degraded{{model="{api.model}",provider="alpha"}} 0.0' in text
     assert f'canary_round_cost_usd{{model="{api.model}"}} {ROUND_COSTS[1]}' in text

@@ -226,26 +226,26 @@ def test_failing_webhook_deliveries_are_tried_failed_and_still_owed(api: Api) ->
     assert failing() == before
 
 
-def test_ttft_quantiles_and_peers_come_from_the_store_histograms(api: Api) -> None:
+def test_ttft_percentiles_and_peers_come_from_the_store_histograms(api: Api) -> None:
     text = api.client.get("/metrics").text
 
-    def ttft(tag: str, window: str, quantile: str) -> float | None:
+    def ttft(tag: str, window: str, percentile: str) -> float | None:
         return scraped(
             text,
-            "canary_ttft_quantile_seconds",
+            "canary_ttft_percentile_seconds",
             model=api.model,
             provider=tag,
             window=window,
-            quantile=quantile,
+            percentile=percentile,
         )
 
-    assert (ttft("echo", "24h", "0.5"), ttft("echo", "24h", "0.95")) == (1.01, 1.02)
-    assert ttft("foxtrot", "24h", "0.99") == 7.52 and ttft("foxtrot", "7d", "0.95") == 7.52
+    assert (ttft("echo", "24h", "p50"), ttft("echo", "24h", "p95")) == (1.01, 1.02)
+    assert ttft("foxtrot", "24h", "p99") == 7.52 and ttft("foxtrot", "7d", "p95") == 7.52
     peers = scraped(text, "canary_ttft_peers_p95_seconds", model=api.model, provider="foxtrot")
     assert peers == 1.02  # the median of the five others' p95
     assert scraped(text, "canary_latency_degraded", model=api.model, provider="foxtrot") == 1
     text = rescrape(api, timedelta(days=2))  # nothing in the last 24 h, the week still counts
-    assert ttft("foxtrot", "24h", "0.95") is None and ttft("foxtrot", "7d", "0.95") == 7.52
+    assert ttft("foxtrot", "24h", "p95") is None and ttft("foxtrot", "7d", "p95") == 7.52
     assert (
         scraped(text, "canary_ttft_peers_p95_seconds", model=api.model, provider="foxtrot") is None
     )

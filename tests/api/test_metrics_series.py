@@ -54,7 +54,7 @@ def test_one_scrape_at_2000_endpoints_stays_under_50000_series(series: dict[str,
     assert sum(series.values()) < LIMIT
     endpoints = MODELS * PER_MODEL
     assert series["canary_endpoint_state"] == 5 * endpoints
-    assert series["canary_ttft_quantile_seconds"] == 6 * endpoints
+    assert series["canary_ttft_percentile_seconds"] == 6 * endpoints
     assert series["canary_last_round_success_timestamp_seconds"] == MODELS
 
 

@@ -213,7 +213,7 @@ def test_dashboard_shows_states_floor_latency_cost_and_round_duration() -> None:
         "canary_endpoint_state",
         "canary_usable_endpoints",
         "canary_capacity_floor",
-        "canary_ttft_quantile_seconds",
+        "canary_ttft_percentile_seconds",
         "canary_ttft_peers_p95_seconds",
         "canary_round_cost_usd",
         "canary_cost_usd_today",
