@@ -207,8 +207,23 @@ class FleetCollector(Collector):
             "(information only: never a quarantine).",
             labels=ep,
         )
+        success = GaugeMetricFamily(
+            "canary_probe_success",
+            "1 when the contract passed on the endpoint in its latest judged round, 0 when it "
+            "failed; absent when it was inconclusive, not applicable or a transport error.",
+            labels=[*ep, "contract"],
+        )
+        last_ttft = GaugeMetricFamily(
+            "canary_ttft_last_seconds",
+            "The endpoint's latest time-to-first-token sample (within a day).",
+            labels=ep,
+        )
         for e in store.endpoints:
             who = [e.model, e.provider]
+            for contract, passed in sorted(e.success.items()):
+                success.add_metric([*who, contract], passed)
+            if e.last_ttft_s is not None:
+                last_ttft.add_metric(who, e.last_ttft_s)
             for name in STATES:
                 state.add_metric([*who, name], 1 if name == e.state else 0)
             for (window, percentile), seconds in sorted(e.ttft_s.items()):
@@ -216,7 +231,7 @@ class FleetCollector(Collector):
             if e.peers_p95_24h_s is not None:
                 peers.add_metric(who, e.peers_p95_24h_s)
             degraded.add_metric(who, 1 if e.latency_degraded else 0)
-        yield from (state, ttft, peers, degraded)
+        yield from (state, ttft, peers, degraded, success, last_ttft)
 
     def _rounds(self, store: StoreFigures) -> Iterator[Metric]:
         success = GaugeMetricFamily(
@@ -251,8 +266,15 @@ class FleetCollector(Collector):
             "would_quarantine audit rows (from the store).",
             labels=["model"],
         )
+        conclusive = GaugeMetricFamily(
+            "canary_conclusive_probes",
+            "Pass or fail results (not inconclusive, not transport errors) in the model's latest "
+            "judged round: 0 means that round told nothing about any provider.",
+            labels=["model"],
+        )
         for f in store.models:
             m = [f.model]
+            conclusive.add_metric(m, f.conclusive)
             if f.last_success_at is not None:
                 success.add_metric(m, f.last_success_at.timestamp())
             if f.last_duration_s is not None:
@@ -262,7 +284,7 @@ class FleetCollector(Collector):
             weak.add_metric(m, 1 if f.probe_weak else 0)
             started.add_metric(m, f.quarantines_started)
             would.add_metric(m, f.would_quarantines)
-        yield from (success, duration, cost, weak, started, would)
+        yield from (success, duration, cost, weak, started, would, conclusive)
 
     def _spend_and_outbox(self, store: StoreFigures) -> Iterator[Metric]:
         yield GaugeMetricFamily(

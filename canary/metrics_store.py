@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from canary.core.budget import day_start
 from canary.core.controls import Controls
-from canary.core.model import Exclusion, Layer
+from canary.core.model import Exclusion, Layer, Result
 from canary.ignorelist import IgnoreListService, ListUnavailable
 from canary.logs import get_logger
 from canary.store.engine import STORE_ERRORS
@@ -32,6 +32,8 @@ from canary.views.providers import ProviderView, provider_views_of
 log = get_logger("canary.metrics")
 
 REFRESH_EVERY = timedelta(seconds=30)
+LAST_TTFT_WITHIN = timedelta(days=1)
+CONCLUSIVE = frozenset({Result.passed.value, Result.fail.value})
 # (window, percentile: the label and the key in the latency figures)
 TTFT_PERCENTILES = tuple(
     (window, percentile) for window in ("24h", "7d") for percentile in ("p50", "p95", "p99")
@@ -46,6 +48,10 @@ class EndpointFigures:
     ttft_s: dict[tuple[str, str], float]  # (window, percentile) -> seconds; absent without samples
     peers_p95_24h_s: float | None  # median of the model's other endpoints' 24 h p95
     latency_degraded: bool
+    # contract -> 1 (pass) or 0 (fail) in the endpoint's latest judged round; a contract that was
+    # inconclusive there (or not applicable, or a transport error) is absent
+    success: dict[str, int]
+    last_ttft_s: float | None  # its latest time-to-first-token sample within a day
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class ModelFigures:
     probe_weak: bool
     quarantines_started: int
     would_quarantines: int  # observe mode's would_quarantine decisions, ever
+    conclusive: int  # pass or fail results in the model's latest judged round
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,9 @@ def read_store_figures(
     listings = store.latest_snapshots(models)
     activity = store.fleet_activity(models)
     spent = sum(store.round_spend(day_start(now)).values())
+    last_ttft = {model: store.ttft_recent(model, now - LAST_TTFT_WITHIN, 1) for model in models}
     endpoints = [
-        _endpoint(view)
+        _endpoint(view, last_ttft[model].get(view.provider, ()))
         for model in models
         for view in views[model]
         if view.provider in (listings[model] or {}) or view.state == "quarantined"
@@ -118,6 +126,7 @@ def read_store_figures(
                 probe_weak=model in activity.weak_probe,
                 quarantines_started=activity.quarantines_started.get(model, 0),
                 would_quarantines=activity.would_quarantines.get(model, 0),
+                conclusive=_conclusive_in_latest_round(views[model]),
             )
         )
     return StoreFigures(
@@ -129,9 +138,23 @@ def read_store_figures(
     )
 
 
-def _endpoint(view: ProviderView) -> EndpointFigures:
+def _conclusive_in_latest_round(views: Sequence[ProviderView]) -> int:
+    marks = [mark for view in views for mark in view.results.values()]
+    if not marks:
+        return 0
+    latest = max(mark.round_id for mark in marks)
+    return sum(1 for m in marks if m.round_id == latest and m.result in CONCLUSIVE)
+
+
+def _endpoint(view: ProviderView, recent_ttft: Sequence[float]) -> EndpointFigures:
     latency = view.latency
     return EndpointFigures(
+        success={
+            contract: 1 if mark.result == Result.passed.value else 0
+            for contract, mark in view.results.items()
+            if mark.result in CONCLUSIVE
+        },
+        last_ttft_s=recent_ttft[-1] if recent_ttft else None,
         model=view.model,
         provider=view.provider,
         state=view.state,

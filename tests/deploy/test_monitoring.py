@@ -154,6 +154,7 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
     assert {
         "CanaryRoundsStopped",
         "CanaryOpenRouterRefusesProbes",
+        "CanaryNoConclusiveProbes",
         "CanaryNoRoundFinished",
         "CanaryIgnoreListStale",
         "CanaryFloorBreached",
@@ -177,6 +178,8 @@ def test_the_alerts_cover_what_operators_page_on() -> None:
     assert 'canary_probe_transport_total{transport="auth_config"}' in refused["expr"]
     assert (refused["for"], refused["labels"]["severity"]) == ("0m", "page")
     assert '"probing": "auth_config"' in refused["annotations"]["runbook"]
+    # rounds that finish yet judge nothing conclusively page too
+    assert "canary_conclusive_probes" in by_name["CanaryNoConclusiveProbes"]["expr"]
     assert "canary_budget_left_usd" in by_name["CanaryBudgetSpent"]["expr"]
     assert "canary_webhook_failing_deliveries" in by_name["CanaryWebhookFailing"]["expr"]
 
