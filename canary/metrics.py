@@ -106,8 +106,8 @@ class FleetSettings:
 
 
 class FleetCollector(Collector):
-    """The fleet's figures as metric families: the store's (None before the first good read)
-    and the served lists'. ``now`` is the scrape time."""
+    """The fleet's figures as metric families: the store's (None before the first good read),
+    whether its latest read succeeded, and the served lists'. ``now`` is the scrape time."""
 
     def __init__(
         self,
@@ -115,8 +115,11 @@ class FleetCollector(Collector):
         lists: Iterable[ListFigures],
         settings: FleetSettings,
         now: datetime,
+        *,
+        store_up: bool,
     ) -> None:
         self.store = store
+        self.store_up = store_up
         self.lists = tuple(lists)
         self.settings = settings
         self.now = now
@@ -135,6 +138,12 @@ class FleetCollector(Collector):
         )
         build.add_metric([__version__], 1)
         yield build
+        yield GaugeMetricFamily(
+            "canary_store_up",
+            "1 when this replica's latest read of the store's figures succeeded, else 0 (also "
+            "before the first good read, when no store figure is exported yet).",
+            value=1 if self.store_up else 0,
+        )
         yield GaugeMetricFamily(
             "canary_round_interval_seconds",
             "interval_minutes of the settings, in seconds: one round per model per interval.",

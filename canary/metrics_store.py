@@ -218,6 +218,7 @@ class StoreMetrics:
         self._reading = threading.Lock()  # one read at a time; concurrent scrapes skip it
         self._tried_at: datetime | None = None
         self.figures: StoreFigures | None = None
+        self.up = False  # the latest read succeeded
 
     def due(self, now: datetime) -> bool:
         return self._tried_at is None or now - self._tried_at >= REFRESH_EVERY
@@ -236,9 +237,11 @@ class StoreMetrics:
                 degraded_p95_s=self._degraded_p95_s,
                 controls=self._controls,
             )
+            self.up = True
             return True
         except STORE_ERRORS as exc:
             log.warning("store_metrics_unavailable", error=type(exc).__name__)
+            self.up = False
             return False
         finally:
             self._reading.release()

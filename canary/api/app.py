@@ -215,6 +215,7 @@ class _Api(AdminHandlers, Handlers):
                 daily_budget_usd=self.settings.daily_budget_usd,
             ),
             now,
+            store_up=self.fleet_metrics.up,
         )
         return metrics.render(fleet)
 

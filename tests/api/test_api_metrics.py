@@ -325,6 +325,7 @@ def test_with_the_store_gone_metrics_keep_the_last_figures_and_never_fail(tmp_pa
     assert scraped(text, "canary_store_figures_age_seconds") == 90
     assert scraped(text, "canary_ignore_list_stale", model=MODEL) == 1
     assert scraped(before, "canary_store_figures_age_seconds") == 0
+    assert (scraped(before, "canary_store_up"), scraped(text, "canary_store_up")) == (1, 0)
 
     # a replica that never read the store still answers: the constants and its lists
     fresh = TestClient(create_app(api.settings, store, api.service, clock=api.clock))
@@ -333,4 +334,5 @@ def test_with_the_store_gone_metrics_keep_the_last_figures_and_never_fail(tmp_pa
     assert scraped(response.text, "canary_build_info", version=__version__) == 1
     assert scraped(response.text, "canary_usable_endpoints", model=MODEL) == 3
     assert "canary_endpoint_state" not in response.text
+    assert scraped(response.text, "canary_store_up") == 0  # said, not left out
     store.dispose()
