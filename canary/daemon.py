@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from canary.aio import run as run_to_completion
+from canary.heartbeat import ping_in_background
 from canary.logs import get_logger
 from canary.settings import Settings, redact_url
 from canary.startup import StartupError, listen, open_store
@@ -122,11 +123,13 @@ class Daemon:
             ran, reports, slot = run_to_completion(self._round())
             if ran or not self.stopping.is_set():
                 self._log_round(ran, reports or [], time.monotonic() - started)
+                ping_in_background(self.settings.heartbeat, ran, reports or [])
             return slot if ran else None
         except asyncio.CancelledError:
             log.warning("round_cancelled", holder=self.holder)
         except Exception as exc:  # a failed round must never stop the daemon
             log.error("round_error", error=repr(exc))
+            ping_in_background(self.settings.heartbeat, True, [], raised=True)
         finally:
             with self._running_lock:
                 self._running = None

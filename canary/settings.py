@@ -165,6 +165,25 @@ class Webhook(_Table):
         return {**data, "secret": read_secret_file(Path(data["secret_file"]), "secret_file")}
 
 
+class Heartbeat(_Table):
+    """A dead-man's switch (healthchecks.io's convention, which Cronitor and others accept): the
+    URL is pinged after each slot's round, with ``/fail`` appended when the round was not done.
+    The URL holds the check's secret: ``url_file`` reads it from a file, and it is never shown."""
+
+    url: SecretStr = SecretStr("")
+    url_file: Path | None = None
+    timeout_s: Positive = 10.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_from_file(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("url_file") in (None, ""):
+            return data
+        if data.get("url"):
+            raise ValueError("set url or url_file, not both")
+        return {**data, "url": read_secret_file(Path(data["url_file"]), "url_file")}
+
+
 class OtelSettings(_Table):
     """OpenTelemetry traces of rounds (needs ``pip install canary[otel]``); off by default."""
 
@@ -228,6 +247,7 @@ class Settings(BaseSettings, _Table):
     otel: OtelSettings = OtelSettings()
     models: tuple[ModelSettings, ...] = ()
     webhooks: tuple[Webhook, ...] = ()
+    heartbeat: Heartbeat = Heartbeat()
 
     @classmethod
     def settings_customise_sources(

@@ -50,6 +50,7 @@ def round_now(
     from canary.core.oneshot import unfinished
     from canary.core.plan import slot_of
     from canary.daemon import lease_renew_s
+    from canary.heartbeat import ping
     from canary.logs import scrub
     from canary.runner import RoundRunner, runner_id
     from canary.scheduler import round_turn
@@ -97,6 +98,8 @@ def round_now(
             else {}
         )
     except STORE_ERRORS as exc:
+        if not extra:
+            ping(settings.heartbeat, True, [], raised=True)
         fail(
             f"the store at {redact_url(settings.database_url)} failed during the round: "
             f"{type(exc).__name__}: {first_line(exc)}",
@@ -108,6 +111,8 @@ def round_now(
         wiring.store.dispose()
     _print_reports(reports, earlier, json_output)
     failed = unfinished(reports)
+    if not extra:  # an extra round is outside the schedule: the switch expects one per slot
+        ping(settings.heartbeat, ran, reports)
     if failed:
         fail("round not done: " + scrub("; ".join(failed)), code=1)
 
