@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -221,7 +224,7 @@ async def run_demo(
             controls_of=lambda model: settings.model(model).controls,
         )
         ignore.refresh()
-        port = free_port(port)
+        asked, port = port, free_port(port)
         next_round = next_slot(settings)
         app = create_app(
             settings,
@@ -232,6 +235,8 @@ async def run_demo(
             next_round=lambda now: None if clock.following else next_round(now),
         )
         server, thread = _serve_api(app, port)
+        if asked and port != asked:
+            say(f"port {asked} is taken: serving on {port} instead (choose one with --port)")
         say(
             f"simulator with {sum(len(m.providers) for m in loaded.models)} providers at {sim.base_url}"
         )
@@ -278,13 +283,14 @@ async def run_demo(
                 f"\ndone after {rounds} rounds. Apps put this into provider.ignore: "
                 f"{json.dumps(lists)}"
             )
+            canary = canary_command()
             say(f"the store is kept in {folder}; inspect it afterwards with:")
-            say(f"  canary --config {config} status")
+            say(f"  {canary} --config {shlex.quote(str(config))} status")
             if keep_serving:
                 say(
                     f"\nserving the status page at http://127.0.0.1:{port}/ until Ctrl-C "
                     "(--exit ends the demo after its rounds); it follows the store: try "
-                    f"`canary --config {config} exclude add -m {model_ids[0]} -p PROVIDER "
+                    f"`{canary} --config {shlex.quote(str(config))} exclude add -m {model_ids[0]} -p PROVIDER "
                     "-r REASON`"
                 )
                 while True:  # like the daemon's housekeeping, without rounds or webhooks
@@ -295,6 +301,18 @@ async def run_demo(
             thread.join(timeout=5)
             wiring.store.dispose()
     return lists
+
+
+def canary_command() -> str:
+    """How a shell runs this canary: ``canary`` when that is the one on PATH, else its full path
+    (a virtual environment not activated), else ``python -m canary``."""
+    here = Path(sys.executable).parent / "canary"
+    on_path = shutil.which("canary")
+    if on_path is not None and here.exists() and Path(on_path).resolve() == here.resolve():
+        return "canary"
+    if here.exists():
+        return shlex.quote(str(here))
+    return f"{shlex.quote(sys.executable)} -m canary"
 
 
 def _follow_store(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from polling import wait_for
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.demo import run_demo
+from canary.demo import canary_command, run_demo
 from canary.net import free_port
 from canary.settings import Settings
 from canary.store.repository import Store
@@ -82,8 +83,11 @@ def test_demo_command_runs_from_the_cli_and_leaves_a_store_to_inspect(
     assert "status page  http://127.0.0.1:" in result.output
     assert not (tmp_path / "canary.db").exists()  # the demo keeps its store to itself
     assert (folder / "canary.db").is_file()
-    line = f"  canary --config {folder / 'canary.toml'} status"
+    # the command as a shell runs it: the venv's own canary when that is not on PATH
+    line = f"  {canary_command()} --config {folder / 'canary.toml'} status"
     assert f"the store is kept in {folder}; inspect it afterwards with:\n{line}\n" in result.output
+    ran = subprocess.run(line.split(), capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stderr
     # the printed line works on the real clock, after the demo
     args = line.split()[1:]
     status = CliRunner().invoke(app, [*args, "--json"])
@@ -264,3 +268,33 @@ def test_the_serving_demo_follows_its_store_written_by_the_operator_commands(
         assert (entry["layer"], entry["reason"]) == ("runtime", "incident 3: slow in eu")
     finally:
         demo.stop()
+
+
+def test_a_taken_port_is_said_not_silently_moved(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        asked = taken.getsockname()[1]
+        asyncio.run(
+            run_demo(
+                Settings(database_url=f"sqlite:///{tmp_path / 'unused.db'}"),
+                rounds=1,
+                port=asked,
+                say=lines.append,
+                folder=tmp_path,
+                pause_s=0,
+                keep_serving=False,
+            )
+        )
+    moved = [line for line in lines if line.startswith(f"port {asked} is taken: serving on ")]
+    assert len(moved) == 1, lines
+
+
+def test_the_command_printed_is_one_a_shell_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # the venv not activated: its canary is not on PATH
+    assert canary_command() == CANARY
+    monkeypatch.setenv("PATH", str(Path(CANARY).parent))
+    assert canary_command() == "canary"
