@@ -196,12 +196,20 @@ def _readable_errors(
     except InvalidTag as exc:
         fail(str(exc))
     except errors as exc:
-        fail(
-            f"cannot {action} the store at {redact_url(settings.database_url)}: "
-            f"{type(exc).__name__}: {first_line(exc)} "
-            "(has `canary db upgrade` been run?)",
-            code=1,
-        )
+        problem = f"{type(exc).__name__}: {first_line(exc)}"
+        fail(store_problem(f"cannot {action}", redact_url(settings.database_url), problem), code=1)
+
+
+# what the drivers say of a schema that is not there (SQLite; PostgreSQL)
+_NO_SCHEMA = ("no such table", "undefinedtable", "does not exist")
+
+
+def store_problem(doing: str, where: str, problem: str) -> str:
+    """One honest line: a store that cannot be reached is said to be unreachable; only a store
+    without canary's tables is asked whether `canary db upgrade` was run."""
+    if any(marker in problem.lower() for marker in _NO_SCHEMA):
+        return f"{doing} the store at {where}: {problem} (has `canary db upgrade` been run?)"
+    return f"{doing} the store at {where}: it is unreachable ({problem})"
 
 
 def names(values: Sequence[str]) -> str:
@@ -298,9 +306,6 @@ def ignore_service(
     if not service.refresh():
         from canary.settings import redact_url
 
-        fail(
-            f"cannot read the store at {redact_url(ops.settings.database_url)}: "
-            f"{service.last_error or 'unknown error'} (has `canary db upgrade` been run?)",
-            code=1,
-        )
+        where = redact_url(ops.settings.database_url)
+        fail(store_problem("cannot read", where, service.last_error or "unknown error"), code=1)
     return service

@@ -53,3 +53,17 @@ def test_before_the_first_round_any_provider_can_be_excluded_when_forced(tmp_pat
     assert result.exit_code == 0, result.output
     assert [e.tag for e in store.active_exclusions("acme/new", datetime.now(UTC))] == ["badhost"]
     store.dispose()
+
+
+def test_an_unreachable_store_is_said_to_be_unreachable_not_unmigrated(tmp_path: Path) -> None:
+    from canary.net import free_port
+
+    config = tmp_path / "canary.toml"
+    url = f"postgresql+psycopg://canary:pw-secret@127.0.0.1:{free_port()}/canary"  # nothing there
+    config.write_text(f'database_url = "{url}"\n[[models]]\nid = "acme/a"\n', encoding="utf-8")
+    for command in (["status"], ["quarantine", "list"]):
+        result = CliRunner().invoke(app, ["--config", str(config), *command])
+        assert result.exit_code == 1, (command, result.output)
+        (line,) = result.stderr.splitlines()
+        assert "is unreachable" in line and "db upgrade" not in line, line
+        assert "pw-secret" not in result.output
