@@ -48,5 +48,5 @@ bench: $(BIN)/canary
 	for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 lint: $(VENV)/.lint-tools
-	$(BIN)/ruff check canary tests
+	$(BIN)/ruff check canary client tests
 	$(BIN)/mypy

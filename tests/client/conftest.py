@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -140,11 +141,19 @@ def server() -> Iterator[IgnoreListServer]:
 
 
 class FakeClock:
+    """A monotonic clock moved by hand, and the wall clock that moves with it (``wall``): it
+    starts at 2026-11-29T12:00Z, two hours after the test server's ``generated_at``."""
+
+    WALL_START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
     def __init__(self) -> None:
         self.now = 1000.0
 
     def __call__(self) -> float:
         return self.now
+
+    def wall(self) -> datetime:
+        return self.WALL_START + timedelta(seconds=self.now - 1000.0)
 
 
 @pytest.fixture

@@ -14,7 +14,9 @@ MODEL = "acme/roleplay-1"
 
 
 def make(server: Any, clock: Any, cache: Path | None = None, **kw: Any) -> IgnoreListClient:
-    return IgnoreListClient(server.base_url, MODEL, cache_path=cache, clock=clock, **kw)
+    return IgnoreListClient(
+        server.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall, **kw
+    )
 
 
 def test_fetches_the_list_and_the_provider_object(server: Any, clock: Any) -> None:

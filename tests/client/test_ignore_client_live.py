@@ -107,7 +107,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
 
 def test_reads_canarys_list_and_revalidates_with_its_etag(live: Live, clock: Any) -> None:
-    with IgnoreListClient(live.base_url, MODEL, clock=clock) as client:
+    with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall) as client:
         assert client.provider() == {"ignore": ["bad-host"]}
         clock.now += 60  # past the server's max-age: revalidate
         assert client.get() == ["bad-host"]
@@ -118,7 +118,7 @@ def test_keeps_the_list_when_canarys_store_goes_away(
     live: Live, clock: Any, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache" / "ignore.json"
-    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock) as client:
+    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall) as client:
         assert client.get() == ["bad-host"]
         live.store.dispose()
         live.db.unlink()  # the store loses its tables: the server fails static
@@ -127,13 +127,13 @@ def test_keeps_the_list_when_canarys_store_goes_away(
         assert client.get() == ["bad-host"]
         assert client.stale is True  # the server said "stale": true
     live.stop()  # canary is gone altogether: a restarted app still has the list from disk
-    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock) as restarted:
+    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall) as restarted:
         assert restarted.get() == ["bad-host"]
         assert restarted.last_error is not None
 
 
 def test_an_unknown_model_is_no_list(live: Live, clock: Any) -> None:
-    with IgnoreListClient(live.base_url, "other/model", clock=clock) as client:
+    with IgnoreListClient(live.base_url, "other/model", clock=clock, wall_clock=clock.wall) as client:
         with pytest.raises(IgnoreListUnavailable, match="HTTP 404"):
             client.get()
 
@@ -157,12 +157,12 @@ def test_an_app_that_states_its_needs_gets_the_list_cut_for_them(
     )  # fmt: skip
     assert live.service.refresh()
     cache = tmp_path / "ignore.json"
-    with IgnoreListClient(live.base_url, MODEL, clock=clock, needs=["tools"]) as tools:
+    with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall, needs=["tools"]) as tools:
         assert tools.get() == ["bad-host"]
-    with IgnoreListClient(live.base_url, MODEL, clock=clock, cache_path=cache) as full:
+    with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall, cache_path=cache) as full:
         assert full.get() == ["bad-host", "schema-host"]
     with IgnoreListClient(
-        live.base_url, MODEL, clock=clock, cache_path=cache, needs=["tools"]
+        live.base_url, MODEL, clock=clock, wall_clock=clock.wall, cache_path=cache, needs=["tools"]
     ) as other:  # a cache written for the full list is not a list cut for other needs
         live.stop()
         with pytest.raises(IgnoreListUnavailable):
@@ -180,7 +180,7 @@ def test_revalidating_against_two_replicas_across_housekeeping_gets_304s(
     balancer = Balancer(replicas)
     try:
         with IgnoreListClient(
-            "http://canary.internal", MODEL, clock=clock, transport=balancer
+            "http://canary.internal", MODEL, clock=clock, wall_clock=clock.wall, transport=balancer
         ) as c:
             assert c.get() == ["bad-host"]
             for _ in range(4):
