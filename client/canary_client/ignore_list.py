@@ -445,9 +445,11 @@ class AsyncIgnoreListClient(_Face):
         """Start the background refresh; with no list held, wait for the first answer (at most
         ``timeout_s``) so the first requests have one."""
         if self._background and self._task is None:
+            first = 0.0
             if self._rules.held is None:
                 await self.refresh()
-            self._task = asyncio.create_task(self._loop(), name=f"canary-{self.model}")
+                first = self._next_s()
+            self._task = asyncio.create_task(self._loop(first), name=f"canary-{self.model}")
 
     async def get(self) -> list[str]:
         """Tags for ``provider.ignore`` (a new list each call)."""
@@ -479,10 +481,14 @@ class AsyncIgnoreListClient(_Face):
             await asyncio.to_thread(_save, self._rules.cache_path, self._rules.needs, changed)
         return self._rules.last_error is None
 
-    async def _loop(self) -> None:
+    def _next_s(self) -> float:
+        return max(self._poll_every_s, self._rules.wait_s())
+
+    async def _loop(self, delay: float) -> None:
         while True:
-            await asyncio.sleep(max(self._poll_every_s, self._rules.wait_s()))
+            await asyncio.sleep(delay)
             await self.refresh()
+            delay = self._next_s()
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -26,11 +26,15 @@ class Behaviour:
     generated_at: str = "2026-11-29T10:00:00+00:00"
     mode: str = "ok"  # ok | status | garbage | not_object | wrong_model | hang
     status: int = 500
+    usable: int | None = 3
+    floor_breached: bool = False
+    until: dict[str, str] = field(default_factory=dict)  # tag -> its entry's `until`
     cache_control: str = "no-cache"
     seen: list[dict[str, Any]] = field(
         default_factory=list
     )  # per request: path, model, if_none_match
     release: threading.Event = field(default_factory=threading.Event)  # ends a "hang"
+    received: threading.Event = field(default_factory=threading.Event)  # set by every request
 
 
 class IgnoreListServer:
@@ -59,6 +63,7 @@ class IgnoreListServer:
                         "if_none_match": self.headers.get("If-None-Match"),
                     }
                 )
+                behaviour.received.set()
                 if url.path != "/v1/ignore-list":
                     return self._send(404, b'{"error": "not found"}')
                 if behaviour.mode == "hang":  # accept, then never answer (until stop())
@@ -83,10 +88,12 @@ class IgnoreListServer:
                             "layer": "quarantine",
                             "reason": "test",
                             "since": None,
-                            "until": None,
+                            "until": behaviour.until.get(t),
                         }
                         for t in behaviour.ignore
                     ],
+                    "usable_endpoints": behaviour.usable,
+                    "floor_breached": behaviour.floor_breached,
                     "generated_at": behaviour.generated_at,
                     "stale": behaviour.stale,
                     "policy_version": "p1",
