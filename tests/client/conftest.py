@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from canary.sim.server import RunningSimulator, start_simulator
+
 MODEL = "acme/roleplay-1"
 
 
@@ -166,3 +168,25 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def sim_scenario() -> dict[str, Any]:
+    """Three hosts of MODEL, answering at once."""
+    fast = {"ttft_ms": 1, "tokens_per_second": 8000}
+    hosts = [("alpha", "Alpha"), ("bravo", "Bravo"), ("charlie", "Charlie")]
+    providers = [{"tag": tag, "name": name, **fast} for tag, name in hosts]
+    return {"seed": 3, "models": [{"id": MODEL, "providers": providers}]}
+
+
+@pytest.fixture(scope="module")
+def running_sim() -> Iterator[RunningSimulator]:
+    with start_simulator(sim_scenario()) as sim:
+        yield sim
+
+
+@pytest.fixture
+def sim(running_sim: RunningSimulator) -> RunningSimulator:
+    """canary's OpenRouter simulator (`canary sim`), in-process over loopback, reset per test."""
+    running_sim.state.reset()
+    return running_sim
+
