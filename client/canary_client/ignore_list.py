@@ -25,7 +25,7 @@ The rules:
   without ``ignore``.
 - ``background=True``: a thread (sync) or a task (async) refreshes the list every
   ``poll_every_s`` (or when the server's ``max-age`` ends, if later), and ``get()`` never waits
-  on canary.
+  on canary. With nothing on disk, starting waits for a first list (at most ``timeout_s``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ _AS_OF_WRITES = timedelta(hours=1)
 WARN_EVERY_S = 60.0  # failure warnings, at most one per this many seconds
 # The capabilities a list can be cut for (canary.core.needs.KNOWN_NEEDS; a test keeps them equal).
 KNOWN_NEEDS = ("structured_outputs", "tools")
-Policy = Literal["send_all", "raise"]
+Policy = Literal["ignore_nothing", "raise"]
 WallClock = Callable[[], datetime]
 
 
@@ -148,24 +148,24 @@ class _Rules:
         self,
         model: str,
         needs: Sequence[str],
-        cache_path: Path | None,
+        cache_path: Path | str | None,
         retry_after_error_s: float,
         max_stale_s: float,
         everything_excluded: Policy,
         clock: Callable[[], float],
         wall_clock: WallClock,
     ) -> None:
-        if everything_excluded not in ("send_all", "raise"):
-            raise ValueError(f"everything_excluded: 'send_all' or 'raise', not {everything_excluded!r}")
+        if everything_excluded not in ("ignore_nothing", "raise"):
+            raise ValueError(f"everything_excluded: 'ignore_nothing' or 'raise', not {everything_excluded!r}")
         self.model = model
         self.needs = _needs_param(needs)
-        self.cache_path = cache_path
+        self.cache_path = None if cache_path is None else Path(cache_path)
         self.retry_after_error_s = retry_after_error_s
         self.max_stale = timedelta(seconds=max_stale_s)
         self.policy = everything_excluded
         self.clock = clock
         self.wall_clock = wall_clock
-        self.held: HeldList | None = _load(cache_path, model, self.needs)
+        self.held: HeldList | None = _load(self.cache_path, model, self.needs)
         self.fresh_until: float | None = None  # no request before this (server's max-age)
         self.quiet_until: float | None = None  # no request before this (after an error)
         self.last_error: str | None = None
@@ -324,12 +324,12 @@ class IgnoreListClient(_Face):
         base_url: str,
         model: str,
         *,
-        cache_path: Path | None = None,
+        cache_path: Path | str | None = None,
         timeout_s: float = 2.0,
         transport: httpx.BaseTransport | None = None,
         retry_after_error_s: float = 5.0,
         max_stale_s: float = 24 * 3600,
-        everything_excluded: Policy = "send_all",
+        everything_excluded: Policy = "ignore_nothing",
         needs: Sequence[str] = (),
         background: bool = False,
         poll_every_s: float = 15.0,
@@ -348,7 +348,13 @@ class IgnoreListClient(_Face):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if background:
-            self._thread = threading.Thread(target=self._loop, name=f"canary-{model}", daemon=True)
+            first = 0.0
+            if self._rules.held is None:  # nothing on disk: wait for a first list (timeout_s)
+                self._fetch()
+                first = self._next_s()
+            self._thread = threading.Thread(
+                target=self._loop, args=(first,), name=f"canary-{model}", daemon=True
+            )
             self._thread.start()
 
     def get(self) -> list[str]:
@@ -385,13 +391,14 @@ class IgnoreListClient(_Face):
             _save(self._rules.cache_path, self._rules.needs, changed)
         return ok
 
-    def _loop(self) -> None:
-        while True:
+    def _next_s(self) -> float:
+        with self._state:
+            return max(self._poll_every_s, self._rules.wait_s())
+
+    def _loop(self, delay: float) -> None:
+        while not self._stop.wait(delay):
             self._fetch()
-            with self._state:
-                delay = max(self._poll_every_s, self._rules.wait_s())
-            if self._stop.wait(delay):
-                return
+            delay = self._next_s()
 
     def close(self) -> None:
         self._stop.set()
@@ -416,12 +423,12 @@ class AsyncIgnoreListClient(_Face):
         base_url: str,
         model: str,
         *,
-        cache_path: Path | None = None,
+        cache_path: Path | str | None = None,
         timeout_s: float = 2.0,
         transport: httpx.AsyncBaseTransport | None = None,
         retry_after_error_s: float = 5.0,
         max_stale_s: float = 24 * 3600,
-        everything_excluded: Policy = "send_all",
+        everything_excluded: Policy = "ignore_nothing",
         needs: Sequence[str] = (),
         background: bool = False,
         poll_every_s: float = 15.0,
