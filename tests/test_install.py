@@ -154,3 +154,14 @@ def test_the_demo_runs_from_the_installed_package(installed: Installed) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "done after 1 rounds" in done.stdout
     assert (installed.home / "demo" / "canary.db").is_file()
+
+
+def test_the_app_side_helper_ships_with_canary(installed: Installed) -> None:
+    program = (
+        "import canary.client, canary_client; "
+        "assert canary.client.IgnoreListClient is canary_client.IgnoreListClient; "
+        "print(canary_client.__file__)"
+    )
+    done = installed.run("python", "-c", program)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(installed.venv)
