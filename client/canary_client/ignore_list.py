@@ -31,6 +31,7 @@ The rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -45,18 +46,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-
-__all__ = [
-    "KNOWN_NEEDS",
-    "AsyncIgnoreListClient",
-    "Entry",
-    "EverythingExcluded",
-    "HeldList",
-    "IgnoreListClient",
-    "IgnoreListUnavailable",
-    "UnknownNeed",
-    "merge_provider",
-]
 
 log = logging.getLogger("canary_client")
 _CACHE_FORMAT = 2
@@ -186,7 +175,7 @@ class _Rules:
     def wait_s(self) -> float:
         """Seconds before a request is due (0: due now)."""
         now = self.clock()
-        until = [t for t in (self.quiet_until, self.fresh_until if self.held else None) if t]
+        until = [t for t in (self.quiet_until, self.fresh_until if self.held else None) if t is not None]
         return max([0.0, *(t - now for t in until)])
 
     def answered(self, response: httpx.Response) -> HeldList | None:
@@ -500,10 +489,8 @@ class AsyncIgnoreListClient(_Face):
     async def aclose(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
             self._task = None
         await self._http.aclose()
 
