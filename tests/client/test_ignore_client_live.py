@@ -109,6 +109,9 @@ def live(tmp_path: Path) -> Iterator[Live]:
 def test_reads_canarys_list_and_revalidates_with_its_etag(live: Live, clock: Any) -> None:
     with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall) as client:
         assert client.provider() == {"ignore": ["bad-host"]}
+        assert client.floor_breached is False
+        assert client.usable_endpoints is None  # canary has not listed the model's endpoints yet
+        assert client.held is not None and client.held.entries[0].layer == "runtime"
         clock.now += 60  # past the server's max-age: revalidate
         assert client.get() == ["bad-host"]
         assert client.last_error is None and client.stale is False
