@@ -108,3 +108,24 @@ def test_the_litellm_snippet_sends_its_call_with_the_list(
     run(APPS, "litellm")
     assert capsys.readouterr().out.strip()
     assert served(sim) == ["charlie"]
+
+
+@pytest.mark.slow  # starts bash and curl
+def test_the_curl_snippet_revalidates_against_canarys_own_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_ignore_client_live import Live
+
+    live = Live(tmp_path)
+    try:
+        monkeypatch.setenv("CANARY_URL", live.base_url)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", snippets(APPS)["curl"]],
+            cwd=tmp_path, env={**os.environ}, capture_output=True, text=True, timeout=20,
+            check=False,
+        )  # fmt: skip
+    finally:
+        live.stop()
+    assert done.returncode == 0, done.stderr
+    assert '"ignore":["bad-host"]' in done.stdout.replace(" ", "")
+    assert done.stdout.splitlines()[-1] == "304"
