@@ -66,6 +66,20 @@ class _Wrapped:
             return self._async_call(value) if self._async else self._sync_call(value)
         return value
 
+    def __enter__(self) -> _Wrapped:  # `with with_ignore_list(OpenAI(...), ignore) as client`
+        self._target.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._target.__exit__(*exc)
+
+    async def __aenter__(self) -> _Wrapped:
+        await self._target.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._target.__aexit__(*exc)
+
     def _sync_call(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def with_list(*args: Any, **kwargs: Any) -> Any:
             ignore = self._lists.get(kwargs.get("model", ""))

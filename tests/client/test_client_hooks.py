@@ -38,13 +38,14 @@ def ignore(server: Any, clock: Any) -> Iterator[IgnoreListClient]:
 def test_the_openai_wrapper_adds_the_list_to_every_call(
     sim: RunningSimulator, ignore: IgnoreListClient
 ) -> None:
-    with OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0) as plain:
-        client = with_ignore_list(plain, ignore)
+    plain = OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0)
+    with with_ignore_list(plain, ignore) as client:  # closes the client it wraps
         for _ in range(4):
             reply = client.chat.completions.create(model=MODEL, messages=HELLO)
             assert reply.choices[0].message.content
         stream = client.chat.completions.create(model=MODEL, messages=HELLO, stream=True)
         assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert plain.is_closed()
     assert served(sim) == ["charlie"] * 5
 
 
@@ -85,16 +86,15 @@ def test_the_async_openai_wrapper_adds_the_list(
     server.behaviour.ignore = ["bravo", "charlie"]
 
     async def main() -> None:
-        async with (
-            AsyncIgnoreListClient(
-                server.base_url, MODEL, background=True, clock=clock, wall_clock=clock.wall
-            ) as ignore,
-            AsyncOpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0) as plain,
-        ):
-            client = with_ignore_list(plain, ignore)
-            await asyncio.gather(
-                *(client.chat.completions.create(model=MODEL, messages=HELLO) for _ in range(3))
-            )
+        async with AsyncIgnoreListClient(
+            server.base_url, MODEL, background=True, clock=clock, wall_clock=clock.wall
+        ) as ignore:
+            plain = AsyncOpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0)
+            async with with_ignore_list(plain, ignore) as client:
+                await asyncio.gather(
+                    *(client.chat.completions.create(model=MODEL, messages=HELLO) for _ in range(3))
+                )
+            assert plain.is_closed()
 
     asyncio.run(main())
     assert served(sim) == ["alpha"] * 3
