@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.events import Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed
-from canary.core.model import Event, Exclusion, Look, RoundVerdict
+from canary.core.model import Exclusion, Look, RoundVerdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import Decision, decide_model, expire_due
 from canary.store.repository import Store

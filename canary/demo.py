@@ -25,10 +25,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from canary.core.model import EventKind, Verdict
+from canary.core.events import (
+    FloorHeld,
+    ModelWide,
+    ProbeWeak,
+    QuarantineStarted,
+    QuarantineWithheld,
+    Released,
+    WouldQuarantine,
+)
+from canary.core.model import Verdict, iso_utc
 from canary.core.plan import slot_of
 from canary.daemon import HOUSEKEEPING_EVERY_S
-from canary.drill import SIM_KEY, drill_settings, iso
+from canary.drill import SIM_KEY, drill_settings
 from canary.ignorelist import utc_now
 from canary.net import free_port
 from canary.runner import ModelRound, RoundRunner
@@ -256,7 +265,7 @@ async def run_demo(
                         await asyncio.sleep(pause_s)
                     now = clock()
                     say(
-                        f"\nround {k}/{rounds} at {iso(now)}: probing every provider, pinned, no fallback"
+                        f"\nround {k}/{rounds} at {iso_utc(now)}: probing every provider, pinned, no fallback"
                     )
                     reports = await RoundRunner(wiring, client, clock=clock).run(
                         scheduled_at=slot_of(now, settings.interval_minutes)
@@ -347,15 +356,11 @@ def _tell(report: ModelRound, say: Callable[[str], None]) -> None:
         note = f"  ({(weak[0].reason or '').replace('_', ' ')})" if weak and not failed else ""
         say(f"  {marks[verdict.verdict]} {tag:<14} {why}{note}")
     for event in report.events:
-        d = event.detail
-        if event.kind is EventKind.quarantine:
-            say(f"  >> QUARANTINE {event.tag} until {iso(d.get('until'))} (step {d.get('step')})")
-        elif event.kind is EventKind.release:
-            say(f"  >> release {event.tag} ({d.get('why')})")
-        elif event.kind in (
-            EventKind.would_quarantine,
-            EventKind.floor_held,
-            EventKind.model_wide,
-            EventKind.probe_weak,
+        if isinstance(event, QuarantineStarted):
+            say(f"  >> QUARANTINE {event.tag} until {iso_utc(event.until)} (step {event.step})")
+        elif isinstance(event, Released):
+            say(f"  >> release {event.tag} ({event.why})")
+        elif isinstance(
+            event, WouldQuarantine | FloorHeld | QuarantineWithheld | ModelWide | ProbeWeak
         ):
-            say(f"  >> {event.kind.value} {event.tag or ''} {d}")
+            say(f"  >> {event.kind.value} {event.tag or ''} {event.detail}")

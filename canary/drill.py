@@ -14,10 +14,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import SecretStr
+from pydantic import JsonValue, SecretStr
 
+from canary.core.events import Event, VerdictEvent
 from canary.core.floor import Publication
-from canary.core.model import Contract, Event, EventKind, RoundVerdict, looks_json
+from canary.core.model import Contract, RoundVerdict, iso_utc, looks_json
 from canary.core.plan import slot_of
 from canary.runner import ModelRound, RoundRunner
 from canary.settings import ModelSettings, Settings, with_changes
@@ -47,12 +48,6 @@ class DrillResult:
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["event"] == kind]
-
-
-def iso(at: datetime | str | None) -> str | None:
-    if isinstance(at, str):
-        return at
-    return at.astimezone(UTC).isoformat().replace("+00:00", "Z") if at else None
 
 
 def drill_settings(
@@ -90,7 +85,7 @@ def drill_store_url(explicit: str | None) -> Iterator[str]:
 def verdict_event(k: int, at: datetime, verdict: RoundVerdict) -> dict[str, Any]:
     return {
         "round": k,
-        "at": iso(at),
+        "at": iso_utc(at),
         "event": "verdict",
         "model": verdict.model,
         "provider": verdict.tag,
@@ -108,16 +103,15 @@ def _language_of(verdict: RoundVerdict) -> str | None:
     return result.language if result is not None else None
 
 
-def decision_event(k: int, at: datetime, event: Event) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def decision_event(k: int, at: datetime, event: Event) -> dict[str, JsonValue]:
+    body: dict[str, JsonValue] = {
         "round": k,
-        "at": iso(at),
+        "at": iso_utc(at),
         "event": event.kind.value,
         "model": event.model,
         "provider": event.tag,
     }
-    for key, value in event.detail.items():
-        body.setdefault(key, iso(value) if isinstance(value, datetime) else value)
+    body |= {key: value for key, value in event.detail.items() if key not in body}
     if event.evidence:
         body["evidence"] = looks_json(event.evidence)
     return body
@@ -126,7 +120,7 @@ def decision_event(k: int, at: datetime, event: Event) -> dict[str, Any]:
 def round_events(k: int, report: ModelRound) -> list[dict[str, Any]]:
     lines = [verdict_event(k, report.at, v) for _, v in sorted(report.verdicts.items())]
     lines += [
-        decision_event(k, report.at, e) for e in report.events if e.kind is not EventKind.verdict
+        decision_event(k, report.at, e) for e in report.events if not isinstance(e, VerdictEvent)
     ]
     return lines
 
@@ -203,7 +197,7 @@ async def run_drill(
             summary = {
                 "event": "summary",
                 "rounds": rounds,
-                "at": iso(now),
+                "at": iso_utc(now),
                 "mode": settings.mode,
                 "ignore": {m: p.ignore for m, p in published.items()},
                 "floor_breached": sorted(m for m, p in published.items() if p.breached),

@@ -30,12 +30,21 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
+from pydantic import JsonValue
 
 from canary import metrics
-from canary.core.model import Look, looks_json
+from canary.core.events import (
+    Drifted,
+    ModelWide,
+    QuarantineStarted,
+    Released,
+    alerts,
+    explanation,
+)
+from canary.core.model import Look, iso_utc, looks_json
 from canary.logs import get_logger, scrub
 
 if TYPE_CHECKING:
@@ -73,7 +82,6 @@ TITLES = {
     "floor_restored": ":white_check_mark: capacity floor met again",
     "control_missing": ":warning: positive control missing from the listing",
 }
-_WHY_KINDS = frozenset({"floor_breached", "floor_restored", "floor_held", "control_missing"})
 
 
 class Outbox(Protocol):
@@ -117,37 +125,29 @@ def signed_headers(hook: WebhookLike, row_id: int, body: bytes, now: datetime) -
     return headers
 
 
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def summary(row: AuditRow) -> str:
     """One line a person can act on."""
-    detail: dict[str, Any] = dict(row.detail or {})
+    event = row.decided
     who = f"`{row.tag}` of `{row.model}`" if row.tag else f"`{row.model or 'canary'}`"
-    title = TITLES.get(row.event, row.event)
-    parts = [f"{title}: {who}"]
-    if row.event == "quarantine" and detail.get("until"):
+    parts = [f"{TITLES.get(row.event, row.event)}: {who}"]
+    if isinstance(event, QuarantineStarted) and event.until is not None:
         parts.append(
-            f"until {detail['until']}" + (f" (step {detail['step']})" if detail.get("step") else "")
+            f"until {iso_utc(event.until)}" + (f" (step {event.step})" if event.step else "")
         )
-    if row.event == "release" and detail.get("why"):
-        parts.append(f"({detail['why']})")
-    if row.event == "model_wide" and detail.get("contract"):
-        parts.append(f"contract {detail['contract']}")
-    if row.event == "drift" and detail.get("field"):
-        old, new = (_listed(detail.get(k)) for k in ("old", "new"))
-        parts.append(f"{detail['field']}: {old} → {new}")
-    reason = detail.get("reason") or detail.get("detail") or detail.get("error")
-    if row.event in _WHY_KINDS:
-        reason = detail.get("why") or reason
+    elif isinstance(event, Released) and event.why:
+        parts.append(f"({event.why})")
+    elif isinstance(event, ModelWide):
+        parts.append(f"contract {event.contract}")
+    elif isinstance(event, Drifted) and event.field:
+        parts.append(f"{event.field}: {_listed(event.old)} → {_listed(event.new)}")
+    reason = explanation(event)
+    if isinstance(event, Released) and reason == event.why:
+        reason = ""  # said in brackets above
     if reason:
         parts.append(f"— {reason}")
     if row.evidence:
         parts.append(f"[{looks_text(row.evidence)}]")
-    return scrub(" ".join(str(p) for p in parts))
+    return scrub(" ".join(parts))
 
 
 def looks_text(looks: Sequence[Look]) -> str:
@@ -160,29 +160,29 @@ def looks_text(looks: Sequence[Look]) -> str:
     return ", ".join(f"{look.kind.value} {look.id}" for look in looks)
 
 
-def _listed(value: Any) -> Any:
+def _listed(value: JsonValue) -> str:
     """A list (a model-level served-model change's previous ids) as ``a, b``."""
-    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def json_body(row: AuditRow) -> dict[str, Any]:
+def json_body(row: AuditRow) -> dict[str, JsonValue]:
     return {
         "id": row.id,
         "event": row.event,
-        "at": _iso(row.at),
+        "at": iso_utc(row.at),
         "model": row.model,
         "provider": row.tag,
         "actor": row.actor,
-        "detail": row.detail or {},
+        "detail": row.detail,
         "evidence": looks_json(row.evidence or ()),
         "policy_version": row.policy_version,
         "summary": summary(row),
     }
 
 
-def slack_body(row: AuditRow) -> dict[str, Any]:
+def slack_body(row: AuditRow) -> dict[str, JsonValue]:
     text = summary(row)
-    fields = [f"*event* `{row.event}`", f"*at* {_iso(row.at)}", f"*actor* {row.actor}"]
+    fields = [f"*event* `{row.event}`", f"*at* {iso_utc(row.at)}", f"*actor* {row.actor}"]
     if row.policy_version:
         fields.append(f"*policy* `{row.policy_version}`")
     return {
@@ -195,12 +195,8 @@ def slack_body(row: AuditRow) -> dict[str, Any]:
 
 
 def should_send(row: AuditRow) -> bool:
-    """The core marked the row an alert, or did not say (every row of a kind that always alerts).
-    A drift change alerts only when marked so."""
-    detail = row.detail or {}
-    if "alert" in detail:
-        return bool(detail["alert"])
-    return row.event != "drift"
+    """See :func:`canary.core.events.alerts`."""
+    return alerts(row.decided)
 
 
 class Notifier:
@@ -296,7 +292,7 @@ class Notifier:
                 "notification_failed",
                 audit_id=row.id,
                 kind=row.event,
-                retry_at=_iso(retry_at),
+                retry_at=iso_utc(retry_at),
                 errors=failures,
             )
             self.store.mark_notify_failed(row.id, retry_at)

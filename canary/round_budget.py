@@ -16,7 +16,7 @@ from datetime import datetime
 
 from canary.core.alerts import budget_alert
 from canary.core.budget import BudgetCandidate, BudgetPlan, day_start, plan_budget
-from canary.core.model import Event
+from canary.core.events import Event
 from canary.store.repository import Store
 
 _ATTEMPTS = 20

@@ -34,13 +34,12 @@ from canary.core.alerts import (
 from canary.core.budget import BudgetCandidate, priority_of
 from canary.core.cost import estimate_round_cost
 from canary.core.drift import diff_snapshots, snapshot_of
+from canary.core.events import ControlMissing, Drifted, Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed, excluded_by
 from canary.core.model import (
     Endpoint,
     EndpointState,
-    Event,
-    EventKind,
     Layer,
     Look,
     RoundVerdict,
@@ -592,12 +591,13 @@ class RoundRunner:
 
     def _gate_daily(self, event: Event, now: datetime) -> Event:
         """A missing control is audited every round and alerted at most once a day."""
-        if event.kind is not EventKind.control_missing:
+        if not isinstance(event, ControlMissing):
             return event
-        rows = self.w.store.audit(
-            model=event.model, since=now - DAY, events=[EventKind.control_missing]
+        rows = self.w.store.audit(model=event.model, since=now - DAY, events=[event.kind])
+        last = max(
+            (r.at for r in rows if isinstance(r.decided, ControlMissing) and r.decided.alert),
+            default=None,
         )
-        last = max((r.at for r in rows if r.detail.get("alert")), default=None)
         return once_a_day(event, last, now)
 
     def _record_identity(
@@ -607,7 +607,7 @@ class RoundRunner:
         before: Mapping[str, str],
         served: Mapping[str, str],
         now: datetime,
-    ) -> list[Event]:
+    ) -> list[Drifted]:
         """What sits behind the model id: each endpoint's served model against its last one."""
         changes = served_model_changes(model, before, served)
         if not changes:
@@ -617,7 +617,7 @@ class RoundRunner:
 
     def _record_drift(
         self, model: ModelSettings, round_id: int, endpoints: Sequence[Endpoint], now: datetime
-    ) -> list[Event]:
+    ) -> list[Drifted]:
         store = self.w.store
         before = store.latest_snapshot(model.id)
         after = {e.tag: snapshot_of(e) for e in endpoints}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
 from canary.core.document import IgnoreDocument
+from canary.core.events import explanation
 from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
 from canary.views.records import iso, parse_when
@@ -363,18 +364,14 @@ def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: flo
 def _events(section: ModelSection, now: datetime) -> str:
     if not section.events:
         return ""
-    items = []
-    for e in section.events:
-        at = parse_when(e["at"]) if e["at"] else None
-        detail = e.get("detail") or {}
-        why = detail.get("reason") or detail.get("why") or ""
-        items.append(
-            f'<li><span class=muted title="{escape(e["at"] or "")}">{escape(_ago(now, at))}</span> '
-            f"<b>{escape(EVENT_LABELS.get(e['event'], e['event']))}</b>"
-            f"{' <code>' + escape(e['provider']) + '</code>' if e.get('provider') else ''}"
-            f" <span class=muted>by {escape(str(e.get('actor') or ''))}</span> "
-            f"{escape(str(why))}</li>"
-        )
+    items = [
+        f'<li><span class=muted title="{iso(e.at)}">{escape(_ago(now, e.at))}</span> '
+        f"<b>{escape(EVENT_LABELS.get(e.event, e.event))}</b>"
+        f"{' <code>' + escape(e.tag) + '</code>' if e.tag else ''}"
+        f" <span class=muted>by {escape(e.actor)}</span> "
+        f"{escape(explanation(e.decided))}</li>"
+        for e in section.events
+    ]
     return f"<h3>Latest decisions</h3><ul class=events>{''.join(items)}</ul>"
 
 

@@ -13,10 +13,11 @@ from canary.store.engine import STORE_ERRORS
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
-from canary.views.records import audit_json, quarantine_json
+from canary.views.records import quarantine_json
 
 if TYPE_CHECKING:
     from canary.settings import Settings
+    from canary.store.log_rows import AuditRow
     from canary.store.repository import Store
 
 TIMELINE_DAYS = 14
@@ -29,7 +30,7 @@ class ModelSection:
     providers: list[ProviderView]
     published: Published | None
     quarantines: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    events: list[AuditRow]
     error: str | None
     cost: ModelSpend | None = None
 
@@ -105,7 +106,7 @@ def gather(
                 for q in store.quarantines(model=model, active_only=False, now=now)
                 if (q.until or now) >= since
             ]
-            events = [audit_json(a) for a in store.audit(model=model, since=since, limit=12)]
+            events = store.audit(model=model, since=since, limit=12)
             sections.append(
                 ModelSection(
                     model,

@@ -9,7 +9,7 @@ They act on the store directly (no daemon needed) and are audited like the API, 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -31,6 +31,9 @@ from canary.cli.ops_base import (
     show,
     when,
 )
+
+if TYPE_CHECKING:
+    from canary.store.log_rows import AuditRow
 
 # -- quarantine -------------------------------------------------------------------------------
 
@@ -361,31 +364,29 @@ def audit(
 ) -> None:
     """Audit records: every automatic decision and operator action, newest first; --json prints
     GET /v1/audit's body."""
-    from canary.views.bodies import audit_body
+    from canary.views.records import audit_json, iso
 
     start = when(since, "--since") if since else None
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
-        body = audit_body(ops.store, model, start, limit)
+        rows = ops.store.audit(model=model, since=start, limit=limit)
     if as_json:
-        print_json(body)
+        print_json({"records": [audit_json(r) for r in rows]})
         return
-    records = body["records"]
     show(
         "audit",
         ("At", "Event", "Actor", "Model", "Provider", "Detail"),
-        [
-            (r["at"], r["event"], r["actor"], r["model"], r["provider"], _gist(r["detail"]))
-            for r in records
-        ],
+        [(iso(r.at), r.event, r.actor, r.model, r.tag, _gist(r)) for r in rows],
         "no audit record",
     )
 
 
-def _gist(detail: dict[str, Any]) -> str:
-    text = detail.get("reason") or detail.get("why")
-    return str(text or ", ".join(f"{k}={v}" for k, v in list(detail.items())[:4]))[:80]
+def _gist(row: AuditRow) -> str:
+    from canary.core.events import explanation
+
+    said = explanation(row.decided)
+    return (said or ", ".join(f"{k}={v}" for k, v in list(row.detail.items())[:4]))[:80]
 
 
 def register(app: typer.Typer) -> None:

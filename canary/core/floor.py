@@ -35,9 +35,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.events import (
+    Action,
+    ExclusionAdded,
+    ExclusionRemoved,
+    FloorBreached,
+    FloorRestored,
+    QuarantineWithheld,
+    Republished,
+)
 from canary.core.identity import Listed, excluded_by, usable
 from canary.core.layers import merge_layers
-from canary.core.model import FIXED_LAYERS, Event, EventKind, Exclusion, Layer, iso_utc
+from canary.core.model import FIXED_LAYERS, EventKind, Exclusion, Layer
 
 
 @dataclass(frozen=True)
@@ -125,10 +134,10 @@ class FloorChanges:
     """Each change with the audit row it writes; the store writes a row only if its change
     applied (a replica that sees the same change a moment later writes nothing)."""
 
-    withhold: tuple[tuple[int, Event], ...] = ()  # quarantine id to mark withheld, floor_held row
-    republish: tuple[tuple[int, Event], ...] = ()  # quarantine id published again, republished row
-    open_episode: Event | None = None  # floor_breached
-    close_episode: Event | None = None  # floor_restored
+    withhold: tuple[tuple[int, QuarantineWithheld], ...] = ()  # quarantine id to mark withheld
+    republish: tuple[tuple[int, Republished], ...] = ()  # quarantine id published again
+    open_episode: FloorBreached | None = None
+    close_episode: FloorRestored | None = None
 
     @property
     def empty(self) -> bool:
@@ -145,11 +154,11 @@ def reconcile(publication: Publication, record: FloorRecord) -> FloorChanges:
     republish = tuple(
         (
             i,
-            Event(
-                EventKind.republished,
-                publication.model,
-                tag,
-                {"quarantine_id": i, "why": "the capacity floor is met without withholding it"},
+            Republished(
+                model=publication.model,
+                tag=tag,
+                quarantine_id=i,
+                why="the capacity floor is met without withholding it",
             ),
         )
         for i, tag in sorted(record.withheld.items())
@@ -165,61 +174,47 @@ def reconcile(publication: Publication, record: FloorRecord) -> FloorChanges:
     )
 
 
-def restore_event(publication: Publication) -> Event:
-    return Event(
-        EventKind.floor_restored,
-        publication.model,
-        None,
-        {
-            "usable": len(publication.usable or ()),
-            "floor": publication.floor,
-            "why": f"{len(publication.usable or ())} usable endpoint(s), the floor of "
-            f"{publication.floor} is met again",
-        },
+def restore_event(publication: Publication) -> FloorRestored:
+    return FloorRestored(
+        model=publication.model,
+        usable=len(publication.usable or ()),
+        floor=publication.floor,
+        why=f"{len(publication.usable or ())} usable endpoint(s), the floor of "
+        f"{publication.floor} is met again",
     )
 
 
-def breach_event(publication: Publication, **extra: object) -> Event:
+def breach_event(publication: Publication) -> FloorBreached:
     """The row that opens a floor episode (one alert)."""
     usable_now = publication.usable or ()
-    return Event(
-        EventKind.floor_breached,
-        publication.model,
-        None,
-        {
-            "usable": len(usable_now),
-            "floor": publication.floor,
-            "usable_endpoints": list(usable_now),
-            "listed": len(publication.listing or ()),
-            "why": (
-                f"{len(usable_now)} usable endpoint(s) on the published list, below the capacity "
-                f"floor of {publication.floor}"
-            ),
-            "alert": True,
-            **extra,
-        },
+    return FloorBreached(
+        model=publication.model,
+        usable=len(usable_now),
+        floor=publication.floor,
+        usable_endpoints=tuple(usable_now),
+        listed=len(publication.listing or ()),
+        why=(
+            f"{len(usable_now)} usable endpoint(s) on the published list, below the capacity "
+            f"floor of {publication.floor}"
+        ),
     )
 
 
-def _withheld_event(publication: Publication, entry: Exclusion) -> Event:
-    return Event(
-        EventKind.floor_held,
-        publication.model,
-        entry.tag,
-        {
-            "withheld": entry.tag,
-            "quarantine_id": entry.id,
-            "since": iso_utc(entry.since),
-            "until": iso_utc(entry.until),
-            "floor": publication.floor,
-            "usable": len(publication.usable or ()),
-            "why": (
-                f"quarantine of {entry.tag} withheld from the published list: without it "
-                f"fewer than {publication.floor} endpoints would be usable"
-            ),
-            "alert": True,
-        },
-        entry.evidence,
+def _withheld_event(publication: Publication, entry: Exclusion) -> QuarantineWithheld:
+    return QuarantineWithheld(
+        model=publication.model,
+        tag=entry.tag,
+        withheld=entry.tag,
+        quarantine_id=entry.id,
+        since=entry.since,
+        until=entry.until,
+        floor=publication.floor,
+        usable=len(publication.usable or ()),
+        why=(
+            f"quarantine of {entry.tag} withheld from the published list: without it "
+            f"fewer than {publication.floor} endpoints would be usable"
+        ),
+        evidence=entry.evidence,
     )
 
 
@@ -319,7 +314,7 @@ def check_exclusion(
 class ExclusionAdmission:
     """What an admitted exclusion writes, in the transaction that inserts it."""
 
-    event: Event  # exclusion_added
+    event: ExclusionAdded
     floor: FloorChanges  # withheld quarantines, the episode a forced breach opens
 
 
@@ -341,19 +336,13 @@ def admit_exclusion(
     breach that was there before the action (a built-in entry started, endpoints vanished, and
     no round has recorded it yet) is recorded as it is, not blamed on the action.
     """
-    action = {
-        "event": str(EventKind.exclusion_added),
-        "exclusion_id": entry.id,
-        "tag": entry.tag,
-        "force": force,
-        "actor": actor,
-    }
+    action = Action(str(EventKind.exclusion_added), entry.id, entry.tag, force, actor)
     after = with_exclusion(before, entry, now)
     changes = reconcile(after, record)
     if changes.open_episode is not None and not before.breached:
         usable_now = len(after.usable or ())
-        opening = breach_event(
-            after,
+        opening = replace(
+            breach_event(after),
             action=action,
             policy_version=policy_version,
             why=(
@@ -365,32 +354,24 @@ def admit_exclusion(
         changes = replace(changes, open_episode=opening)
     changes = replace(
         changes,
-        withhold=tuple(
-            (i, replace(e, detail={**e.detail, "action": action})) for i, e in changes.withhold
-        ),
+        withhold=tuple((i, replace(e, action=action)) for i, e in changes.withhold),
     )
-    event = Event(
-        EventKind.exclusion_added,
-        entry.model,
-        entry.tag,
-        {
-            "id": entry.id,
-            "reason": entry.reason,
-            "until": iso_utc(entry.until),
-            "force": force,
-            "usable_before": check.usable_before,
-            "usable_after": check.usable_after,
-            "withholds": list(check.withholds),
-        },
+    event = ExclusionAdded(
+        model=entry.model,
+        tag=entry.tag,
+        id=entry.id,
+        reason=entry.reason,
+        until=entry.until,
+        force=force,
+        usable_before=check.usable_before,
+        usable_after=check.usable_after,
+        withholds=check.withholds,
     )
     return ExclusionAdmission(event, changes)
 
 
-def exclusion_removed(entry: Exclusion, *, reason: str) -> Event:
+def exclusion_removed(entry: Exclusion, *, reason: str) -> ExclusionRemoved:
     """The row of a runtime exclusion's removal: always allowed, it only gives capacity back."""
-    return Event(
-        EventKind.exclusion_removed,
-        entry.model,
-        entry.tag,
-        {"id": entry.id, "reason": reason, "was": entry.reason},
+    return ExclusionRemoved(
+        model=entry.model, tag=entry.tag, id=entry.id, reason=reason, was=entry.reason
     )

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from pydantic import JsonValue
+
 
 class Contract(StrEnum):
     ttft = "ttft"
@@ -77,7 +79,6 @@ class EventKind(StrEnum):
     probe_weak = "probe_weak"
     model_wide = "model_wide"
     operator_alert = "operator_alert"  # auth/config or bad request: our problem
-    attribution_mismatch = "attribution_mismatch"
     drift = "drift"
     budget = "budget"
     exclusion_added = "exclusion_added"
@@ -111,7 +112,7 @@ class Look:
     def round(cls, round_id: int, at: datetime | None) -> Look:
         return cls(LookKind.round, round_id, at)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, JsonValue]:
         """``{"kind", "id", "at"}``, ``at`` in ISO-8601 UTC with a ``Z`` (null when unknown)."""
         return {"kind": self.kind.value, "id": self.id, "at": iso_utc(self.at)}
 
@@ -119,6 +120,8 @@ class Look:
     def of_json(cls, raw: Any) -> Look:
         """A look as stored: ``{"kind", "id", "at"}``, or a bare round id (rows written before
         looks were stored), which is a look of kind ``round`` whose start is unknown."""
+        if isinstance(raw, Look):
+            return raw
         if isinstance(raw, Mapping):
             at = raw.get("at")
             when = None if at is None else datetime.fromisoformat(str(at).replace("Z", "+00:00"))
@@ -135,7 +138,7 @@ def iso_utc(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def looks_json(looks: Iterable[Look]) -> list[dict[str, Any]]:
+def looks_json(looks: Iterable[Look]) -> list[JsonValue]:
     return [look.as_json() for look in looks]
 
 
@@ -321,14 +324,3 @@ class EndpointState:
     def failing_streak(self) -> int:
         """The longest failing count among the contracts: what operators see as "failing"."""
         return max((s.count for s in self.streaks), default=0)
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something the rules decided; it becomes an audit row and maybe a notification."""
-
-    kind: EventKind
-    model: str
-    tag: str | None
-    detail: dict[str, Any] = field(default_factory=dict)
-    evidence: tuple[Look, ...] = ()  # the looks it rests on

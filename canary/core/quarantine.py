@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.events import Event, Released
 from canary.core.floor import publish
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,
     EndpointState,
-    Event,
     Exclusion,
     Look,
     Mode,
@@ -366,7 +366,7 @@ def _start(candidate: Candidate, now: datetime, rules: PolicyRules, reason: str)
 
 def release_manually(
     state: EndpointState, *, now: datetime, reason: str, actor: str
-) -> tuple[EndpointState, QuarantineEnd, Event]:
+) -> tuple[EndpointState, QuarantineEnd, Released]:
     """An operator ends a quarantine. Every count restarts; the ladder position is kept.
 
     Raises :class:`NotQuarantined` when the state has no quarantine in force at ``now``.
@@ -377,7 +377,7 @@ def release_manually(
         state.model, state.tag, state.quarantined_since, state.quarantined_until, now, MANUAL
     )
     event = release_event(end)
-    event = replace(event, detail={**event.detail, "reason": reason, "actor": actor})
+    event = replace(event, reason=reason, actor=actor)
     return _released(state), end, event
 
 

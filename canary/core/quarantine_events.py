@@ -12,21 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from canary.core.events import FloorHeld, NotCounted, QuarantineStarted, Released, WouldQuarantine
 from canary.core.model import (
     Contract,
     EndpointState,
-    Event,
-    EventKind,
     Exclusion,
     Layer,
     Look,
     Result,
     RoundVerdict,
     Streak,
-    iso_utc,
-    looks_json,
 )
 from canary.core.policy import PolicyRules
 from canary.core.streaks import TOO_CLOSE, last_counted_at
@@ -75,30 +71,26 @@ def not_counted_event(
     contracts: Sequence[Contract],
     recovery: bool,
     rules: PolicyRules,
-) -> Event:
+) -> NotCounted:
     """The row of a look too close to count: which failing contracts (and whether a clean look
     of a quarantine's recovery) it left as they were, and the look each count rests on."""
-    previous = {c.value: iso_utc(last_counted_at(state.streak(c))) for c in contracts}
+    previous = {c.value: last_counted_at(state.streak(c)) for c in contracts}
     if recovery and state.recovery_evidence:
-        previous["recovery"] = iso_utc(state.recovery_evidence[-1].at)
+        previous["recovery"] = state.recovery_evidence[-1].at
     gap = rules.min_look_gap_minutes
     what = [c.value for c in contracts] + (["recovery"] if recovery else [])
-    return Event(
-        kind=EventKind.not_counted,
+    return NotCounted(
         model=state.model,
         tag=state.tag,
-        detail={
-            "not_counted": TOO_CLOSE,
-            "contracts": [c.value for c in contracts],
-            "recovery": recovery,
-            "previous": previous,
-            "min_look_gap_minutes": gap,
-            "why": (
-                f"{', '.join(what)}: this look started less than {gap:g} min after the look "
-                "the count rests on, so it counts for nothing"
-            ),
-            "alert": False,
-        },
+        not_counted=TOO_CLOSE,
+        contracts=tuple(c.value for c in contracts),
+        recovery=recovery,
+        previous=previous,
+        min_look_gap_minutes=gap,
+        why=(
+            f"{', '.join(what)}: this look started less than {gap:g} min after the look "
+            "the count rests on, so it counts for nothing"
+        ),
         evidence=(look,),
     )
 
@@ -135,9 +127,9 @@ def _look_order(look: Look) -> tuple[float, str, int]:
     return (look.at.timestamp() if look.at is not None else float("-inf"), look.kind, look.id)
 
 
-def evidence_by_cause(streaks: Iterable[Streak]) -> dict[str, list[dict[str, Any]]]:
+def evidence_by_cause(streaks: Iterable[Streak]) -> dict[str, tuple[Look, ...]]:
     """Each cause's own counted looks (causes count apart, so their looks may interleave)."""
-    return {s.contract.value: looks_json(s.evidence) for s in streaks}
+    return {s.contract.value: s.evidence for s in streaks}
 
 
 def failure_reason(candidate: Candidate, verdict: RoundVerdict | None) -> str:
@@ -154,20 +146,17 @@ def failure_reason(candidate: Candidate, verdict: RoundVerdict | None) -> str:
     return "; ".join(parts)
 
 
-def quarantine_event(start: QuarantineStart) -> Event:
-    return Event(
-        kind=EventKind.quarantine,
+def quarantine_event(start: QuarantineStart) -> QuarantineStarted:
+    return QuarantineStarted(
         model=start.model,
         tag=start.tag,
-        detail={
-            "since": iso_utc(start.since),
-            "until": iso_utc(start.until),
-            "step": start.step,
-            "days": (start.until - start.since) / timedelta(days=1),
-            "reason": start.reason,
-            "causes": list(start.causes),
-            "evidence_by_cause": {cause: looks_json(looks) for cause, looks in start.by_cause},
-        },
+        since=start.since,
+        until=start.until,
+        step=start.step,
+        days=(start.until - start.since) / timedelta(days=1),
+        reason=start.reason,
+        causes=start.causes,
+        evidence_by_cause=dict(start.by_cause),
         evidence=start.evidence,
     )
 
@@ -179,20 +168,17 @@ def would_event(
     holds: bool,
     usable: Sequence[str],
     floor: int,
-) -> Event:
-    return Event(
-        kind=EventKind.would_quarantine,
+) -> WouldQuarantine:
+    return WouldQuarantine(
         model=candidate.state.model,
         tag=candidate.tag,
-        detail={
-            "reason": reason,
-            "causes": [s.contract.value for s in fresh],
-            "failing_rounds": candidate.worst,
-            "floor_would_hold": holds,
-            "usable": list(usable),
-            "floor": floor,
-            "evidence_by_cause": evidence_by_cause(fresh),
-        },
+        reason=reason,
+        causes=tuple(s.contract.value for s in fresh),
+        failing_rounds=candidate.worst,
+        floor_would_hold=holds,
+        usable=tuple(usable),
+        floor=floor,
+        evidence_by_cause=evidence_by_cause(fresh),
         evidence=looks_of_streaks(fresh),
     )
 
@@ -204,42 +190,36 @@ def floor_event(
     floor: int,
     ordered: Sequence[Candidate],
     alert: bool,
-) -> Event:
+) -> FloorHeld:
     """``alert``: the first round a streak is held (operators are told once per streak)."""
     left = len(usable) - 1
-    return Event(
-        kind=EventKind.floor_held,
+    return FloorHeld(
         model=candidate.state.model,
         tag=candidate.tag,
-        detail={
-            "kept": candidate.tag,
-            "why": (
-                f"quarantining {candidate.tag} would leave {left} usable endpoint(s) on the "
-                f"published list, below the capacity floor of {floor}"
-            ),
-            "floor": floor,
-            "usable": list(usable),
-            "order": [c.tag for c in ordered],
-            "reason": reason,
-            "causes": list(candidate.cause_names),
-            "failing_rounds": candidate.worst,
-            "evidence_by_cause": evidence_by_cause(candidate.causes),
-            "alert": alert,
-        },
+        kept=candidate.tag,
+        why=(
+            f"quarantining {candidate.tag} would leave {left} usable endpoint(s) on the "
+            f"published list, below the capacity floor of {floor}"
+        ),
+        floor=floor,
+        usable=tuple(usable),
+        order=tuple(c.tag for c in ordered),
+        reason=reason,
+        causes=candidate.cause_names,
+        failing_rounds=candidate.worst,
+        evidence_by_cause=evidence_by_cause(candidate.causes),
+        alert=alert,
         evidence=candidate.evidence,
     )
 
 
-def release_event(end: QuarantineEnd) -> Event:
-    return Event(
-        kind=EventKind.release,
+def release_event(end: QuarantineEnd) -> Released:
+    return Released(
         model=end.model,
         tag=end.tag,
-        detail={
-            "why": end.why,
-            "since": iso_utc(end.since),
-            "until": iso_utc(end.until),
-            "at": iso_utc(end.at),
-        },
+        why=end.why,
+        since=end.since,
+        until=end.until,
+        at=end.at,
         evidence=end.evidence,
     )

@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from canary.core.events import ControlMissing, Event, ModelWide, ProbeWeak, ResultLine, VerdictEvent
 from canary.core.model import (
     Contract,
     ContractResult,
-    Event,
-    EventKind,
     Look,
     Result,
     RoundVerdict,
@@ -127,15 +126,10 @@ def apply_positive_control(
         out[tag] = [_adjust_refusal(r, tag in controls, why) for r in rs]
     if not why:
         return out, []
-    event = Event(
-        kind=EventKind.probe_weak,
+    event = ProbeWeak(
         model=model,
-        tag=None,
-        detail={
-            "contract": Contract.refusal.value,
-            "why": why,
-            "controls": {tag: [o.value for o in seen.get(tag, [])] for tag in sorted(controls)},
-        },
+        why=why,
+        controls={tag: tuple(o.value for o in seen.get(tag, [])) for tag in sorted(controls)},
         evidence=evidence,
     )
     return out, [event]
@@ -161,13 +155,7 @@ def apply_missing_control(
         ]
         for tag, rs in results.items()
     }
-    event = Event(
-        kind=EventKind.control_missing,
-        model=model,
-        tag=None,
-        detail={"contract": Contract.refusal.value, "missing": list(missing), "why": why},
-        evidence=evidence,
-    )
+    event = ControlMissing(model=model, missing=tuple(missing), why=why, evidence=evidence)
     return out, [event]
 
 
@@ -241,17 +229,13 @@ def apply_model_wide(
                 for r in out[tag]
             ]
         events.append(
-            Event(
-                kind=EventKind.model_wide,
+            ModelWide(
                 model=model,
-                tag=None,
-                detail={
-                    "contract": contract.value,
-                    "failing": len(failing),
-                    "total": len(counted),
-                    "tags": failing,
-                    "why": summary,
-                },
+                contract=contract,
+                failing=len(failing),
+                total=len(counted),
+                tags=tuple(failing),
+                why=summary,
                 evidence=evidence,
             )
         )
@@ -300,26 +284,16 @@ def language_anomaly(results: Sequence[ContractResult]) -> str | None:
     return None
 
 
-def verdict_event(verdict: RoundVerdict, *, look: Look | None = None) -> Event:
+def verdict_event(verdict: RoundVerdict, *, look: Look | None = None) -> VerdictEvent:
     """The audit/drill ``verdict`` event of one endpoint's round verdict."""
-    return Event(
-        kind=EventKind.verdict,
+    return VerdictEvent(
         model=verdict.model,
         tag=verdict.tag,
-        detail={
-            "verdict": verdict.verdict.value,
-            "results": [
-                {
-                    "contract": r.contract.value,
-                    "result": r.result.value,
-                    "detail": r.detail,
-                    "reason": r.reason,
-                    "figure": r.figure,
-                    "language": r.language,
-                }
-                for r in verdict.results
-            ],
-            "language_anomaly_in": verdict.language_anomaly_in,
-        },
+        verdict=verdict.verdict,
+        results=tuple(
+            ResultLine(r.contract, r.result, r.detail, r.reason, r.figure, r.language)
+            for r in verdict.results
+        ),
+        language_anomaly_in=verdict.language_anomaly_in,
         evidence=() if look is None else (look,),
     )

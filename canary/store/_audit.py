@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import Row, case, delete, insert, or_, select, update
 
-from canary.core.model import Event, looks_of
+from canary.core.events import Event, event_of
+from canary.core.model import looks_of
 from canary.store import tables as t
 from canary.store._audit_rows import audit_values
 from canary.store.engine import StoreBase
@@ -18,6 +19,8 @@ DEFAULT_CLAIM_S = 120.0
 
 
 def audit_row(row: Row[Any]) -> AuditRow:
+    detail = dict(row.detail or {})
+    evidence = looks_of(row.evidence)
     return AuditRow(
         id=row.id,
         at=row.at,
@@ -25,8 +28,9 @@ def audit_row(row: Row[Any]) -> AuditRow:
         event=row.event,
         model=row.model,
         tag=row.tag,
-        detail=dict(row.detail or {}),
-        evidence=looks_of(row.evidence),
+        detail=detail,
+        evidence=evidence,
+        decided=event_of(row.event, row.model, row.tag, detail, evidence),
         policy_version=row.policy_version,
         round_id=row.round_id,
         notified_at=row.notified_at,

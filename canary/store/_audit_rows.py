@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
-from canary.core.model import Event, looks_json
+from canary.core.events import Event
+from canary.core.model import looks_json
 from canary.store import tables as t
 
 
@@ -22,7 +23,7 @@ def audit_values(
         "event": str(event.kind),
         "model": event.model,
         "tag": event.tag,
-        "detail": dict(event.detail),
+        "detail": event.detail,
         "evidence": looks_json(event.evidence),
         "policy_version": policy_version,
         "round_id": round_id,

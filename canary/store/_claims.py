@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, text, update
 
-from canary.core.model import Event
+from canary.core.events import Event
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
 from canary.store._extra import abandoned_detail

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, insert, or_, select, update
 
 from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.events import Event
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
@@ -25,7 +26,7 @@ from canary.core.floor import (
     reconcile,
 )
 from canary.core.identity import Listed
-from canary.core.model import Event, Exclusion, Layer
+from canary.core.model import Exclusion, Layer
 from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
@@ -292,14 +293,14 @@ def _apply_floor(
         ).rowcount
         if done:
             written.append(event)
-    for quarantine_id, event in changes.republish:
+    for quarantine_id, republished in changes.republish:
         done = conn.execute(
             update(t.quarantines)
             .where(q.id == quarantine_id, q.withheld_at.is_not(None))
             .values(withheld_at=None)
         ).rowcount
         if done:
-            written.append(event)
+            written.append(republished)
     e = t.floor_episodes.c
     if changes.open_episode is not None:
         opened = conn.execute(
@@ -309,7 +310,7 @@ def _apply_floor(
                 open_model=model,
                 opened_at=now,
                 opened_by=actor,
-                detail=dict(changes.open_episode.detail),
+                detail=changes.open_episode.detail,
             )
             .returning(e.id)
         ).scalar_one_or_none()

@@ -4,13 +4,15 @@ transaction), manual release, reads. Every decision is made by canary.core; this
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, Update, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from canary.core.model import EndpointState, Event, Exclusion, looks_json, looks_of
+from canary.core.events import Event
+from canary.core.model import EndpointState, Exclusion, looks_json, looks_of
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
 from canary.store import plain_reads
 from canary.store import tables as t
@@ -159,10 +161,10 @@ class StateMixin(StoreBase):
             after, end, event = release_manually(state, now=now, reason=reason, actor=actor)
             _cas_state(conn, model, tag, after, state.version, now)
             _close_open_quarantine(conn, model, tag, now, end.why)
-            event_detail = {**event.detail, "quarantine_id": open_row.id}
+            evidence = looks_of(open_row.evidence)
             write_audit(
                 conn,
-                [Event(event.kind, model, tag, event_detail, looks_of(open_row.evidence))],
+                [replace(event, quarantine_id=open_row.id, evidence=evidence)],
                 actor,
                 open_row.policy_version,
                 now,

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
+from canary.core.events import Event
 from canary.core.model import Look
 from canary.store.rows import ContractResultRow
 
@@ -106,13 +109,14 @@ class AuditRow:
     event: str
     model: str | None
     tag: str | None
-    detail: dict[str, Any]
+    detail: dict[str, JsonValue]  # as stored, for the API and webhook bodies
     evidence: tuple[Look, ...]  # the looks it rests on (bare round ids in older rows: no start)
     policy_version: str | None
     round_id: int | None
     notified_at: datetime | None
     notify_attempts: int
     next_attempt_at: datetime | None
+    decided: Event  # the row read as its event (fields, not keys)
 
 
 @dataclass(frozen=True)

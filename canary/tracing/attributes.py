@@ -21,11 +21,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from canary.core.events import WITH_WHY, Event, FloorHeld, QuarantineStarted, WouldQuarantine
 from canary.core.model import Contract
 from canary.probes import capped_max_tokens
 
 if TYPE_CHECKING:
-    from canary.core.model import ContractResult, Event, Observation
+    from canary.core.model import ContractResult, Observation
     from canary.prober import EndpointProbing
     from canary.runner import ModelRound
     from canary.tracing import RequestFacts
@@ -153,14 +154,13 @@ def decision_attributes(event: Event) -> Attributes:
     (``"hygiene: 2 failing rounds"``) or a reason code (a release's ``expired``). An event's
     free text (``reason``, ``why``) is never copied: it quotes contract details, which quote
     answers."""
-    detail = event.detail
     contracts = {c.value for c in Contract}
-    raw_causes = detail.get("causes")
-    causes = [
-        c for c in (raw_causes if isinstance(raw_causes, list | tuple) else ()) if c in contracts
-    ]
-    failing = detail.get("failing_rounds")
-    rounds = failing if isinstance(failing, int) and not isinstance(failing, bool) else None
+    causes = (
+        [c for c in event.causes if c in contracts]
+        if isinstance(event, QuarantineStarted | WouldQuarantine | FloorHeld)
+        else []
+    )
+    rounds = event.failing_rounds if isinstance(event, WouldQuarantine | FloorHeld) else None
     if rounds is None and event.evidence:
         rounds = len(event.evidence)
     attributes: Attributes = {"canary.decision": event.kind.value}
@@ -168,8 +168,8 @@ def decision_attributes(event: Event) -> Attributes:
     if causes:
         attributes["canary.decision.causes"] = causes
         reason = "+".join(causes) + (f": {rounds} failing rounds" if rounds else "")
-    elif _is_code(detail.get("why")):
-        reason = str(detail["why"])
+    elif isinstance(event, WITH_WHY) and _is_code(event.why):
+        reason = event.why
     if rounds:
         attributes["canary.decision.rounds"] = rounds
     if reason:

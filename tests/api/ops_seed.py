@@ -16,11 +16,11 @@ from builders import endpoint, observation, result, ttft, verdict
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
+from canary.core.events import event_of
 from canary.core.model import (
     Contract,
     Endpoint,
     EndpointState,
-    Event,
     EventKind,
     Exclusion,
     Layer,
@@ -154,12 +154,12 @@ def seed(store: Store, model: str = MODEL, now: datetime = NOW) -> Seeded:
         before={},
         after=after,
         events=[
-            Event(
+            event_of(
                 EventKind.quarantine,
                 model,
                 "bravo",
                 {"until": until.isoformat(), "step": 1, "reason": reason},
-                evidence=evidence,
+                evidence,
             )
         ],
         quarantines_started=[

@@ -14,11 +14,11 @@ from starlette.testclient import TestClient
 
 from canary import __version__
 from canary.api.app import create_app
+from canary.core.events import event_of
 from canary.core.model import (
     Contract,
     ContractResult,
     Endpoint,
-    Event,
     EventKind,
     Pricing,
     Result,
@@ -180,11 +180,11 @@ def test_would_quarantines_count_observe_modes_decisions_and_only_grow(api: Api)
 
     assert would(api.client.get("/metrics").text) == 0  # exported from 0, so increase() sees 1
     for tag in ("alpha", "foxtrot"):
-        event = Event(EventKind.would_quarantine, api.model, tag, {"causes": ["hygiene"]})
+        event = event_of(EventKind.would_quarantine, api.model, tag, {"causes": ["hygiene"]}, ())
         api.store.record_audit(event, "canary", POLICY, NOW)
-    other = Event(EventKind.would_quarantine, "acme/other-1", "alpha", {"causes": ["ttft"]})
+    other = event_of(EventKind.would_quarantine, "acme/other-1", "alpha", {"causes": ["ttft"]}, ())
     api.store.record_audit(other, "canary", POLICY, NOW)  # not a watched model
-    enforced = Event(EventKind.quarantine, api.model, "alpha", {"reason": "test"})
+    enforced = event_of(EventKind.quarantine, api.model, "alpha", {"reason": "test"}, ())
     api.store.record_audit(enforced, "canary", POLICY, NOW)  # counted by quarantines_started
     text = rescrape(api)
     assert would(text) == 2
@@ -216,7 +216,7 @@ def test_failing_webhook_deliveries_are_tried_failed_and_still_owed(api: Api) ->
 
     before = failing()
     assert before is not None
-    event = Event(EventKind.quarantine, api.model, "alpha", {"reason": "test"})
+    event = event_of(EventKind.quarantine, api.model, "alpha", {"reason": "test"}, ())
     tried = api.store.record_audit(event, "canary", POLICY, NOW)
     api.store.record_audit(event, "canary", POLICY, NOW)  # never tried: not failing
     assert failing() == before

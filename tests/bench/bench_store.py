@@ -19,12 +19,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from canary.core.events import event_of
 from canary.core.model import (
     Contract,
     ContractResult,
     Endpoint,
     EndpointState,
-    Event,
     EventKind,
     Look,
     Observation,
@@ -154,7 +154,7 @@ def one_round(
         )
         for t in tags
     }
-    events = [Event(EventKind.verdict, MODEL, t) for t in tags]
+    events = [event_of(EventKind.verdict, MODEL, t, {}, ()) for t in tags]
     timed(f"apply_decision ({n} states + {n} audit rows)", lambda at=at: store.apply_decision(
         round_id=rid, model=MODEL, before=before, after=after, events=events,
         actor="bench", policy_version="p-1", at=at), shown)  # fmt: skip

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 from builders import result as contract_result
 
+from canary.core.events import Event
 from canary.core.identity import Listed
 from canary.core.model import (
     Contract,
     ContractResult,
     EndpointState,
-    Event,
     EventKind,
     Exclusion,
     Layer,

@@ -11,10 +11,10 @@ from core_builders import ENFORCE, MODEL, OBSERVE, T0, cr, ids, listing, quarant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from canary.core.events import Event
 from canary.core.model import (
     Contract,
     EndpointState,
-    Event,
     EventKind,
     Look,
     Mode,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "1035f784bca6d5fbc2982f86dfa4ce52dcaca3ec220843f71a7df6912babfcd1")
+PINNED = (7, "5689636ce01363ab8c96e6c930612e421b20706c1fc4fb29c3df4dab21cba764")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -11,7 +11,8 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
-from canary.core.model import Event, EventKind, Look, looks_json
+from canary.core.events import event_of
+from canary.core.model import EventKind, Look, looks_json
 from canary.notify import NOTIFY_KINDS, Notifier
 from canary.settings import Webhook
 from canary.store.repository import Store
@@ -54,9 +55,7 @@ LOOKS = (Look.round(11, NOW - timedelta(minutes=30)), Look.round(12, NOW))
 
 
 def _record(store: Store, kind: EventKind, tag: str | None = "bravo", **detail: object) -> int:
-    return store.record_audit(
-        Event(kind, M, tag, dict(detail), evidence=LOOKS), "canary", "p-1", NOW
-    )
+    return store.record_audit(event_of(kind, M, tag, dict(detail), LOOKS), "canary", "p-1", NOW)
 
 
 def _hooks(receiver: Receiver) -> list[Webhook]:
@@ -121,7 +120,7 @@ def test_every_important_kind_is_sent_and_operator_records_are_not(
     ]
     for kind in important:
         _record(store, EventKind(kind))
-    for kind in (EventKind.verdict, EventKind.exclusion_added, EventKind.attribution_mismatch):
+    for kind in (EventKind.verdict, EventKind.exclusion_added, EventKind.not_counted):
         _record(store, kind)
     notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], client=client, clock=Clock())
     assert notifier.send_pending() == len(important)

@@ -12,7 +12,8 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
-from canary.core.model import Event, EventKind, Look
+from canary.core.events import event_of
+from canary.core.model import EventKind, Look
 from canary.notify import Notifier
 from canary.settings import Webhook
 from canary.store.repository import Store
@@ -47,7 +48,7 @@ def verify(secret: str, headers: dict[str, str], raw: bytes, now: float, toleran
 
 def _send(store: Store, hooks: list[Webhook]) -> None:
     store.record_audit(
-        Event(EventKind.quarantine, "acme/sig-1", "bravo", {"reason": "stray «prefix»"}, LOOKS),
+        event_of(EventKind.quarantine, "acme/sig-1", "bravo", {"reason": "stray «prefix»"}, LOOKS),
         "canary",
         "p-1",
         NOW,

@@ -245,7 +245,9 @@ def test_connections_refused_until_the_deadline_runs_out_mid_attempt_never_reach
     not as a provider's timeout."""
     ticks = iter(range(1000))
 
-    def clock() -> float:  # every reading is 0.4 s later: the second attempt starts past the deadline
+    def clock() -> (
+        float
+    ):  # every reading is 0.4 s later: the second attempt starts past the deadline
         return next(ticks) * 0.4
 
     async def sleep(_: float) -> None:

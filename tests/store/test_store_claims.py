@@ -10,7 +10,8 @@ from typing import Any, cast
 import pytest
 from racing import race
 
-from canary.core.model import Contract, EndpointState, Event, EventKind, Streak
+from canary.core.events import event_of
+from canary.core.model import Contract, EndpointState, EventKind, Streak
 from canary.round_budget import DayBudget
 from canary.store import Store
 from canary.store._claims import RoundLost
@@ -72,7 +73,7 @@ def test_the_days_budget_alert_is_recorded_once_with_its_audit_row(
 ) -> None:
     day = "2026-05-02"
     store.budget_reserved(day, 0.0)  # the round reserved from the day's row first
-    event = Event(EventKind.budget, model, None, {"skipped": ["a"], "alert": True})
+    event = event_of(EventKind.budget, model, None, {"skipped": ["a"], "alert": True}, ())
     last = store.last_budget_alert()
     at = datetime(2026, 5, 2, 9, 0, tzinfo=UTC)
 

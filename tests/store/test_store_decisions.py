@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from canary.core.events import event_of
 from canary.core.floor import FloorChanges
 from canary.core.model import (
     Contract,
     Endpoint,
     EndpointState,
-    Event,
     EventKind,
     Exclusion,
     Layer,
@@ -44,7 +44,7 @@ def _quarantine(store: Store, model: str, tag: str = "alpha", *, step: int = 1) 
     start = QuarantineStart(
         model, tag, T0, T0 + DAY, step, "language: es in 4/6 sentences", LOOKS, ("language",)
     )
-    event = Event(EventKind.quarantine, model, tag, {"until": (T0 + DAY).isoformat()}, LOOKS)
+    event = event_of(EventKind.quarantine, model, tag, {"until": (T0 + DAY).isoformat()}, LOOKS)
     ok = store.apply_decision(
         round_id=round_id,
         model=model,
@@ -86,7 +86,7 @@ def test_a_version_conflict_rolls_back_the_whole_decision(store: Store, model: s
         model=model,
         before=before,
         after={"alpha": winner},
-        events=[Event(EventKind.verdict, model, "alpha")],
+        events=[event_of(EventKind.verdict, model, "alpha", {}, ())],
         actor="a",
         policy_version="p-1",
         at=T0,
@@ -99,7 +99,7 @@ def test_a_version_conflict_rolls_back_the_whole_decision(store: Store, model: s
         model=model,
         before=before,
         after={"beta": newcomer, "alpha": loser},
-        events=[Event(EventKind.quarantine, model, "alpha", {"lost": True})],
+        events=[event_of(EventKind.quarantine, model, "alpha", {"lost": True}, ())],
         quarantines_started=[QuarantineStart(model, "alpha", T0, T0 + 3 * DAY, 2, "lost", ())],
         releases=[QuarantineEnd(model, "alpha", T0, T0 + DAY, T0, "recovered")],
         actor="b",
@@ -126,7 +126,7 @@ def test_two_first_decisions_for_a_new_endpoint_cannot_both_insert(
         model=model,
         before={},
         after={"alpha": new},
-        events=[Event(EventKind.verdict, model, "alpha")],
+        events=[event_of(EventKind.verdict, model, "alpha", {}, ())],
         actor="a",
         policy_version="p-1",
         at=T0,
@@ -136,7 +136,7 @@ def test_two_first_decisions_for_a_new_endpoint_cannot_both_insert(
         model=model,
         before={},
         after={"alpha": new},
-        events=[Event(EventKind.verdict, model, "alpha")],
+        events=[event_of(EventKind.verdict, model, "alpha", {}, ())],
         actor="b",
         policy_version="p-1",
         at=T0,
@@ -168,7 +168,7 @@ def test_a_release_closes_the_quarantine_row(store: Store, model: str) -> None:
         model=model,
         before={"alpha": stored},
         after={"alpha": released},
-        events=[Event(EventKind.release, model, "alpha", {"why": "recovered"})],
+        events=[event_of(EventKind.release, model, "alpha", {"why": "recovered"}, ())],
         releases=[
             QuarantineEnd(model, "alpha", T0, T0 + DAY, T0 + timedelta(hours=2), "recovered")
         ],
@@ -305,8 +305,8 @@ def test_a_decision_made_before_an_operator_changed_the_layers_is_refused(
 def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, model: str) -> None:
     stored = _quarantine(store, model)
     [q] = store.quarantines(model)
-    breach = Event(EventKind.floor_breached, model, None, {"usable": 1, "floor": 2})
-    held = Event(EventKind.floor_held, model, "alpha", {"withheld": "alpha"})
+    breach = event_of(EventKind.floor_breached, model, None, {"usable": 1, "floor": 2}, ())
+    held = event_of(EventKind.floor_held, model, "alpha", {"withheld": "alpha"}, ())
     changes = FloorChanges(withhold=((q.id, held),), open_episode=breach)
     now = T0 + timedelta(minutes=5)
     assert len(store.apply_floor_changes(model, changes, now, "canary", "p-1")) == 2
@@ -314,8 +314,8 @@ def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, mode
     assert store.quarantines(model)[0].withheld_at == now
     assert [e.model for e in store.floor_episodes(model)] == [model]
     assert stored.quarantined(now)
-    restore = Event(EventKind.floor_restored, model, None, {})
-    republish = Event(EventKind.republished, model, "alpha", {})
+    restore = event_of(EventKind.floor_restored, model, None, {}, ())
+    republish = event_of(EventKind.republished, model, "alpha", {}, ())
     closing = FloorChanges(republish=((q.id, republish),), close_episode=restore)
     assert len(store.apply_floor_changes(model, closing, now, "canary", "p-1")) == 2
     assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == []

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from racing import race
 
-from canary.core.model import Event, EventKind, Look
+from canary.core.events import event_of
+from canary.core.model import EventKind, Look
 from canary.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -15,9 +16,9 @@ LOOKS = (Look.round(1, T0 - timedelta(minutes=30)), Look.round(2, T0))
 
 def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, model: str) -> None:
     q = store.record_audit(
-        Event(EventKind.quarantine, model, "alpha", {"until": "x"}, LOOKS), "rounds", "p-1", T0
+        event_of(EventKind.quarantine, model, "alpha", {"until": "x"}, LOOKS), "rounds", "p-1", T0
     )
-    store.record_audit(Event(EventKind.verdict, model, "alpha"), "rounds", "p-1", T0)
+    store.record_audit(event_of(EventKind.verdict, model, "alpha", {}, ()), "rounds", "p-1", T0)
     claimed = store.pending_notifications(T0, 10, {"quarantine", "release"})
     assert [(r.id, r.event, r.evidence) for r in claimed if r.model == model] == [
         (q, "quarantine", LOOKS)
@@ -33,7 +34,9 @@ def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, mode
 
 
 def test_a_failed_notification_waits_for_its_next_attempt(store: Store, model: str) -> None:
-    a = store.record_audit(Event(EventKind.floor_held, model, "alpha"), "rounds", "p-1", T0)
+    a = store.record_audit(
+        event_of(EventKind.floor_held, model, "alpha", {}, ()), "rounds", "p-1", T0
+    )
     [claimed] = [r for r in store.pending_notifications(T0, 10, {"floor_held"}) if r.model == model]
     store.mark_notify_failed(claimed.id, T0 + timedelta(minutes=5))
     assert [
@@ -52,7 +55,7 @@ def test_a_failed_notification_waits_for_its_next_attempt(store: Store, model: s
 def test_a_claim_that_is_never_marked_comes_back_after_it_runs_out(
     store: Store, model: str
 ) -> None:
-    store.record_audit(Event(EventKind.drift, model, "alpha"), "drift", None, T0)
+    store.record_audit(event_of(EventKind.drift, model, "alpha", {}, ()), "drift", None, T0)
     assert len(store.pending_notifications(T0, 10, {"drift"}, claim_s=60)) == 1
     assert store.pending_notifications(T0 + timedelta(seconds=59), 10, {"drift"}, claim_s=60) == []
     assert (
@@ -62,7 +65,9 @@ def test_a_claim_that_is_never_marked_comes_back_after_it_runs_out(
 
 def test_two_notifiers_never_claim_the_same_row(store: Store, model: str) -> None:
     ids = {
-        store.record_audit(Event(EventKind.model_wide, model, None, {"i": i}), "r", "p-1", T0)
+        store.record_audit(
+            event_of(EventKind.model_wide, model, None, {"i": i}, ()), "r", "p-1", T0
+        )
         for i in range(40)
     }
     batches = race(
@@ -115,7 +120,7 @@ def test_racing_holders_exactly_one_wins_each_lease(store: Store, model: str) ->
 def test_audit_details_keep_times_and_enums_as_json(store: Store, model: str) -> None:
     detail = {"until": T0 + timedelta(days=1), "kind": EventKind.quarantine, "tags": ("a", "b")}
     audit_id = store.record_audit(
-        Event(EventKind.quarantine, model, "alpha", detail), "r", "p-1", T0
+        event_of(EventKind.quarantine, model, "alpha", detail, ()), "r", "p-1", T0
     )
     [row] = [a for a in store.audit(model) if a.id == audit_id]
     assert row.detail == {"until": "2026-03-02T12:00:00Z", "kind": "quarantine", "tags": ["a", "b"]}

@@ -13,10 +13,10 @@ import pytest
 from builders import endpoints, result, ttft, verdict
 from sqlalchemy import func, select
 
+from canary.core.events import event_of
 from canary.core.model import (
     Contract,
     EndpointState,
-    Event,
     EventKind,
     Look,
     Observation,
@@ -94,7 +94,9 @@ def _seed(store: Store, model: str) -> Fleet:
                 before={},
                 after={"alpha": EndpointState(model=model, tag="alpha", ladder_step=1)},
                 events=[
-                    Event(EventKind.quarantine, model, "alpha", {"step": 1}, (Look.round(rid, at),))
+                    event_of(
+                        EventKind.quarantine, model, "alpha", {"step": 1}, (Look.round(rid, at),)
+                    )
                 ],
                 quarantines_started=[
                     QuarantineStart(
