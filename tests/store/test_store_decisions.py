@@ -99,7 +99,7 @@ def test_a_version_conflict_rolls_back_the_whole_decision(store: Store, model: s
         model=model,
         before=before,
         after={"beta": newcomer, "alpha": loser},
-        events=[event_of(EventKind.quarantine, model, "alpha", {"lost": True}, ())],
+        events=[event_of(EventKind.quarantine, model, "alpha", {"reason": "lost"}, ())],
         quarantines_started=[QuarantineStart(model, "alpha", T0, T0 + 3 * DAY, 2, "lost", ())],
         releases=[QuarantineEnd(model, "alpha", T0, T0 + DAY, T0, "recovered")],
         actor="b",
@@ -114,7 +114,7 @@ def test_a_version_conflict_rolls_back_the_whole_decision(store: Store, model: s
     assert [q.until for q in store.quarantines(model, active_only=False)] == [T0 + DAY]
     assert store.quarantines(model)[0].released_at is None
     assert [a.event for a in store.audit(model)] == ["verdict", "quarantine"]
-    assert not any(a.detail.get("lost") for a in store.audit(model))
+    assert not any(a.detail.get("reason") == "lost" for a in store.audit(model))
 
 
 def test_two_first_decisions_for_a_new_endpoint_cannot_both_insert(

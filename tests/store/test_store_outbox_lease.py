@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from racing import race
 
-from canary.core.events import event_of
-from canary.core.model import EventKind, Look
+from canary.core.events import ModelWide, QuarantineStarted, event_of
+from canary.core.model import Contract, EventKind, Look
 from canary.store import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -16,7 +16,7 @@ LOOKS = (Look.round(1, T0 - timedelta(minutes=30)), Look.round(2, T0))
 
 def test_the_outbox_hands_out_pending_rows_of_the_asked_kinds(store: Store, model: str) -> None:
     q = store.record_audit(
-        event_of(EventKind.quarantine, model, "alpha", {"until": "x"}, LOOKS), "rounds", "p-1", T0
+        event_of(EventKind.quarantine, model, "alpha", {"reason": "x"}, LOOKS), "rounds", "p-1", T0
     )
     store.record_audit(event_of(EventKind.verdict, model, "alpha", {}, ()), "rounds", "p-1", T0)
     claimed = store.pending_notifications(T0, 10, {"quarantine", "release"})
@@ -66,7 +66,7 @@ def test_a_claim_that_is_never_marked_comes_back_after_it_runs_out(
 def test_two_notifiers_never_claim_the_same_row(store: Store, model: str) -> None:
     ids = {
         store.record_audit(
-            event_of(EventKind.model_wide, model, None, {"i": i}, ()), "r", "p-1", T0
+            event_of(EventKind.model_wide, model, None, {"failing": i}, ()), "r", "p-1", T0
         )
         for i in range(40)
     }
@@ -118,9 +118,19 @@ def test_racing_holders_exactly_one_wins_each_lease(store: Store, model: str) ->
 
 
 def test_audit_details_keep_times_and_enums_as_json(store: Store, model: str) -> None:
-    detail = {"until": T0 + timedelta(days=1), "kind": EventKind.quarantine, "tags": ("a", "b")}
-    audit_id = store.record_audit(
-        event_of(EventKind.quarantine, model, "alpha", detail, ()), "r", "p-1", T0
-    )
+    until = T0 + timedelta(days=1)
+    event = ModelWide(model=model, contract=Contract.schema, tags=("a", "b"))
+    audit_id = store.record_audit(event, "r", "p-1", T0)
     [row] = [a for a in store.audit(model) if a.id == audit_id]
-    assert row.detail == {"until": "2026-03-02T12:00:00Z", "kind": "quarantine", "tags": ["a", "b"]}
+    assert row.detail == {
+        "contract": "schema",
+        "failing": 0,
+        "total": 0,
+        "tags": ["a", "b"],
+        "why": "",
+    }
+    assert row.decided == event
+    started = QuarantineStarted(model=model, tag="alpha", until=until, causes=("schema",))
+    audit_id = store.record_audit(started, "r", "p-1", T0)
+    [row] = [a for a in store.audit(model) if a.id == audit_id]
+    assert row.detail["until"] == "2026-03-02T12:00:00Z" and row.decided == started
