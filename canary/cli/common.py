@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 import typer
+
+from canary.core.model import iso_utc
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -104,6 +106,5 @@ def to_second(value: datetime | str | None) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+        return iso_utc(value.replace(microsecond=0)) or ""
     return _FRACTION.sub(r"\1", value)

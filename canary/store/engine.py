@@ -12,13 +12,14 @@ import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from enum import Enum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from canary.core.model import iso_utc
 from canary.store.plain import SQLITE_BUSY_TIMEOUT_MS, Dialect, Reader, normalise_url
 
 # What "the store is unreachable" looks like; anything else is a bug and must not pass for it.
@@ -28,9 +29,7 @@ _WRITE = "canary_write"
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
-        return value.isoformat().replace("+00:00", "Z")
+        return iso_utc(value) if value.tzinfo is not None else value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Enum):
