@@ -24,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from canary.core.alerts import (
-    DAY,
     drift_audit,
     drift_events,
     listing_alert,
@@ -38,6 +37,7 @@ from canary.core.events import ControlMissing, Drifted, Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed, excluded_by
 from canary.core.model import (
+    DAY,
     Endpoint,
     EndpointState,
     Layer,

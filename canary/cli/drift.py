@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from canary.cli.common import fail, print_json, to_second
+from canary.core.drift import PER_MILLION
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from canary.store.log_rows import DriftRow
     from canary.store.repository import Store
 
-PER_MILLION = 1_000_000
 JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
 
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from canary.core.budget import day_start
 from canary.core.drift import DriftChange
 from canary.core.events import BudgetSkipped, ControlMissing, Drifted, ListingAlert, OperatorAlert
-from canary.core.model import OPERATOR_TRANSPORTS, Look, Observation, Transport
-
-DAY = timedelta(days=1)
+from canary.core.model import DAY, OPERATOR_TRANSPORTS, Look, Observation, Transport
 
 
 def operator_alert(model: str, observations: Sequence[Observation]) -> OperatorAlert | None:

@@ -50,7 +50,7 @@ ROUTING_PARAMETERS = ("response_format", "structured_outputs")
 # Diffed fields in the order changes are reported; the snapshot keys they come from.
 _SCALAR_FIELDS = ("quantization", "context_length", "max_completion_tokens", "status")
 RECORDED_ONLY = ("uptime_last_30m", "latency_last_30m")  # kept in snapshots, never diffed
-_PER_MILLION = 1_000_000
+PER_MILLION = 1_000_000  # prices are per token on the wire, per million tokens for people
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class _Rules:
         if self.max_price is None or not isinstance(per_token, int | float):
             return None
         cap = self.max_price[0 if side == "prompt" else 1]
-        per_million = per_token * _PER_MILLION
+        per_million = per_token * PER_MILLION
         # Round away float noise from the per-token representation before comparing.
         if cap is not None and round(per_million, 9) > cap:
             return f"{side} price {_fmt(per_million)} > cap {_fmt(cap)} USD/M tokens"

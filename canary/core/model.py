@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -127,6 +127,9 @@ class Look:
             when = None if at is None else datetime.fromisoformat(str(at).replace("Z", "+00:00"))
             return cls(LookKind(str(raw.get("kind", "round"))), int(raw["id"]), when)
         return cls(LookKind.round, int(raw), None)
+
+
+DAY = timedelta(days=1)
 
 
 def iso_utc(moment: datetime | None) -> str | None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from canary.core.events import FloorHeld, NotCounted, QuarantineStarted, Released, WouldQuarantine
 from canary.core.model import (
+    DAY,
     Contract,
     EndpointState,
     Exclusion,
@@ -153,7 +154,7 @@ def quarantine_event(start: QuarantineStart) -> QuarantineStarted:
         since=start.since,
         until=start.until,
         step=start.step,
-        days=(start.until - start.since) / timedelta(days=1),
+        days=(start.until - start.since) / DAY,
         reason=start.reason,
         causes=start.causes,
         evidence_by_cause=dict(start.by_cause),

@@ -8,10 +8,11 @@ where a probe had none); a round counts once it has ended.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from canary.core.budget import day_start
+from canary.core.model import DAY
 from canary.views.records import iso
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def cost_view(
     """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
     start = day_start(now)
     today = store.round_spend(start)
-    last_24h = store.round_spend(now - timedelta(hours=24))
+    last_24h = store.round_spend(now - DAY)
     last = store.last_closed_rounds()
     spent = sum(today.values())
     day: CostDay = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "5689636ce01363ab8c96e6c930612e421b20706c1fc4fb29c3df4dab21cba764")
+PINNED = (7, "75904704a1040e76a0eb4512f800cdd8ee44c2dfbaff0ba2e72d8a9f7194ca3d")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
