@@ -4,8 +4,8 @@ Two kinds, kept apart:
 
 * per process, on :data:`REGISTRY`: counters of what this replica did (contract results judged,
   probe requests by transport class, rounds run and their wall time, probe spend, webhook
-  deliveries). They only grow, so summing
-  them over replicas is right; the runner and the notifier call the ``observe_*`` functions.
+  deliveries), held by :data:`PROCESS`; the runner and the notifier call its ``observe_*``
+  methods.
 * per fleet, from :class:`FleetCollector`: what the store and the served lists say (endpoint
   states, the capacity floor, rounds, quarantines, latency, spend, the outbox), the same on every
   replica, built at scrape time from :mod:`canary.metrics_store`.
@@ -37,64 +37,72 @@ if TYPE_CHECKING:
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-PROBES = Counter(
-    "canary_probes",
-    "Contract results judged by this process, by contract and result.",
-    ("contract", "result"),
-    registry=REGISTRY,
-)
-PROBE_TRANSPORTS = Counter(
-    "canary_probe_transport",
-    "Probe requests sent by this process, by how the wire answered (transport class: ok, "
-    "rate_limited, provider_error, timeout, unroutable, auth_config, bad_request). "
-    "auth_config: OpenRouter itself refused the request (key, credits, permissions, base URL).",
-    ("transport",),
-    registry=REGISTRY,
-)
-ROUNDS = Counter("canary_rounds", "Model rounds run by this process.", registry=REGISTRY)
-ROUND_DURATION = Histogram(
-    "canary_round_duration_seconds",
-    "Wall time of one model's round run by this process.",
-    buckets=(1, 2.5, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600),
-    registry=REGISTRY,
-)
-COST = Counter(
-    "canary_cost_usd", "Probe spend of the rounds this process ran, USD.", registry=REGISTRY
-)
-NOTIFICATIONS = Counter(
-    "canary_notifications",
-    "Webhook deliveries by this process, by outcome (sent, failed).",
-    ("outcome",),
-    registry=REGISTRY,
-)
-# Every label value starts at 0, so rate() and increase() see the first event.
-for _contract in Contract:
-    for _result in Result:
-        PROBES.labels(contract=_contract.value, result=_result.value)
-for _outcome in ("sent", "failed"):
-    NOTIFICATIONS.labels(outcome=_outcome)
-for _transport in Transport:
-    PROBE_TRANSPORTS.labels(transport=_transport.value)
+
+class ProcessMetrics:
+    """What this replica did, as counters on ``registry``: they only grow, so summing them over
+    replicas is right. Every label value starts at 0, so rate() and increase() see the first
+    event."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.probes = Counter(
+            "canary_probes",
+            "Contract results judged by this process, by contract and result.",
+            ("contract", "result"),
+            registry=registry,
+        )
+        self.probe_transports = Counter(
+            "canary_probe_transport",
+            "Probe requests sent by this process, by how the wire answered (transport class: ok, "
+            "rate_limited, provider_error, timeout, unroutable, auth_config, bad_request). "
+            "auth_config: OpenRouter itself refused the request (key, credits, permissions, "
+            "base URL).",
+            ("transport",),
+            registry=registry,
+        )
+        self.rounds = Counter(
+            "canary_rounds", "Model rounds run by this process.", registry=registry
+        )
+        self.round_duration = Histogram(
+            "canary_round_duration_seconds",
+            "Wall time of one model's round run by this process.",
+            buckets=(1, 2.5, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600),
+            registry=registry,
+        )
+        self.cost = Counter(
+            "canary_cost_usd", "Probe spend of the rounds this process ran, USD.", registry=registry
+        )
+        self.notifications = Counter(
+            "canary_notifications",
+            "Webhook deliveries by this process, by outcome (sent, failed).",
+            ("outcome",),
+            registry=registry,
+        )
+        for contract in Contract:
+            for result in Result:
+                self.probes.labels(contract=contract.value, result=result.value)
+        for outcome in ("sent", "failed"):
+            self.notifications.labels(outcome=outcome)
+        for transport in Transport:
+            self.probe_transports.labels(transport=transport.value)
+
+    def observe_probe(self, contract: str, result: str) -> None:
+        self.probes.labels(contract=str(contract), result=str(result)).inc()
+
+    def observe_transports(self, transports: Iterable[str]) -> None:
+        """One round's probe requests, by transport class (one increment per class)."""
+        for transport, count in Tally(transports).items():
+            self.probe_transports.labels(transport=str(transport)).inc(count)
+
+    def observe_round(self, duration_s: float, cost_usd: float | None) -> None:
+        self.rounds.inc()
+        self.round_duration.observe(max(0.0, duration_s))
+        self.cost.inc(max(0.0, cost_usd or 0.0))
+
+    def observe_notification(self, sent: bool) -> None:
+        self.notifications.labels(outcome="sent" if sent else "failed").inc()
 
 
-def observe_probe(contract: str, result: str) -> None:
-    PROBES.labels(contract=str(contract), result=str(result)).inc()
-
-
-def observe_transports(transports: Iterable[str]) -> None:
-    """One round's probe requests, by transport class (one increment per class)."""
-    for transport, count in Tally(transports).items():
-        PROBE_TRANSPORTS.labels(transport=str(transport)).inc(count)
-
-
-def observe_round(duration_s: float, cost_usd: float | None) -> None:
-    ROUNDS.inc()
-    ROUND_DURATION.observe(max(0.0, duration_s))
-    COST.inc(max(0.0, cost_usd or 0.0))
-
-
-def observe_notification(sent: bool) -> None:
-    NOTIFICATIONS.labels(outcome="sent" if sent else "failed").inc()
+PROCESS = ProcessMetrics(REGISTRY)
 
 
 @dataclass(frozen=True)

@@ -306,12 +306,12 @@ class Notifier:
                 hook.url, content=body, headers=signed_headers(hook, row.id, body, self.clock())
             )
         except httpx.HTTPError as exc:
-            metrics.observe_notification(False)
+            metrics.PROCESS.observe_notification(False)
             return f"{_host(hook.url)}: {type(exc).__name__}"
         if response.is_success:
-            metrics.observe_notification(True)
+            metrics.PROCESS.observe_notification(True)
             return None
-        metrics.observe_notification(False)
+        metrics.PROCESS.observe_notification(False)
         return f"{_host(hook.url)}: HTTP {response.status_code}"
 
 

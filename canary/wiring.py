@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from canary.core.cost import probe_cost
@@ -16,6 +15,7 @@ from canary.store.repository import Store
 
 if TYPE_CHECKING:
     from canary.deciding import ModelDecisions
+    from canary.metrics import ProcessMetrics
     from canary.openrouter.client import OpenRouterClient
     from canary.text.analysis import TextAnalysis
     from canary.text.detect import LanguageAnalyzer
@@ -73,10 +73,10 @@ class Wiring:
         )
 
     @cached_property
-    def metrics(self) -> ModuleType:
-        from canary import metrics
+    def metrics(self) -> ProcessMetrics:
+        from canary.metrics import PROCESS
 
-        return metrics
+        return PROCESS
 
     def builtin_for(self, model: str) -> list[Exclusion]:
         return [e for e in self.probes.builtin_exclusions if e.model == model]

@@ -218,8 +218,8 @@ def test_readyz_is_503_when_the_last_round_is_older_than_three_intervals(api: Ap
 
 
 def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
-    metrics.observe_probe("hygiene", "fail")
-    metrics.observe_round(12.5, 0.004)
+    metrics.PROCESS.observe_probe("hygiene", "fail")
+    metrics.PROCESS.observe_round(12.5, 0.004)
     response = api.client.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     text = response.text

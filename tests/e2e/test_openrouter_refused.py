@@ -120,9 +120,9 @@ class Served:
 
 
 def refused_probes() -> float:
-    from canary.metrics import PROBE_TRANSPORTS
+    from canary.metrics import PROCESS
 
-    return PROBE_TRANSPORTS.labels(transport="auth_config")._value.get()
+    return PROCESS.probe_transports.labels(transport="auth_config")._value.get()
 
 
 @pytest.fixture(scope="module")
