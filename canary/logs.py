@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
+    from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
     from canary.settings import Settings
 
 _SECRETS: set[str] = set()
@@ -53,9 +55,7 @@ def _scrub_value(key: str, value: Any) -> Any:
     return value
 
 
-def _mask_secrets(
-    _: Any, __: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
+def _mask_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     for key in list(event_dict):
         event_dict[key] = _scrub_value(key, event_dict[key])
     return event_dict
@@ -70,7 +70,14 @@ class _StderrLogger:
     log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
 
 
-_config: dict[str, Any] = {"fmt": "auto", "stream": None, "level": logging.INFO}
+@dataclass
+class _Config:
+    fmt: str = "auto"  # auto | console | json
+    stream: TextIO | None = None  # None: whatever sys.stderr is at the time
+    level: int = logging.INFO
+
+
+_config = _Config()
 _applied = False
 _stdlib_formatter: logging.Formatter | None = None
 LIBRARY_LEVEL = logging.WARNING
@@ -85,9 +92,7 @@ class _LibraryHandler(logging.Handler):
             if not _applied:
                 _apply()
             assert _stdlib_formatter is not None
-            print(
-                _stdlib_formatter.format(record), file=_config["stream"] or sys.stderr, flush=True
-            )
+            print(_stdlib_formatter.format(record), file=_config.stream or sys.stderr, flush=True)
         except Exception:  # noqa: BLE001  # logging's contract: a record never raises (closed stream too)
             self.handleError(record)
 
@@ -106,7 +111,7 @@ def _route_library_logs() -> None:
 
 
 def configure_logging(
-    settings: Settings | None = None, stream: Any = None, level: int = logging.INFO
+    settings: Settings | None = None, stream: TextIO | None = None, level: int = logging.INFO
 ) -> None:
     """Remember how to log; structlog itself is imported when the first line is logged."""
     global _applied
@@ -115,9 +120,8 @@ def configure_logging(
         register_secret(settings.admin_token.get_secret_value())
         for hook in settings.webhooks:
             register_secret(hook.secret.get_secret_value())
-    _config.update(
-        fmt=settings.log_format if settings is not None else "auto", stream=stream, level=level
-    )
+    _config.fmt = settings.log_format if settings is not None else "auto"
+    _config.stream, _config.level = stream, level
     _applied = False
     _route_library_logs()
     if "structlog" in sys.modules:
@@ -128,16 +132,15 @@ def _apply() -> None:
     global _applied, _stdlib_formatter
     import structlog
 
-    stream = _config["stream"]
-    fmt = _config["fmt"]
+    stream, fmt = _config.stream, _config.fmt
     if fmt == "auto":
         fmt = "console" if getattr(stream or sys.stderr, "isatty", lambda: False)() else "json"
-    renderer: Any = (
+    renderer: Processor = (
         structlog.dev.ConsoleRenderer(colors=True)
         if fmt == "console"
         else structlog.processors.JSONRenderer()
     )
-    stamped: list[Any] = [
+    stamped: list[Processor] = [
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
@@ -158,7 +161,7 @@ def _apply() -> None:
             _mask_secrets,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_config["level"]),
+        wrapper_class=structlog.make_filtering_bound_logger(_config.level),
         logger_factory=(
             structlog.PrintLoggerFactory(file=stream)
             if stream is not None
@@ -183,5 +186,6 @@ class _LazyLogger:
         return getattr(structlog.get_logger(self._name), attribute)
 
 
-def get_logger(name: str = "canary") -> Any:
-    return _LazyLogger(name)
+def get_logger(name: str = "canary") -> FilteringBoundLogger:
+    """A structlog logger, made on its first use (:class:`_LazyLogger` stands in until then)."""
+    return cast("FilteringBoundLogger", _LazyLogger(name))

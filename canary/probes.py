@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from jsonschema.exceptions import SchemaError
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, JsonValue, field_validator
 
 from canary.core.contracts.common import canonical_json, schema_validator
 from canary.core.contracts.refusal import find_refusal
@@ -58,7 +58,7 @@ def _with_nonce(value: str) -> str:
     return value
 
 
-def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _check_schema(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """A valid JSON Schema for an object that strict structured outputs accept."""
     try:
         schema_validator(schema)
@@ -66,14 +66,16 @@ def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
     if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
         raise ValueError("must be an object with additionalProperties: false")
-    missing = sorted(set(schema.get("properties", {})) - set(schema.get("required", [])))
+    properties, required = schema.get("properties"), schema.get("required")
+    named = set(properties) if isinstance(properties, dict) else set()
+    missing = sorted(named - ({str(r) for r in required} if isinstance(required, list) else set()))
     if missing:
         raise ValueError(f"strict mode needs every property required; not: {missing}")
     return schema
 
 
 Prompt = Annotated[str, AfterValidator(_with_nonce)]
-StrictSchema = Annotated[dict[str, Any], AfterValidator(_check_schema)]
+StrictSchema = Annotated[dict[str, JsonValue], AfterValidator(_check_schema)]
 
 
 class LanguagePrompts(Strict):
@@ -148,11 +150,11 @@ class ProbeRequest:
     language: str
     nonce: str
     checksum: str
-    body: dict[str, Any]
+    body: dict[str, JsonValue]
     parameters: tuple[str, ...] = ()  # supported_parameters relied on (require_parameters)
 
 
-def _sha(value: Any) -> str:
+def _sha(value: JsonValue) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
@@ -175,7 +177,7 @@ class ProbeSet:
         return _sha(dict(self.checksums))
 
     @cached_property
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> dict[str, JsonValue]:
         """The schema probe's JSON schema, made once: every probe and judgement of the process
         shares it, so it is read, never modified."""
         return copy.deepcopy(self.schema_probe.json_schema)
@@ -185,7 +187,7 @@ class ProbeSet:
         return self.schema_probe.name
 
     @cached_property
-    def tool(self) -> dict[str, Any]:
+    def tool(self) -> dict[str, JsonValue]:
         """The tools probe's tool as sent, made once and shared like :attr:`schema`."""
         return self.tools_probe.tool.model_dump(mode="json")
 
@@ -225,7 +227,7 @@ class ProbeSet:
         checksum = self.checksum_for(contract, language)
         max_tokens = capped_max_tokens(max_tokens, endpoint.max_completion_tokens)
         parameters: tuple[str, ...] = ()
-        extra: dict[str, Any] = {}
+        extra: dict[str, JsonValue] = {}
         if contract is Contract.schema:
             system, prompt = self.schema_probe.system, self.schema_probe.prompt
             extra["response_format"] = {
@@ -246,7 +248,7 @@ class ProbeSet:
             prompt = {Contract.ttft: text.ttft, Contract.refusal: text.refusal}.get(
                 contract, text.language
             )
-        body: dict[str, Any] = {
+        body: dict[str, JsonValue] = {
             "messages": [
                 {"role": "system", "content": system},
                 {"role": "user", "content": prompt.replace(NONCE, nonce)},
@@ -262,7 +264,7 @@ def capped_max_tokens(max_tokens: int, endpoint_max: int | None) -> int:
     return min(max_tokens, endpoint_max) if endpoint_max else max_tokens
 
 
-def _tool_choice(endpoint: Endpoint, name: str) -> dict[str, Any] | str:
+def _tool_choice(endpoint: Endpoint, name: str) -> dict[str, JsonValue] | str:
     """Name the function, unless the endpoint says it only honours ``required``."""
     support = endpoint.raw.get("supports_tool_choice")
     if isinstance(support, dict) and support.get("function") is False and support.get("required"):
@@ -328,8 +330,10 @@ def load_probes(directory: Path, languages: Sequence[str]) -> ProbeSet:
     checksums: dict[str, str] = {}
     for lang in languages:
         checksums[f"prompts/{lang}"] = _sha(prompts[lang].model_dump(mode="json"))
-        checksums[f"refusal_patterns/{lang}"] = _sha(refusal.languages[lang].patterns)
-    checksums["refusal_patterns/en"] = _sha(refusal.languages["en"].patterns)
+        checksums[f"refusal_patterns/{lang}"] = _sha(
+            list[JsonValue](refusal.languages[lang].patterns)
+        )
+    checksums["refusal_patterns/en"] = _sha(list[JsonValue](refusal.languages["en"].patterns))
     checksums["schema"] = _sha(schema_probe.model_dump(mode="json", by_alias=True))
     checksums["tools"] = _sha(tools_probe.model_dump(mode="json"))
     checksums["builtin_exclusions"] = _sha(builtin.model_dump(mode="json"))

@@ -17,7 +17,7 @@ failure before acting on it"):
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import JsonValue
 
 from canary.core.model import Transport
 
@@ -65,7 +65,7 @@ TIMEOUT_KINDS = frozenset(
 CONFIG_KINDS = frozenset({"invalid_url", "unsupported_protocol", "too_many_redirects"})
 
 
-def error_of(body: Any) -> dict[str, Any] | None:
+def error_of(body: JsonValue) -> dict[str, JsonValue] | None:
     """The ``error`` object of an OpenRouter body, or None."""
     if isinstance(body, dict):
         error = body.get("error")
@@ -74,7 +74,7 @@ def error_of(body: Any) -> dict[str, Any] | None:
     return None
 
 
-def error_code(body: Any) -> int | None:
+def error_code(body: JsonValue) -> int | None:
     """``error.code`` when it is an HTTP-like integer (a string code, as on one doc page: None)."""
     error = error_of(body)
     if error is None:
@@ -85,7 +85,7 @@ def error_code(body: Any) -> int | None:
     return code if 100 <= code <= 599 else None
 
 
-def availability_code(body: Any) -> str | None:
+def availability_code(body: JsonValue) -> str | None:
     error = error_of(body)
     availability = error.get("availability") if error else None
     if isinstance(availability, dict) and isinstance(availability.get("code"), str):
@@ -93,7 +93,7 @@ def availability_code(body: Any) -> str | None:
     return None
 
 
-def says_no_endpoint(body: Any) -> bool:
+def says_no_endpoint(body: JsonValue) -> bool:
     """The body says no endpoint/provider can serve the request as routed."""
     if availability_code(body) in NO_ENDPOINT_CODES:
         return True
@@ -105,14 +105,16 @@ def says_no_endpoint(body: Any) -> bool:
     return any(phrase in lowered for phrase in _NO_ENDPOINT_PHRASES)
 
 
-def relayed_from_provider(body: Any) -> bool:
+def relayed_from_provider(body: JsonValue) -> bool:
     """OpenRouter relays an upstream provider's answer (``metadata.provider_name`` is set)."""
     error = error_of(body)
     metadata = error.get("metadata") if error else None
     return isinstance(metadata, dict) and bool(metadata.get("provider_name"))
 
 
-def classify_status(status: int, body: dict[str, Any] | None, *, pinned: bool = True) -> Transport:
+def classify_status(
+    status: int, body: dict[str, JsonValue] | None, *, pinned: bool = True
+) -> Transport:
     """Classify an HTTP answer from its status and (parsed, possibly absent) body.
 
     ``pinned`` is False for requests that pin nothing (the endpoints listing): there a 404 means
@@ -160,7 +162,7 @@ def retryable(transport: Transport) -> bool:
     return transport in (Transport.rate_limited, Transport.provider_error, Transport.timeout)
 
 
-def error_message(status: int | None, body: Any, *, limit: int = 300) -> str:
+def error_message(status: int | None, body: JsonValue, *, limit: int = 300) -> str:
     """A short readable message: ``HTTP 429: Provider returned error (Google): <raw>``."""
     head = f"HTTP {status}" if status is not None else "error"
     error = error_of(body)

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from canary.core.model import Endpoint
 from canary.core.stats import window_figures
@@ -60,12 +61,12 @@ class DriftChange:
     model: str
     tag: str | None
     field: str
-    old: Any
-    new: Any
+    old: JsonValue
+    new: JsonValue
     alert: bool = False
     reason: str | None = None  # why it is an alert, readable ("price 4.0 > cap 2.0 USD/M prompt")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         return {
             "model": self.model,
             "provider": self.tag,
@@ -77,7 +78,7 @@ class DriftChange:
         }
 
 
-def snapshot_of(endpoint: Endpoint) -> dict[str, Any]:
+def snapshot_of(endpoint: Endpoint) -> dict[str, JsonValue]:
     """The tracked metadata of one endpoint, as a JSON-ready dict."""
     latency = endpoint.latency_last_30m
     return {
@@ -85,7 +86,7 @@ def snapshot_of(endpoint: Endpoint) -> dict[str, Any]:
         "quantization": endpoint.quantization,
         "context_length": endpoint.context_length,
         "max_completion_tokens": endpoint.max_completion_tokens,
-        "supported_parameters": sorted(set(endpoint.supported_parameters)),
+        "supported_parameters": list(sorted(set(endpoint.supported_parameters))),
         "status": endpoint.status,
         "uptime_last_30m": endpoint.uptime_last_30m,
         "latency_last_30m": dict(latency) if latency is not None else None,
@@ -95,8 +96,8 @@ def snapshot_of(endpoint: Endpoint) -> dict[str, Any]:
 
 def diff_snapshots(
     model: str,
-    before: Mapping[str, dict[str, Any]] | None,
-    after: Mapping[str, dict[str, Any]],
+    before: Mapping[str, dict[str, JsonValue]] | None,
+    after: Mapping[str, dict[str, JsonValue]],
     *,
     max_price: tuple[float | None, float | None] | None,
     min_quantization: str | None,
@@ -136,7 +137,7 @@ class _Rules:
     min_quantization: str | None
     order: tuple[str, ...]
 
-    def price_alert(self, side: str, per_token: Any) -> str | None:
+    def price_alert(self, side: str, per_token: JsonValue) -> str | None:
         if self.max_price is None or not isinstance(per_token, int | float):
             return None
         cap = self.max_price[0 if side == "prompt" else 1]
@@ -146,7 +147,7 @@ class _Rules:
             return f"{side} price {_fmt(per_million)} > cap {_fmt(cap)} USD/M tokens"
         return None
 
-    def quantization_alert(self, quantization: Any) -> str | None:
+    def quantization_alert(self, quantization: JsonValue) -> str | None:
         floor = self.min_quantization
         if floor is None or floor not in self.order or quantization not in self.order:
             return None  # None, "unknown" and unlisted values never alert on their own
@@ -154,8 +155,9 @@ class _Rules:
             return f"quantization {quantization} < floor {floor}"
         return None
 
-    def appearance_alert(self, snapshot: Mapping[str, Any]) -> str | None:
-        pricing = snapshot.get("pricing") or {}
+    def appearance_alert(self, snapshot: Mapping[str, JsonValue]) -> str | None:
+        pricing = snapshot.get("pricing")
+        pricing = pricing if isinstance(pricing, dict) else {}
         reasons = [
             self.price_alert("prompt", pricing.get("prompt")),
             self.price_alert("completion", pricing.get("completion")),
@@ -166,7 +168,7 @@ class _Rules:
 
 
 def _field_changes(
-    model: str, tag: str, old: Mapping[str, Any], new: Mapping[str, Any], rules: _Rules
+    model: str, tag: str, old: Mapping[str, JsonValue], new: Mapping[str, JsonValue], rules: _Rules
 ) -> list[DriftChange]:
     changes: list[DriftChange] = []
     old_pricing, new_pricing = old.get("pricing"), new.get("pricing")
@@ -192,8 +194,7 @@ def _field_changes(
                 DriftChange(model, tag, name, old[name], new[name], reason is not None, reason)
             )
     if "supported_parameters" in old and "supported_parameters" in new:
-        was = sorted(set(old["supported_parameters"] or ()))
-        now = sorted(set(new["supported_parameters"] or ()))
+        was, now = (_names(side["supported_parameters"]) for side in (old, new))
         if was != now:
             dropped = [p for p in ROUTING_PARAMETERS if p in was and p not in now]
             reason = f"stopped advertising {', '.join(dropped)}" if dropped else None
@@ -237,3 +238,8 @@ def ttft_state(
 
 def _fmt(value: float) -> str:
     return f"{value:g}"
+
+
+def _names(value: JsonValue) -> list[JsonValue]:
+    """A snapshot's parameter names, sorted (none when it holds no list)."""
+    return list[JsonValue](sorted({str(v) for v in value}) if isinstance(value, list) else ())

@@ -19,6 +19,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from pydantic import JsonValue
+
 from canary.core.drift import DriftChange
 from canary.core.model import Observation
 
@@ -76,7 +78,7 @@ def served_model_changes(
         (new,) = news
         olds = sorted({old for _, old, _ in changed})
         reason = f"every endpoint now serves {new} instead of {', '.join(olds)}"
-        return (DriftChange(model, None, SERVED_MODEL, olds, new, True, reason),)
+        return (DriftChange(model, None, SERVED_MODEL, list[JsonValue](olds), new, True, reason),)
     return tuple(
         DriftChange(
             model, tag, SERVED_MODEL, old, new, True, f"{tag} now serves {new} instead of {old}"

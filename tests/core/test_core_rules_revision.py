@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "75904704a1040e76a0eb4512f800cdd8ee44c2dfbaff0ba2e72d8a9f7194ca3d")
+PINNED = (7, "74168f2cf96e2620eaac3a5049e9ab9ff24c5d96b54c8dd1c369369c76fbbb2c")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
