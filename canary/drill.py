@@ -25,6 +25,7 @@ from canary.settings import ModelSettings, Settings, with_changes
 from canary.wiring import Wiring, build_wiring
 
 if TYPE_CHECKING:
+    from canary.sim.scenario import Scenario
     from canary.tracing import RoundTracer
 
 SIM_KEY = "sim-drill-key"
@@ -43,10 +44,10 @@ class DrillError(RuntimeError):
 
 @dataclass
 class DrillResult:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, JsonValue]] = field(default_factory=list)
+    summary: dict[str, JsonValue] = field(default_factory=dict)
 
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+    def of_kind(self, kind: str) -> list[dict[str, JsonValue]]:
         return [e for e in self.events if e["event"] == kind]
 
 
@@ -82,7 +83,7 @@ def drill_store_url(explicit: str | None) -> Iterator[str]:
         yield f"sqlite:///{Path(folder) / 'drill.db'}"
 
 
-def verdict_event(k: int, at: datetime, verdict: RoundVerdict) -> dict[str, Any]:
+def verdict_event(k: int, at: datetime, verdict: RoundVerdict) -> dict[str, JsonValue]:
     return {
         "round": k,
         "at": iso_utc(at),
@@ -117,7 +118,7 @@ def decision_event(k: int, at: datetime, event: Event) -> dict[str, JsonValue]:
     return body
 
 
-def round_events(k: int, report: ModelRound) -> list[dict[str, Any]]:
+def round_events(k: int, report: ModelRound) -> list[dict[str, JsonValue]]:
     lines = [verdict_event(k, report.at, v) for _, v in sorted(report.verdicts.items())]
     lines += [
         decision_event(k, report.at, e) for e in report.events if not isinstance(e, VerdictEvent)
@@ -134,14 +135,14 @@ def publications(wiring: Wiring, models: Sequence[str], now: datetime) -> dict[s
 
 
 async def run_drill(
-    scenario: Path | Mapping[str, Any],
+    scenario: Path | Mapping[str, object],
     rounds: int,
     base_settings: Settings,
     *,
     mode: str | None = None,
     interval_minutes: float | None = None,
     database_url: str | None = None,
-    emit: Callable[[dict[str, Any]], None] | None = None,
+    emit: Callable[[dict[str, JsonValue]], None] | None = None,
     start: datetime = DRILL_START,
     tracer: RoundTracer | None = None,
 ) -> DrillResult:
@@ -153,7 +154,7 @@ async def run_drill(
     model_ids = [m.id for m in loaded.models]
     result = DrillResult()
 
-    def out(line: dict[str, Any]) -> None:
+    def out(line: dict[str, JsonValue]) -> None:
         result.events.append(line)
         if emit is not None:
             emit(line)
@@ -194,13 +195,13 @@ async def run_drill(
                         for line in round_events(k, report):
                             out(line)
             published = publications(wiring, model_ids, now)
-            summary = {
+            summary: dict[str, JsonValue] = {
                 "event": "summary",
                 "rounds": rounds,
                 "at": iso_utc(now),
                 "mode": settings.mode,
-                "ignore": {m: p.ignore for m, p in published.items()},
-                "floor_breached": sorted(m for m, p in published.items() if p.breached),
+                "ignore": {m: list[JsonValue](p.ignore) for m, p in published.items()},
+                "floor_breached": list[JsonValue](sorted(m for m, p in published.items() if p.breached)),
                 "quarantines": len(result.of_kind("quarantine")),
                 "would_quarantine": len(result.of_kind("would_quarantine")),
             }
@@ -217,8 +218,8 @@ def _fixed(at: datetime) -> Callable[[], datetime]:
 
 
 def split_clock_entries(
-    source: Path | str | Mapping[str, Any] | Any,
-) -> tuple[Any, dict[int, float]]:
+    source: Path | str | Mapping[str, object] | Scenario,
+) -> tuple[Scenario, dict[int, float]]:
     """The scenario without its ``{round: k, advance_hours: H}`` entries, and those hours by round.
 
     Clock entries belong to drills, not to the simulator, so they are taken out before the
@@ -231,14 +232,15 @@ def split_clock_entries(
         return source, {}
     name = "scenario"
     if isinstance(source, Mapping):
-        data: Any = dict(source)
+        data = dict(source)
     else:
         path = Path(source)
         name = str(path)
         data = read_scenario_file(path)
     advances: dict[int, float] = {}
     kept = []
-    for i, entry in enumerate(data.get("timeline") or ()):
+    timeline = data.get("timeline")
+    for i, entry in enumerate(timeline if isinstance(timeline, list) else ()):
         if isinstance(entry, Mapping) and "advance_hours" in entry:
             advances_at, hours = _clock_entry(entry, f"{name}: timeline.{i}")
             advances[advances_at] = advances.get(advances_at, 0.0) + hours
@@ -249,7 +251,7 @@ def split_clock_entries(
     return parse(Scenario, data, name), advances
 
 
-def _clock_entry(entry: Mapping[str, Any], where: str) -> tuple[int, float]:
+def _clock_entry(entry: Mapping[str, object], where: str) -> tuple[int, float]:
     from canary.sim.scenario import ScenarioError
 
     extra = sorted(set(entry) - {"round", "advance_hours"})
