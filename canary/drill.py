@@ -201,7 +201,9 @@ async def run_drill(
                 "at": iso_utc(now),
                 "mode": settings.mode,
                 "ignore": {m: list[JsonValue](p.ignore) for m, p in published.items()},
-                "floor_breached": list[JsonValue](sorted(m for m, p in published.items() if p.breached)),
+                "floor_breached": list[JsonValue](
+                    sorted(m for m, p in published.items() if p.breached)
+                ),
                 "quarantines": len(result.of_kind("quarantine")),
                 "would_quarantine": len(result.of_kind("would_quarantine")),
             }

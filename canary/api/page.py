@@ -19,7 +19,7 @@ from canary.core.document import IgnoreDocument
 from canary.core.events import explanation
 from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
-from canary.views.records import iso, parse_when
+from canary.views.records import QuarantineRecord, iso, parse_when
 
 if TYPE_CHECKING:
     from canary.store.plain_reads import ResultMark
@@ -215,7 +215,7 @@ def _percentiles(summary: dict[str, Any]) -> str:
     return " / ".join(_seconds(summary.get(q)) for q in ("p50", "p95", "p99"))
 
 
-def timeline(quarantines: list[dict[str, Any]], now: datetime, *, width: int = 900) -> str:
+def timeline(quarantines: list[QuarantineRecord], now: datetime, *, width: int = 900) -> str:
     """Quarantines from two weeks back to a week ahead as bars, one row per provider."""
     if not quarantines:
         return f'<p class="muted">No quarantine in the last {TIMELINE_DAYS} days.</p>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from canary.core.plan import slot_of
 from canary.ignorelist import IgnoreListService, Published
@@ -13,7 +13,7 @@ from canary.store.engine import STORE_ERRORS
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
-from canary.views.records import quarantine_json
+from canary.views.records import QuarantineRecord, quarantine_json
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -29,7 +29,7 @@ class ModelSection:
     controls: tuple[str, ...]  # positive-control hosts: expected to filter
     providers: list[ProviderView]
     published: Published | None
-    quarantines: list[dict[str, Any]]
+    quarantines: list[QuarantineRecord]
     events: list[AuditRow]
     error: str | None
     cost: ModelSpend | None = None

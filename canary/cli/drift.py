@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
+from pydantic import JsonValue
 
 from canary.cli.common import fail, print_json, to_second
 from canary.core.drift import PER_MILLION
@@ -88,7 +89,25 @@ def drift(
         _print_served(model, now_served)
 
 
-def served_now(store: Store, model: str) -> list[dict[str, Any]]:
+class ServedRecord(TypedDict):
+    provider: str
+    served_model: str
+    expected: bool
+
+
+class DriftRecord(TypedDict):
+    at: str | None
+    round_id: int | None
+    model: str
+    provider: str | None
+    field: str
+    old: JsonValue
+    new: JsonValue
+    alert: bool
+    reason: str | None
+
+
+def served_now(store: Store, model: str) -> list[ServedRecord]:
     """Each endpoint's latest served model: ``[{provider, served_model, expected}]``."""
     from canary.core.served import is_expected
 
@@ -104,7 +123,7 @@ def served_now(store: Store, model: str) -> list[dict[str, Any]]:
     ]
 
 
-def _print_served(model: str, rows: Sequence[dict[str, Any]]) -> None:
+def _print_served(model: str, rows: Sequence[ServedRecord]) -> None:
     from rich.markup import escape
 
     console = _console()
@@ -116,7 +135,7 @@ def _print_served(model: str, rows: Sequence[dict[str, Any]]) -> None:
         console.print(f"{escape(r['provider'])}: serves {escape(r['served_model'])}{mark}")
 
 
-def drift_json(row: DriftRow) -> dict[str, Any]:
+def drift_json(row: DriftRow) -> DriftRecord:
     """One stored drift row (``canary.store.log_rows.DriftRow``) in the CLI's JSON shape."""
     from canary.views.records import iso
 
@@ -133,7 +152,7 @@ def drift_json(row: DriftRow) -> dict[str, Any]:
     }
 
 
-def describe(field: str, old: Any, new: Any) -> str:
+def describe(field: str, old: JsonValue, new: JsonValue) -> str:
     """A change as a person reads it: prices per million tokens, parameters added or dropped."""
     if field == "presence":
         return "appeared" if new is not None else "vanished"
@@ -141,17 +160,17 @@ def describe(field: str, old: Any, new: Any) -> str:
         return f"{_plain(old)} → {_plain(new)} endpoints"
     if field.startswith("pricing."):
         return f"{_per_million(old)} → {_per_million(new)} USD/M tokens"
-    if field == "served_model" and isinstance(old, list | tuple):  # every endpoint at once
+    if field == "served_model" and isinstance(old, list):  # every endpoint at once
         return f"{', '.join(map(str, old))} → {_plain(new)}"
-    if isinstance(old, list | tuple) or isinstance(new, list | tuple):
-        was, now = set(old or ()), set(new or ())
+    if isinstance(old, list) or isinstance(new, list):
+        was, now = (set(map(str, v)) if isinstance(v, list) else set() for v in (old, new))
         parts = [f"-{p}" for p in sorted(was - now)] + [f"+{p}" for p in sorted(now - was)]
         return " ".join(parts) or "reordered"
     return f"{_plain(old)} → {_plain(new)}"
 
 
 def _print_table(
-    model: str, records: Sequence[dict[str, Any]], *, since: bool, truncated: bool
+    model: str, records: Sequence[DriftRecord], *, since: bool, truncated: bool
 ) -> None:
 
     from rich.markup import escape
@@ -197,13 +216,13 @@ def _when(text: str) -> datetime:
         fail(f"--since {text!r} is not an ISO-8601 time (e.g. 2026-05-01T12:00:00Z)")
 
 
-def _per_million(value: Any) -> str:
+def _per_million(value: JsonValue) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return _plain(value)
     return f"{round(value * PER_MILLION, 9):g}"
 
 
-def _plain(value: Any) -> str:
+def _plain(value: JsonValue) -> str:
     return "–" if value is None else str(value)
 
 

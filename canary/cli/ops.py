@@ -85,12 +85,14 @@ def quarantine_show(
         active_ids = {
             q.id for q in ops.store.active_quarantines(model, ops.now) if q.tag == provider
         }
-        history = [
-            quarantine_json(q)
+        rows = [
+            q
             for q in ops.store.quarantines(model=model, active_only=False, now=ops.now)
             if q.tag == provider
         ]
+    history = [quarantine_json(q) for q in rows]
     active = next((q for q in history if q["id"] in active_ids), None)
+    evidence = next((q.evidence for q in rows if q.id in active_ids), ())
     record = {
         "model": model,
         "provider": provider,
@@ -114,8 +116,7 @@ def quarantine_show(
         if active["withheld"]:
             out.print("[yellow]withheld[/] from the published list to hold the capacity floor")
         looks = [
-            f"{x['kind']} {x['id']}" + (f" started {to_second(x['at'])}" if x["at"] else "")
-            for x in active["evidence"]
+            f"{x.kind} {x.id}" + (f" started {to_second(x.at)}" if x.at else "") for x in evidence
         ]
         out.print(f"evidence: {', '.join(looks) or '–'}")
     else:
@@ -240,11 +241,13 @@ def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt
         print_json(body)
         return
     records = body["exclusions"]
-    keys = ("id", "layer", "model", "provider", "reason", "since", "until")
     show(
         "exclusions",
-        [k.title() for k in keys],
-        [[r[k] for k in keys] for r in records],
+        ("Id", "Layer", "Model", "Provider", "Reason", "Since", "Until"),
+        [
+            [r["id"], r["layer"], r["model"], r["provider"], r["reason"], r["since"], r["until"]]
+            for r in records
+        ],
         "no exclusion in force",
     )
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, NotRequired, TypedDict
 
 import typer
+from pydantic import JsonValue
 
 from canary.cli.common import fail, print_json, require_api_key, settings_from
 
@@ -35,6 +36,57 @@ if TYPE_CHECKING:
     from canary.settings import Settings
 
 NOT_EVALUATED = "not evaluated"
+
+
+class ContractRecord(TypedDict):
+    result: str
+    detail: str
+    figure: float | None
+    reason: str | None
+    sample: str
+
+
+class ServedId(TypedDict):
+    id: str
+    expected: bool
+
+
+class ProviderProbe(TypedDict):
+    provider: str
+    name: str
+    language: str
+    control: bool
+    served_model: ServedId | None  # the model its answers reported, and whether it is expected
+    verdict: str
+    contracts: dict[str, ContractRecord]
+
+
+class ProbeDocument(TypedDict):
+    model: str
+    providers: list[ProviderProbe]
+    probe_weak: (
+        dict[str, JsonValue] | None
+    )  # which control did not fail refusal, and what it returned
+    control_missing: dict[str, JsonValue] | None  # a control not in the listing
+    model_wide: list[dict[str, JsonValue]] | str  # NOT_EVALUATED when only part was probed
+    published_from: NotRequired[str]  # store, or the built-in list alone (_probe)
+    usable: NotRequired[list[str] | None]
+
+
+class EstimateRow(TypedDict):
+    model: str
+    endpoints: int
+    probes: int
+    usd: float
+
+
+class Estimate(TypedDict):
+    models: list[EstimateRow]
+    prompt_tokens_per_probe: int
+    completion_tokens_per_probe: int
+    usd_per_round: float
+    usd_per_day: float
+
 
 # The round estimate counts this many prompt tokens per probe (system + user prompt, rounded up)
 # and the whole max_tokens out, the same figures the runner's budget uses.
@@ -85,7 +137,7 @@ def probe(
         _print_human(document)
 
 
-async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> dict[str, Any]:
+async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> ProbeDocument:
     from canary.core.plan import round_index
     from canary.openrouter.client import ListingError
     from canary.prober import Prober
@@ -230,17 +282,17 @@ def probe_document(
     controls: Sequence[str] = (),
     *,
     whole_model: bool = True,
-) -> dict[str, Any]:
+) -> ProbeDocument:
     """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}],
     "probe_weak", "control_missing", "model_wide"} (`_probe` adds "published_from" and
     "usable")."""
-    from canary.core.model import EventKind
+    from canary.core.events import ControlMissing, ModelWide, ProbeWeak
     from canary.core.served import is_expected, served_model
 
-    weak = next((e for e in outcome.events if e.kind is EventKind.probe_weak), None)
-    missing = next((e for e in outcome.events if e.kind is EventKind.control_missing), None)
-    wide = [e.detail for e in outcome.events if e.kind is EventKind.model_wide]
-    providers = []
+    weak = next((e for e in outcome.events if isinstance(e, ProbeWeak)), None)
+    missing = next((e for e in outcome.events if isinstance(e, ControlMissing)), None)
+    wide = [e.detail for e in outcome.events if isinstance(e, ModelWide)]
+    providers: list[ProviderProbe] = []
     for p in probings:
         verdict = outcome.verdicts[p.endpoint.tag]
         served = served_model(p.observations)
@@ -277,14 +329,14 @@ def probe_document(
         "model": model,
         "providers": providers,
         # the weak-probe rule: which control did not fail refusal, and what it returned
-        "probe_weak": None if weak is None else dict(weak.detail),
+        "probe_weak": None if weak is None else weak.detail,
         # a control not in the listing: the refusal results are no evidence either
-        "control_missing": None if missing is None else dict(missing.detail),
+        "control_missing": None if missing is None else missing.detail,
         "model_wide": wide if whole_model else NOT_EVALUATED,
     }
 
 
-def _print_human(document: dict[str, Any]) -> None:
+def _print_human(document: ProbeDocument) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -317,12 +369,12 @@ def _print_human(document: dict[str, Any]) -> None:
     weak = document["probe_weak"]
     if weak is not None:
         console.print(
-            f"[yellow]probe weak[/]: {escape(weak['why'])}; refusal results are not evidence"
+            f"[yellow]probe weak[/]: {escape(str(weak['why']))}; refusal results are not evidence"
         )
     missing = document.get("control_missing")
     if missing is not None:
         console.print(
-            f"[yellow]control missing[/]: {escape(missing['why'])}; refusal results are not "
+            f"[yellow]control missing[/]: {escape(str(missing['why']))}; refusal results are not "
             "evidence"
         )
     source = document.get("published_from")
@@ -332,10 +384,10 @@ def _print_human(document: dict[str, Any]) -> None:
     if wide == NOT_EVALUATED:
         console.print("model-wide: not evaluated (only part of the model was probed)")
     for event in wide if isinstance(wide, list) else []:
-        console.print(f"[yellow]model-wide[/]: {escape(event['why'])}")
+        console.print(f"[yellow]model-wide[/]: {escape(str(event['why']))}")
 
 
-async def _estimate(settings: Settings) -> dict[str, Any]:
+async def _estimate(settings: Settings) -> Estimate:
     from canary.core.cost import estimate_round_cost
     from canary.core.plan import plan_endpoint
     from canary.openrouter.client import ListingError
@@ -345,7 +397,7 @@ async def _estimate(settings: Settings) -> dict[str, Any]:
     if not settings.models:
         fail("no models configured (set `models` in the settings file or CANARY_MODELS)")
     probes = load_probes(settings.probes_dir, settings.languages)
-    rows: list[dict[str, Any]] = []
+    rows: list[EstimateRow] = []
     async with openrouter_client(settings) as client:
         for model in settings.models:
             try:
@@ -389,7 +441,7 @@ async def _estimate(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _print_estimate(result: dict[str, Any], interval_minutes: float) -> None:
+def _print_estimate(result: Estimate, interval_minutes: float) -> None:
     for row in result["models"]:
         typer.echo(
             f"{row['model']}: {row['endpoints']} endpoints, {row['probes']} probes, "

@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from canary.views.cost import CostView, ModelCost, model_cost
 from canary.views.records import (
+    AuditRecord,
+    ExclusionRecord,
+    HistoryRecord,
+    QuarantineRecord,
+    RoundRecord,
     audit_json,
     exclusion_json,
     history_json,
@@ -33,28 +38,28 @@ if TYPE_CHECKING:
 class QuarantinesBody(TypedDict):
     model: str | None  # None: every model
     at: str | None
-    quarantines: list[dict[str, Any]]  # quarantine_json records
+    quarantines: list[QuarantineRecord]
 
 
 class ExclusionsBody(TypedDict):
     model: str | None
     at: str | None
-    exclusions: list[dict[str, Any]]  # exclusion_json records: runtime, then built-in
+    exclusions: list[ExclusionRecord]  # runtime, then built-in
 
 
 class AuditBody(TypedDict):
-    records: list[dict[str, Any]]  # audit_json records, newest first
+    records: list[AuditRecord]  # newest first
 
 
 class HistoryBody(TypedDict):
     model: str
     provider: str
-    history: list[dict[str, Any]]  # history_json records, newest first
+    history: list[HistoryRecord]  # newest first
 
 
 class RoundsBody(TypedDict):
     model: str
-    rounds: list[dict[str, Any]]
+    rounds: list[RoundRecord]
 
 
 class ProvidersBody(TypedDict):

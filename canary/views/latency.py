@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from canary.core.drift import ttft_state
 from canary.core.stats import LATENCY_WINDOWS
 
@@ -35,8 +37,8 @@ class Latency:
 
     state: str  # healthy | degraded | unknown
     bound_p95_s: float
-    day: dict[str, Any]  # {p50, p95, p99, n} over the last 24 h
-    week: dict[str, Any]  # the same over the last 7 days
+    day: dict[str, float | int | None]  # {p50, p95, p99, n} over the last 24 h
+    week: dict[str, float | int | None]  # the same over the last 7 days
     peers_p95_24h_s: float | None  # median of the model's other endpoints' 24 h p95
     peers_n: int  # how many other endpoints had samples
     openrouter_ms: dict[str, float] | None  # latency_last_30m of the latest snapshot
@@ -52,14 +54,14 @@ class Latency:
         }
 
 
-def _rounded(figures: Mapping[str, Any]) -> dict[str, Any]:
+def _rounded(figures: Figures) -> dict[str, float | int | None]:
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in figures.items()}
 
 
 def latencies(
     day: Mapping[str, Figures],
     week: Mapping[str, Figures],
-    advertised: Mapping[str, Mapping[str, Any]],
+    advertised: Mapping[str, Mapping[str, JsonValue]],
     tags: Iterable[str],
     bound_p95_s: float,
     recent: Mapping[str, Sequence[float]] | None = None,
@@ -88,10 +90,17 @@ def latencies(
             week=_rounded(dict(week.get(tag) or NO_SAMPLE)),
             peers_p95_24h_s=round(statistics.median(peers), 3) if peers else None,
             peers_n=len(peers),
-            openrouter_ms=dict(openrouter) if isinstance(openrouter, Mapping) else None,
+            openrouter_ms=_figures_ms(openrouter),
             spark=tuple(recent.get(tag, ())[-SPARK_POINTS:]),
         )
     return out
+
+
+def _figures_ms(value: JsonValue) -> dict[str, float] | None:
+    """OpenRouter's own latency figures of a snapshot, in ms (None when it has none)."""
+    if not isinstance(value, dict):
+        return None
+    return {k: float(v) for k, v in value.items() if isinstance(v, int | float)}
 
 
 def current(figures: WindowFigures | None, span: str, now: datetime) -> Figures | None:

@@ -52,11 +52,11 @@ class ProviderView:
         ]
 
     @property
-    def ttft_24h(self) -> dict[str, Any]:
+    def ttft_24h(self) -> dict[str, float | int | None]:
         return self.latency.day
 
     @property
-    def ttft_7d(self) -> dict[str, Any]:
+    def ttft_7d(self) -> dict[str, float | int | None]:
         return self.latency.week
 
     @property

@@ -7,14 +7,16 @@ import dataclasses
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from pydantic import JsonValue
 
 from canary.core.layers import iso_utc
 from canary.core.model import Exclusion, looks_json
 
 if TYPE_CHECKING:
     from canary.store.log_rows import AuditRow, HistoryRow
-    from canary.store.rows import QuarantineRow, RoundRow
+    from canary.store.rows import QuarantineRow, RoundRow, SkippedEndpoint
 
 
 iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None stays None
@@ -45,7 +47,73 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
+class QuarantineRecord(TypedDict):
+    id: int
+    model: str
+    provider: str
+    since: str | None
+    until: str | None
+    step: int
+    reason: str
+    causes: list[str]
+    withheld: bool
+    released_at: str | None
+    release_why: str | None
+    evidence: list[JsonValue]
+
+
+class AuditRecord(TypedDict):
+    id: int
+    at: str | None
+    event: str
+    actor: str
+    model: str | None
+    provider: str | None
+    detail: dict[str, JsonValue]
+    evidence: list[JsonValue]
+    policy_version: str | None
+
+
+class ExclusionRecord(TypedDict):
+    id: int | None
+    model: str
+    provider: str
+    layer: str
+    reason: str
+    since: str | None
+    until: str | None
+
+
+class RoundRecord(TypedDict):
+    id: int
+    model: str
+    scheduled_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    status: str
+    policy_version: str | None
+    cost_usd: float | None
+    skipped: list[SkippedEndpoint]
+    extra: bool
+
+
+class ResultRecord(TypedDict):
+    contract: str
+    result: str
+    detail: str
+
+
+class HistoryRecord(TypedDict):
+    round_id: int
+    at: str | None
+    round_status: str
+    extra: bool
+    verdict: str
+    language_anomaly_in: str | None
+    results: list[ResultRecord]
+
+
+def quarantine_json(row: QuarantineRow) -> QuarantineRecord:
     """The CLI/API shape of one quarantine: {model, provider, since, until, step, reason, ...}."""
     return {
         "id": row.id,
@@ -63,7 +131,7 @@ def quarantine_json(row: QuarantineRow) -> dict[str, Any]:
     }
 
 
-def audit_json(row: AuditRow) -> dict[str, Any]:
+def audit_json(row: AuditRow) -> AuditRecord:
     """The CLI/API shape of one audit record: {at, event, actor, model, provider, detail}."""
     return {
         "id": row.id,
@@ -72,13 +140,13 @@ def audit_json(row: AuditRow) -> dict[str, Any]:
         "actor": row.actor,
         "model": row.model,
         "provider": row.tag,
-        "detail": jsonable(row.detail),
+        "detail": row.detail,
         "evidence": looks_json(row.evidence),
         "policy_version": row.policy_version,
     }
 
 
-def exclusion_json(entry: Exclusion) -> dict[str, Any]:
+def exclusion_json(entry: Exclusion) -> ExclusionRecord:
     return {
         "id": entry.id,
         "model": entry.model,
@@ -90,7 +158,7 @@ def exclusion_json(entry: Exclusion) -> dict[str, Any]:
     }
 
 
-def round_json(row: RoundRow) -> dict[str, Any]:
+def round_json(row: RoundRow) -> RoundRecord:
     return {
         "id": row.id,
         "model": row.model,
@@ -100,12 +168,12 @@ def round_json(row: RoundRow) -> dict[str, Any]:
         "status": row.status,
         "policy_version": row.policy_version,
         "cost_usd": row.cost_usd,
-        "skipped": jsonable(row.skipped),
+        "skipped": list(row.skipped),
         "extra": bool(row.detail.get("extra")),
     }
 
 
-def history_json(row: HistoryRow) -> dict[str, Any]:
+def history_json(row: HistoryRow) -> HistoryRecord:
     """One round's verdict of one provider, with its contract results."""
     return {
         "round_id": row.round_id,

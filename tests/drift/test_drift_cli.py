@@ -23,7 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.drill import DRILL_START, DrillResult, iso, run_drill
+from canary.core.model import iso_utc
+from canary.drill import DRILL_START, DrillResult, run_drill
 from canary.settings import MaxPrice, ModelSettings, Settings
 
 MODEL = "acme/drift-cli"
@@ -88,7 +89,7 @@ class Filled:
 
 
 def at_round(k: int) -> str:
-    at = iso(DRILL_START + (k - 1) * timedelta(minutes=30))
+    at = iso_utc(DRILL_START + (k - 1) * timedelta(minutes=30))
     assert at is not None
     return at
 
