@@ -22,7 +22,8 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from canary.aio import run as run_to_completion
 from canary.heartbeat import ping_in_background
@@ -41,6 +42,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from canary.deciding import ModelDecisions
     from canary.runner import ModelRound
     from canary.store.repository import Store
@@ -275,12 +278,24 @@ def keep_decisions(decisions: ModelDecisions, settings: Settings, now: datetime)
         log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
 
 
-def round_summary(report: ModelRound) -> dict[str, Any]:
+class RoundSummary(TypedDict):
+    model: str
+    round_id: int | None
+    status: str
+    verdicts: dict[str, int]
+    decisions: list[str]
+    cost_usd: float
+    duration_s: float | None
+    error: NotRequired[str]
+    probing: NotRequired[str]  # every probe stopped at OpenRouter: not a successful round
+
+
+def round_summary(report: ModelRound) -> RoundSummary:
     """One model's round in a line: verdict counts, decisions, cost."""
     counts: dict[str, int] = {}
     for verdict in report.verdicts.values():
         counts[verdict.verdict.value] = counts.get(verdict.verdict.value, 0) + 1
-    summary: dict[str, Any] = {
+    summary: RoundSummary = {
         "model": report.model,
         "round_id": report.round_id,
         "status": report.status,
@@ -291,7 +306,7 @@ def round_summary(report: ModelRound) -> dict[str, Any]:
     }
     if report.error is not None:
         summary["error"] = report.error
-    if report.stopped is not None:  # every probe stopped at OpenRouter: not a successful round
+    if report.stopped is not None:
         summary["probing"] = report.stopped.problem.value
     return summary
 
@@ -392,7 +407,9 @@ def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.
     daemon.stop_round(settings.shutdown_grace_s)
 
 
-def _wait_until_serving(server: Any, api: threading.Thread, stop: threading.Event) -> None:
+def _wait_until_serving(
+    server: uvicorn.Server, api: threading.Thread, stop: threading.Event
+) -> None:
     deadline = time.monotonic() + SERVER_START_S
     while not server.started:
         if not api.is_alive():
@@ -408,7 +425,7 @@ def _url_host(host: str) -> str:
 
 
 def _on_stop_signals(stop: threading.Event) -> None:
-    def handle(signum: int, _frame: Any) -> None:
+    def handle(signum: int, _frame: FrameType | None) -> None:
         if not stop.is_set():
             log.info("signal", signal=signal.Signals(signum).name)
         stop.set()

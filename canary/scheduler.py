@@ -14,11 +14,14 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from canary.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
 
 log = get_logger("canary.scheduler")
 
@@ -138,15 +141,15 @@ async def under_round_lease(
 
 def build_scheduler(
     interval_minutes: float,
-    run_round: Callable[[], Any],
-    housekeeping: Callable[[], Any],
+    run_round: Callable[[], None],
+    housekeeping: Callable[[], None],
     *,
     housekeeping_every_s: float = 15.0,
     run_now: bool = True,
-    retention: Callable[[], Any] | None = None,
+    retention: Callable[[], None] | None = None,
     retention_every_s: float = 3600.0,
     retention_first_after_s: float = 60.0,
-) -> Any:
+) -> BackgroundScheduler:
     """A background scheduler: rounds at every slot's start (on every replica at once, see
     :class:`~canary.slot_trigger.SlotTrigger`) and, with ``run_now``, once at start-up; rounds
     never overlap, and missed rounds run once (coalesced);
@@ -158,7 +161,7 @@ def build_scheduler(
     from canary.slot_trigger import SlotTrigger
 
     scheduler = BackgroundScheduler(timezone=UTC)
-    first_run: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if run_now else {}
+    first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
         run_round,
         SlotTrigger(interval_minutes),

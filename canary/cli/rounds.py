@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import JsonValue
 
 from canary.cli.common import (
     fail,
@@ -250,7 +251,7 @@ def drill(
         fail(f"--mode must be observe or enforce, not {mode!r}")
     settings = settings_from(ctx)
 
-    def emit(line: dict[str, Any]) -> None:
+    def emit(line: dict[str, JsonValue]) -> None:
         if json_output:
             print_json(line)
         else:
@@ -276,14 +277,19 @@ def drill(
         fail(str(exc).strip("'\""), code=1)
 
 
-def _human(line: dict[str, Any]) -> str:
+def _human(line: dict[str, JsonValue]) -> str:
     kind = line["event"]
     if kind == "summary":
         return f"summary: ignore lists {line['ignore']}"
     where = f"{line.get('model')} {line.get('provider') or ''}"
     head = f"round {line['round']:>3} {line['at']} {kind:<16} {where}"
     if kind == "verdict":
-        failed = [c for c, r in line["contracts"].items() if r["result"] == "fail"]
+        contracts = line["contracts"]
+        failed = [
+            c
+            for c, r in (contracts.items() if isinstance(contracts, dict) else ())
+            if isinstance(r, dict) and r["result"] == "fail"
+        ]
         return f"{head} {line['verdict']}" + (f" ({', '.join(failed)})" if failed else "")
     extras = {
         k: v for k, v in line.items() if k not in ("round", "at", "event", "model", "provider")

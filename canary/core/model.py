@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from pydantic import JsonValue
 
@@ -117,7 +116,7 @@ class Look:
         return {"kind": self.kind.value, "id": self.id, "at": iso_utc(self.at)}
 
     @classmethod
-    def of_json(cls, raw: Any) -> Look:
+    def of_json(cls, raw: JsonValue | Look) -> Look:
         """A look as stored: ``{"kind", "id", "at"}``, or a bare round id (rows written before
         looks were stored), which is a look of kind ``round`` whose start is unknown."""
         if isinstance(raw, Look):
@@ -125,8 +124,8 @@ class Look:
         if isinstance(raw, Mapping):
             at = raw.get("at")
             when = None if at is None else datetime.fromisoformat(str(at).replace("Z", "+00:00"))
-            return cls(LookKind(str(raw.get("kind", "round"))), int(raw["id"]), when)
-        return cls(LookKind.round, int(raw), None)
+            return cls(LookKind(str(raw.get("kind", "round"))), int(str(raw["id"])), when)
+        return cls(LookKind.round, int(str(raw)), None)
 
 
 DAY = timedelta(days=1)
@@ -145,7 +144,7 @@ def looks_json(looks: Iterable[Look]) -> list[JsonValue]:
     return [look.as_json() for look in looks]
 
 
-def looks_of(raw: Iterable[Any] | None) -> tuple[Look, ...]:
+def looks_of(raw: Iterable[JsonValue | Look] | None) -> tuple[Look, ...]:
     """Looks as stored (see :meth:`Look.of_json`); None is none."""
     return tuple(Look.of_json(x) for x in raw or ())
 
@@ -175,7 +174,7 @@ class Endpoint:
     latency_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, ms
     throughput_last_30m: dict[str, float] | None = None  # OpenRouter's own figures, tokens/s
     service_tier: str | None = None  # flex | priority | ...: a base slug does not match it
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: dict[str, JsonValue] = field(default_factory=dict, compare=False, repr=False)
 
     def supports(self, parameter: str) -> bool:
         return parameter in self.supported_parameters

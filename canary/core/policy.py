@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from canary.core.model import Mode
 
 # Bumped whenever the code of a rule changes what it decides: the policy version changes with it,
@@ -122,11 +124,11 @@ class PolicyRules:
             mode=Mode(mode),
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         return {
             "failing_rounds": self.failing_rounds,
             "recovery_rounds": self.recovery_rounds,
-            "ladder_days": list(self.ladder_days),
+            "ladder_days": list[JsonValue](self.ladder_days),
             "ladder_reset_days": self.ladder_reset_days,
             "model_wide_share": self.model_wide_share,
             "streak_max_age_hours": self.streak_max_age_hours,

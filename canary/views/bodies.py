@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from canary.views.cost import CostView, ModelCost, model_cost
+from canary.views.providers import ProviderRecord
 from canary.views.records import (
     AuditRecord,
     ExclusionRecord,
@@ -65,7 +66,7 @@ class RoundsBody(TypedDict):
 class ProvidersBody(TypedDict):
     model: str
     at: str | None
-    providers: list[dict[str, Any]]  # ProviderView.as_json, worst state first
+    providers: list[ProviderRecord]  # worst state first
     cost: ModelCost
 
 

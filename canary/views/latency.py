@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import JsonValue
 
@@ -31,6 +31,14 @@ NO_SAMPLE: dict[str, float | int | None] = {"p50": None, "p95": None, "p99": Non
 Figures = Mapping[str, float | int | None]  # {p50, p95, p99, n} of one window
 
 
+class LatencyRecord(TypedDict):
+    state: str
+    p95_bound_s: float
+    peers_p95_24h_s: float | None
+    peers: int
+    openrouter_last_30m_ms: dict[str, float] | None
+
+
 @dataclass(frozen=True)
 class Latency:
     """One endpoint's latency figures (seconds, except OpenRouter's, which are milliseconds)."""
@@ -44,7 +52,7 @@ class Latency:
     openrouter_ms: dict[str, float] | None  # latency_last_30m of the latest snapshot
     spark: tuple[float, ...]  # recent samples, oldest first
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> LatencyRecord:
         return {
             "state": self.state,
             "p95_bound_s": self.bound_p95_s,

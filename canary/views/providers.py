@@ -6,15 +6,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from canary.core.identity import Listed
 from canary.core.model import EndpointState, Exclusion
 
 if TYPE_CHECKING:
     from canary.core.controls import Controls
-from canary.views.latency import Latency, fleet_latencies
-from canary.views.records import exclusion_json, iso
+from canary.views.latency import Latency, LatencyRecord, fleet_latencies
+from canary.views.records import ExclusionRecord, exclusion_json, iso
 
 if TYPE_CHECKING:
     from canary.store.plain_reads import ResultMark, StoreReads
@@ -23,6 +23,33 @@ if TYPE_CHECKING:
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
 STATES = ("quarantined", "excluded", "suspect", "healthy", "unknown")
+
+
+class QuarantineState(TypedDict):
+    since: str | None
+    until: str | None
+    step: int | None
+    causes: list[str]
+    withheld: bool
+
+
+class MarkRecord(TypedDict):
+    result: str
+    detail: str
+    round_id: int
+
+
+class ProviderRecord(TypedDict):
+    provider: str
+    state: str
+    failing_rounds: int
+    failing_by_contract: dict[str, int]
+    recovery_rounds: int
+    quarantine: QuarantineState | None
+    exclusions: list[ExclusionRecord]
+    last_round: dict[str, MarkRecord]
+    ttft_s: dict[str, dict[str, float | int | None]]  # 24h and 7d: {p50, p95, p99, n}
+    latency: LatencyRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +90,7 @@ class ProviderView:
     def spark(self) -> tuple[float, ...]:
         return self.latency.spark
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ProviderRecord:
         return {
             "provider": self.provider,
             "state": self.state,
@@ -80,7 +107,10 @@ class ProviderView:
                 "withheld": self.withheld,
             },
             "exclusions": [exclusion_json(e) for e in self.exclusions],
-            "last_round": {c: mark._asdict() for c, mark in self.results.items()},
+            "last_round": {
+                c: {"result": m.result, "detail": m.detail, "round_id": m.round_id}
+                for c, m in self.results.items()
+            },
             "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
             "latency": self.latency.as_json(),
         }

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "74168f2cf96e2620eaac3a5049e9ab9ff24c5d96b54c8dd1c369369c76fbbb2c")
+PINNED = (7, "7ec52427681999197d4f94643a11b674acb82daa3827f997dcc77a481116a39d")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

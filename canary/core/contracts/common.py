@@ -16,12 +16,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
 
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from pydantic import JsonValue
 
 from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
@@ -101,7 +101,7 @@ def most_common(reasons: Iterable[str]) -> str | None:
     return counted.most_common(1)[0][0] if counted else None
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -114,7 +114,7 @@ def _validator_for(schema_text: str) -> Validator:
     return validator
 
 
-def schema_validator(schema: dict[str, Any]) -> Validator:
+def schema_validator(schema: dict[str, JsonValue]) -> Validator:
     """A compiled validator for ``schema``, cached by the schema's canonical text.
 
     The dialect follows the schema's ``$schema``; without one it is Draft 7, the dialect
@@ -123,7 +123,7 @@ def schema_validator(schema: dict[str, Any]) -> Validator:
     return _validator_for(canonical_json(schema))
 
 
-def schema_error(validator: Validator, instance: Any) -> str | None:
+def schema_error(validator: Validator, instance: JsonValue) -> str | None:
     """The most relevant validation message (jsonschema's best_match), or None when valid."""
     error = best_match(validator.iter_errors(instance))
     if error is None:

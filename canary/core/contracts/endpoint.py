@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import JsonValue
 
 from canary.core.contracts.confirm import RECHECK_PROBE, Recheck, confirm, recheck_probes
 from canary.core.contracts.evidence import (
@@ -36,8 +37,8 @@ class Judging:
     language: str  # the round's language for this endpoint
     analyze: Analyze
     refusal_patterns: PatternsFor
-    schema: dict[str, Any]
-    tool: dict[str, Any]
+    schema: dict[str, JsonValue]
+    tool: dict[str, JsonValue]
     ttft_threshold_s: float
     max_tokens: int | None  # our max_tokens as the endpoint caps it (refusal: cut short?)
     schema_applicable: bool

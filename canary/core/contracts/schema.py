@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import JsonValue
 
 from canary.core.contracts.common import (
     FILTERED,
@@ -39,7 +40,7 @@ from canary.core.contracts.confirm import Recheck
 from canary.core.model import Contract, ContractResult, Observation, Result
 
 
-def parse_json(text: str) -> tuple[Any, str | None]:
+def parse_json(text: str) -> tuple[JsonValue, str | None]:
     """(value, None) for one JSON document (whitespace around it allowed), else (None, message)."""
     stripped = text.strip()
     if not stripped:
@@ -56,7 +57,7 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 UNSURE = frozenset({"truncated", FILTERED})  # inconclusive samples, not schema failures
 
 
-def _judge_one(o: Observation, schema: dict[str, Any]) -> tuple[str | None, str]:
+def _judge_one(o: Observation, schema: dict[str, JsonValue]) -> tuple[str | None, str]:
     if is_filtered(o):
         return FILTERED, FILTERED_WHY
     value, problem = parse_json(o.content)
@@ -71,7 +72,7 @@ def _judge_one(o: Observation, schema: dict[str, Any]) -> tuple[str | None, str]
 
 
 def judge_schema(
-    observations: Sequence[Observation], schema: dict[str, Any], applicable: bool
+    observations: Sequence[Observation], schema: dict[str, JsonValue], applicable: bool
 ) -> ContractResult:
     if not applicable:
         return ContractResult(
@@ -108,7 +109,7 @@ def judge_schema(
     )
 
 
-def schema_look(o: Observation, schema: dict[str, Any]) -> Recheck:
+def schema_look(o: Observation, schema: dict[str, JsonValue]) -> Recheck:
     """One re-check answer of the structured-output probe, judged alone."""
     if not o.completed:
         return not_an_answer(o)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import JsonValue
 
 from canary.core.contracts.common import (
     FILTERED,
@@ -41,14 +42,18 @@ from canary.core.model import Contract, ContractResult, Observation, Result, Too
 INCONCLUSIVE = frozenset({"truncated", "no_call_unforced", FILTERED})
 
 
-def _function(tool: dict[str, Any]) -> dict[str, Any]:
+def _function(tool: dict[str, JsonValue]) -> tuple[str, dict[str, JsonValue]]:
+    """The tool's function name and parameters' schema (any object when it gives none)."""
     function = tool.get("function", tool)
     if not isinstance(function, dict) or "name" not in function:
         raise ValueError("tool must be {'type': 'function', 'function': {'name', 'parameters'}}")
-    return function
+    parameters = function.get("parameters")
+    return str(function["name"]), parameters if isinstance(parameters, dict) else {"type": "object"}
 
 
-def _judge_call(call: ToolCall, name: str, parameters: dict[str, Any]) -> tuple[str | None, str]:
+def _judge_call(
+    call: ToolCall, name: str, parameters: dict[str, JsonValue]
+) -> tuple[str | None, str]:
     if call.name != name:
         return "unknown_name", f"called unknown function {call.name!r} (offered {name!r})"
     try:
@@ -62,7 +67,7 @@ def _judge_call(call: ToolCall, name: str, parameters: dict[str, Any]) -> tuple[
 
 
 def _judge_one(
-    o: Observation, name: str, parameters: dict[str, Any], forced: bool
+    o: Observation, name: str, parameters: dict[str, JsonValue], forced: bool
 ) -> tuple[str | None, str, str]:
     """(reason or None, explanation, sample)."""
     if is_filtered(o):
@@ -94,7 +99,7 @@ def _judge_one(
 
 
 def judge_tools(
-    observations: Sequence[Observation], tool: dict[str, Any], applicable: bool, forced: bool
+    observations: Sequence[Observation], tool: dict[str, JsonValue], applicable: bool, forced: bool
 ) -> ContractResult:
     if not applicable:
         return ContractResult(
@@ -103,8 +108,7 @@ def judge_tools(
             "endpoint does not advertise tools",
             reason="not_advertised",
         )
-    function = _function(tool)
-    name, parameters = str(function["name"]), function.get("parameters", {"type": "object"})
+    name, parameters = _function(tool)
     done = completed(observations)
     if not done:
         return no_evidence(Contract.tools, observations)
@@ -128,12 +132,11 @@ def judge_tools(
     )
 
 
-def tools_look(o: Observation, tool: dict[str, Any], forced: bool) -> Recheck:
+def tools_look(o: Observation, tool: dict[str, JsonValue], forced: bool) -> Recheck:
     """One re-check answer of the tool-call probe, judged alone."""
     if not o.completed:
         return not_an_answer(o)
-    function = _function(tool)
-    name, parameters = str(function["name"]), function.get("parameters", {"type": "object"})
+    name, parameters = _function(tool)
     reason, why, _ = _judge_one(o, name, parameters, forced)
     if reason is None:
         return Recheck(Result.passed, f"valid {name} call")
