@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from canary.store.log_rows import DriftRow
     from canary.store.repository import Store
 
-JSON_KEYS = ("at", "round_id", "model", "provider", "field", "old", "new", "alert", "reason")
 
 
 def drift(

@@ -388,8 +388,7 @@ def audit(
 def _gist(row: AuditRow) -> str:
     from canary.core.events import explanation
 
-    said = explanation(row.decided)
-    return (said or ", ".join(f"{k}={v}" for k, v in list(row.detail.items())[:4]))[:80]
+    return explanation(row.decided)[:80]
 
 
 def register(app: typer.Typer) -> None:
