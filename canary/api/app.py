@@ -1,43 +1,45 @@
-"""The HTTP API (Starlette): the ignore list from memory, read views over the store, admin calls,
-health, metrics, the OpenAPI document and the status page. Store calls run in the thread pool.
+"""The HTTP API (FastAPI): the ignore list from memory, read views over the store, admin calls,
+health, metrics, the status page, and the OpenAPI document FastAPI generates from the routes and
+their models (:mod:`canary.api.schemas`). Store calls run in the thread pool.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from starlette.applications import Starlette
+from fastapi import Depends, FastAPI, Query
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from canary import metrics
+from canary import __version__, metrics
+from canary.api import schemas
 from canary.api.admin import AdminHandlers
 from canary.api.common import (
-    BadRequest,
+    EXCEPTION_HANDLERS,
+    ApiError,
+    CappedRoute,
     Handlers,
-    StoreDown,
-    bad_request,
-    bool_param,
-    http_error,
-    limit_param,
-    store_down,
-    unknown_name,
+    ModelParam,
+    OptionalModel,
+    errors,
 )
-from canary.api.ignore_endpoint import IgnoreListEndpoint
-from canary.api.openapi import openapi_document
+from canary.api.ignore_endpoint import ETAG, IgnoreListEndpoint
 from canary.api.page_data import next_slot
+from canary.api.schemas import Flag, Limit, When
 from canary.core.identity import InvalidTag
 from canary.core.probing import Probing, fleet_probing
-from canary.ignorelist import IgnoreListService, UnknownModel, utc_now
+from canary.ignorelist import IgnoreListService, utc_now
 from canary.metrics_store import StoreMetrics, list_figures
 from canary.store.engine import STORE_ERRORS
 from canary.views.bodies import (
+    AuditBody,
+    ExclusionsBody,
+    HistoryBody,
+    ProvidersBody,
+    QuarantinesBody,
+    RoundsBody,
     audit_body,
     exclusions_body,
     history_body,
@@ -46,9 +48,9 @@ from canary.views.bodies import (
     rounds_body,
 )
 from canary.views.cost import cost_view
-from canary.views.known import UnknownProvider, require_provider
+from canary.views.known import require_provider
 from canary.views.providers import provider_views
-from canary.views.records import iso, parse_when
+from canary.views.records import iso
 
 if TYPE_CHECKING:
     from canary.settings import Settings
@@ -65,7 +67,6 @@ class _Api(AdminHandlers, Handlers):
         next_round: Callable[[datetime], datetime | None] | None,
     ) -> None:
         super().__init__(settings, store, ignore, clock)
-        self.openapi_body = json.dumps(openapi_document()).encode()
         self.next_round = next_round or next_slot(settings)
         self.fleet_metrics = StoreMetrics(
             store,
@@ -75,8 +76,10 @@ class _Api(AdminHandlers, Handlers):
             controls=settings.model_controls,
         )
 
-    async def providers(self, request: Request) -> Response:
-        model = await self._model(request)
+    async def providers(self, model: ModelParam) -> ProvidersBody:
+        """Each provider's state, failing rounds, last results and ttft, worst state first, and
+        the model's probe cost."""
+        model = await self._model(model)
         now = self.clock()
         views = await self._store(
             provider_views,
@@ -90,77 +93,75 @@ class _Api(AdminHandlers, Handlers):
         spend = await self._store(
             cost_view, self.store, [model], now, self.settings.daily_budget_usd
         )
-        return JSONResponse(providers_body(model, now, views, spend))
+        return providers_body(model, now, views, spend)
 
-    async def cost(self, request: Request) -> Response:
+    async def cost(self) -> schemas.Cost:
+        """Probe cost: the latest round and the last 24 h per model, today, the budget."""
         now = self.clock()
         models = await self._store(self._models)
         spend = await self._store(
             cost_view, self.store, models, now, self.settings.daily_budget_usd
         )
-        return JSONResponse({"at": iso(now), **spend})
+        return schemas.Cost.model_validate({"at": iso(now), **spend})
 
-    async def rounds(self, request: Request) -> Response:
-        model = await self._model(request)
-        limit = limit_param(request, 20)
-        return JSONResponse(await self._store(rounds_body, self.store, model, limit))
+    async def rounds(self, model: ModelParam, limit: Limit = 20) -> RoundsBody:
+        """Recent rounds of a model, newest first."""
+        model = await self._model(model)
+        return await self._store(rounds_body, self.store, model, limit)
 
-    async def history(self, request: Request) -> Response:
-        """One endpoint's round verdicts and contract results, newest first."""
-        model = await self._model(request)
-        provider = request.query_params.get("provider", "").strip()
+    async def history(
+        self,
+        model: ModelParam,
+        provider: Annotated[str, Query(description="The endpoint's tag (or its provider slug).")],
+        limit: Limit = 30,
+    ) -> HistoryBody:
+        """One endpoint's round verdicts and contract results, newest first (what
+        `canary history --json` prints)."""
+        model = await self._model(model)
+        provider = provider.strip()
         if not provider:
-            raise BadRequest(400, "the query parameter 'provider' is required")
-        limit = limit_param(request, 30)
+            raise ApiError(400, "the query parameter 'provider' is required")
         try:
             await self._store(require_provider, self.store, model, provider)
         except InvalidTag as exc:
-            raise BadRequest(400, str(exc)) from None
-        return JSONResponse(await self._store(history_body, self.store, model, provider, limit))
+            raise ApiError(400, str(exc)) from None
+        return await self._store(history_body, self.store, model, provider, limit)
 
-    async def exclusions(self, request: Request) -> Response:
-        """The built-in and runtime entries in force (``?model=`` narrows to one model)."""
-        model = await self._optional_model(request)
-        body = await self._store(
-            exclusions_body, self.store, self.ignore.builtin, model, self.clock()
+    async def exclusions(self, model: OptionalModel = None) -> ExclusionsBody:
+        """The built-in and runtime exclusions in force (read-only, no token)."""
+        wanted = await self._optional_model(model)
+        return await self._store(
+            exclusions_body, self.store, self.ignore.builtin, wanted, self.clock()
         )
-        return JSONResponse(body)
 
-    async def quarantines(self, request: Request) -> Response:
+    async def quarantines(
+        self,
+        model: OptionalModel = None,
+        every: Annotated[
+            Flag, Query(alias="all", description="true: every quarantine, ended ones too.")
+        ] = False,
+    ) -> QuarantinesBody:
         """The quarantines in force, with their causes and whether the floor withholds them
-        (``?all=true``: every quarantine, ended ones too)."""
-        model = await self._optional_model(request)
-        include_ended = bool_param(request, "all")
-        body = await self._store(
-            quarantines_body, self.store, model, self.clock(), include_ended=include_ended
+        (read-only, no token)."""
+        wanted = await self._optional_model(model)
+        return await self._store(
+            quarantines_body, self.store, wanted, self.clock(), include_ended=every
         )
-        return JSONResponse(body)
 
-    async def _optional_model(self, request: Request) -> str | None:
-        if not request.query_params.get("model", "").strip():
-            return None
-        return await self._model(request)
-
-    async def audit(self, request: Request) -> Response:
-        model = request.query_params.get("model", "").strip() or None
-        since_raw = request.query_params.get("since", "").strip()
-        since = None
-        if since_raw:
-            try:
-                since = parse_when(since_raw)
-            except ValueError:
-                raise BadRequest(
-                    400, f"since is not an ISO-8601 time: {since_raw[:40]!r}"
-                ) from None
-        limit = limit_param(request, 200)
-        return JSONResponse(await self._store(audit_body, self.store, model, since, limit))
+    async def audit(
+        self, model: OptionalModel = None, since: When | None = None, limit: Limit = 200
+    ) -> AuditBody:
+        """Audit records (decisions and operator actions), newest first."""
+        wanted = (model or "").strip() or None
+        return await self._store(audit_body, self.store, wanted, since, limit)
 
     # -- operations --------------------------------------------------------------------------
 
-    async def healthz(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+    async def healthz(self) -> schemas.Health:
+        """Liveness: 200 whenever the process runs."""
+        return schemas.Health(status="ok")
 
-    async def readyz(self, request: Request) -> Response:
+    async def readyz(self, response: Response) -> schemas.Readiness:
         """Ready: the store answers, the list was read, a round finished lately. A probing
         problem (every probe of the latest rounds stopped at OpenRouter) is named in the body
         but leaves the replica ready: it still serves the list apps need."""
@@ -186,18 +187,18 @@ class _Api(AdminHandlers, Handlers):
             reasons.append(f"the last round finished at {iso(last_round)}, more than {window} ago")
         if self.ignore.last_refresh_at is None:
             reasons.append("the ignore list has not been read from the store yet")
-        probing = fleet_probing(list(problems.values()))
-        body = {
-            "ready": not reasons,
-            "reasons": reasons,
-            "last_round_at": iso(last_round),
-            "ignore_list_stale": self.ignore.stale,
-            "probing": probing,
-            "probing_models": sorted(m for m, p in problems.items() if p is not None),
-        }
-        return JSONResponse(body, status_code=200 if not reasons else 503)
+        response.status_code = 503 if reasons else 200
+        return schemas.Readiness(
+            ready=not reasons,
+            reasons=reasons,
+            last_round_at=iso(last_round),
+            ignore_list_stale=self.ignore.stale,
+            probing=fleet_probing(list(problems.values())),
+            probing_models=sorted(m for m, p in problems.items() if p is not None),
+        )
 
-    async def metrics(self, request: Request) -> Response:
+    async def metrics(self) -> Response:
+        """Prometheus metrics, names prefixed canary_."""
         body, content_type = await run_in_threadpool(self._metrics_text, self.clock())
         return Response(body, headers={"Content-Type": content_type})
 
@@ -219,10 +220,8 @@ class _Api(AdminHandlers, Handlers):
         )
         return metrics.render(fleet)
 
-    async def openapi(self, request: Request) -> Response:
-        return Response(self.openapi_body, media_type="application/json")
-
-    async def status_page(self, request: Request) -> Response:
+    async def status_page(self) -> HTMLResponse:
+        """The status page (HTML, no external assets)."""
         from canary.api.page import render
         from canary.api.page_data import gather
 
@@ -249,38 +248,65 @@ def create_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     next_round: Callable[[datetime], datetime | None] | None = None,
-) -> Starlette:
+) -> FastAPI:
     """The ASGI app. ``store`` is a :class:`canary.store.repository.Store` (or anything alike).
     ``next_round``: when the next round starts, for the status page (default: the next slot;
     None from it: no round is scheduled, as once the demo has run its rounds)."""
     api = _Api(settings, store, ignore_service, clock, next_round)
-    routes = [
-        Route("/v1/ignore-list", IgnoreListEndpoint(ignore_service), methods=["GET"]),
-        Route("/", api.status_page, methods=["GET"]),
-        Route("/healthz", api.healthz, methods=["GET"]),
-        Route("/readyz", api.readyz, methods=["GET"]),
-        Route("/metrics", api.metrics, methods=["GET"]),
-        Route("/openapi.json", api.openapi, methods=["GET"]),
-        Route("/v1/providers", api.providers, methods=["GET"]),
-        Route("/v1/rounds", api.rounds, methods=["GET"]),
-        Route("/v1/history", api.history, methods=["GET"]),
-        Route("/v1/cost", api.cost, methods=["GET"]),
-        Route("/v1/audit", api.audit, methods=["GET"]),
-        Route("/v1/exclusions", api.exclusions, methods=["GET"]),
-        Route("/v1/quarantines", api.quarantines, methods=["GET"]),
-        Route("/v1/quarantines/release", api.release, methods=["POST"]),
-        Route("/v1/exclusions", api.add_exclusion, methods=["POST"]),
-        Route("/v1/exclusions/{id}", api.remove_exclusion, methods=["DELETE"]),
-    ]
-    app = Starlette(
-        routes=routes,
-        exception_handlers={
-            BadRequest: bad_request,
-            UnknownModel: unknown_name,
-            UnknownProvider: unknown_name,
-            StoreDown: store_down,
-            HTTPException: http_error,
-        },
+    app = FastAPI(
+        title="canary",
+        version=__version__,
+        description="Keeps apps off degraded OpenRouter providers: the ignore list, provider "
+        "states, rounds, audit, and admin calls.",
+        docs_url=None,
+        redoc_url=None,
+        exception_handlers=EXCEPTION_HANDLERS,
     )
+    get, admin = app.get, [Depends(api.admin)]
+    get(
+        "/v1/ignore-list",
+        response_model=schemas.IgnoreList,
+        responses={
+            200: {"headers": {"ETag": {"description": ETAG, "schema": {"type": "string"}}}},
+            304: {"description": "Not modified (If-None-Match matched the ETag, weakly)."},
+            **errors(400, 404, 503),
+        },
+        name="ignore_list",
+    )(IgnoreListEndpoint(ignore_service).__call__)
+    get("/", response_class=HTMLResponse)(api.status_page)
+    get("/healthz")(api.healthz)
+    get("/readyz", responses={503: {"model": schemas.Readiness, "description": "Not ready."}})(
+        api.readyz
+    )
+    get("/metrics", response_class=PlainTextResponse)(api.metrics)
+    reads = errors(400, 404, 503)
+    get("/v1/providers", response_model=schemas.Providers, responses=reads)(api.providers)
+    get("/v1/rounds", response_model=schemas.Rounds, responses=reads)(api.rounds)
+    get("/v1/history", response_model=schemas.History, responses=reads)(api.history)
+    get("/v1/cost", responses=errors(503))(api.cost)
+    get("/v1/audit", response_model=schemas.Audit, responses=errors(400, 503))(api.audit)
+    get("/v1/exclusions", response_model=schemas.Exclusions, responses=reads)(api.exclusions)
+    get("/v1/quarantines", response_model=schemas.Quarantines, responses=reads)(api.quarantines)
+    written = (400, 401, 403, 404, 413, 422, 503)
+    app.router.add_api_route(
+        "/v1/quarantines/release",
+        api.release,
+        methods=["POST"],
+        dependencies=admin,
+        responses=errors(*written),
+        route_class_override=CappedRoute,
+    )
+    app.router.add_api_route(
+        "/v1/exclusions",
+        api.add_exclusion,
+        methods=["POST"],
+        status_code=201,
+        dependencies=admin,
+        responses=errors(*written, 409),
+        route_class_override=CappedRoute,
+    )
+    app.delete(
+        "/v1/exclusions/{id}", dependencies=admin, responses=errors(400, 401, 403, 404, 422, 503)
+    )(api.remove_exclusion)
     app.state.api = api
     return app

@@ -1,4 +1,4 @@
-"""What the API's handlers share: JSON errors, request parsing, and store access off the loop.
+"""What the API's handlers share: JSON errors, the query parameters, and store access off the loop.
 
 Every error answers JSON ``{"error": ...}``: 400 for a malformed request, 422 for a well-formed
 one that is invalid, 401/403 for admin auth, 404 for unknown names, 503 when the store cannot be
@@ -7,16 +7,20 @@ read (except the ignore list, which fails static).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
+from fastapi import Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic_core import ErrorDetails
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from canary.api.schemas import MAX_BODY, ErrorBody
 from canary.ignorelist import IgnoreListService, UnknownModel
 from canary.logs import get_logger
 from canary.store.engine import STORE_ERRORS
@@ -29,58 +33,77 @@ if TYPE_CHECKING:
 log = get_logger("canary.api")
 P = ParamSpec("P")
 R = TypeVar("R")
-MAX_LIMIT = 1000
-MAX_REASON = 500
-MAX_BODY = 64 * 1024
+
+ModelParam = Annotated[str, Query(description="OpenRouter model id, author/slug.")]
+OptionalModel = Annotated[str | None, Query(description="OpenRouter model id, author/slug.")]
+
+_ERROR_TEXT = {
+    400: "Malformed request (missing parameter, bad JSON, bad number or time).",
+    401: "Missing or wrong admin token.",
+    403: "Admin calls are disabled: no admin token is configured.",
+    404: "Unknown model, provider or id; the error names the known ones.",
+    409: "Refused: it would leave fewer usable endpoints than the model's capacity floor (or "
+    "the model was never listed); the error names the floor and the usable count. Send "
+    '`"force": true` to do it anyway (audited as a floor breach).',
+    413: f"The request body is larger than {MAX_BODY} bytes.",
+    422: "Well-formed but invalid request.",
+    503: "The store is unreachable (or the list was never read).",
+}
+# Query and path values the request could be read with but that break a rule of their own: 422.
+_UNPROCESSABLE = frozenset({"string_too_long"})
 
 
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
+def errors(*codes: int) -> dict[int | str, dict[str, str | type[ErrorBody]]]:
+    """The documented error answers of a route, each the JSON of :class:`ErrorBody`, and any
+    other (an unknown path, a wrong method) in the same JSON."""
+    return {
+        **{code: {"model": ErrorBody, "description": _ERROR_TEXT[code]} for code in codes},
+        "default": {"model": ErrorBody, "description": "Any other error, in the same JSON."},
+    }
+
+
+class ApiError(Exception):
+    """An answer other than success: ``status`` and the JSON error body."""
+
+    def __init__(self, status: int, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
+        self.body = ErrorBody(error=message, hint=hint)
 
 
 class StoreDown(Exception):
     pass
 
 
-def error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+class CappedRequest(Request):
+    """A request whose body is read as it streams in and refused (413) past :data:`MAX_BODY`."""
+
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):
+            raw = bytearray()
+            async for chunk in self.stream():
+                raw += chunk
+                if len(raw) > MAX_BODY:  # FastAPI passes an HTTPException through as it is
+                    raise HTTPException(413, f"the body is larger than {MAX_BODY} bytes")
+            self._body = bytes(raw)
+        return self._body
 
 
-def limit_param(request: Request, default: int) -> int:
-    raw = request.query_params.get("limit")
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(400, f"limit must be an integer, not {raw[:40]!r}") from None
-    if not 1 <= value <= MAX_LIMIT:
-        raise BadRequest(400, f"limit must be between 1 and {MAX_LIMIT}")
-    return value
+class CappedRoute(APIRoute):
+    """A route that reads its request's body through :class:`CappedRequest`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[None, None, Response]]:
+        handler = super().get_route_handler()
+
+        async def capped(request: Request) -> Response:
+            return await handler(CappedRequest(request.scope, request.receive))
+
+        return capped
 
 
-def bool_param(request: Request, name: str) -> bool:
-    """A boolean query parameter: ``true``/``1`` or ``false``/``0`` (absent: false)."""
-    raw = request.query_params.get(name, "").strip().lower()
-    if raw in ("", "false", "0"):
-        return False
-    if raw in ("true", "1"):
-        return True
-    raise BadRequest(400, f"{name} must be true or false, not {raw[:40]!r}")
-
-
-def text_field(body: dict[str, Any], key: str, *, required: bool = True) -> str | None:
-    value = body.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise BadRequest(422, f"{key!r} must be a non-empty string")
-    if len(value) > MAX_REASON:
-        raise BadRequest(422, f"{key!r} is longer than {MAX_REASON} characters")
-    return value.strip()
+def error(status: int, message: str, known: Sequence[str] | None = None) -> JSONResponse:
+    body = ErrorBody(error=message, known=None if known is None else list(known))
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status)
 
 
 class Handlers:
@@ -110,41 +133,51 @@ class Handlers:
     def _models(self) -> list[str]:
         return known_models(self.settings.model_ids, self.store)
 
-    async def _model(self, request: Request) -> str:
-        model = request.query_params.get("model", "").strip()
+    async def _model(self, given: str | None) -> str:
+        model = (given or "").strip()
         if not model:
-            raise BadRequest(400, "the query parameter 'model' is required")
+            raise ApiError(400, "the query parameter 'model' is required")
         known = await self._store(self._models)
         if model not in known:
             raise UnknownModel(model, known)
         return model
 
-    async def _json_body(self, request: Request) -> dict[str, Any]:
-        raw = bytearray()
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                raise BadRequest(413, f"the body is larger than {MAX_BODY} bytes")
-        try:
-            body = json.loads(raw or b"null")
-        except (ValueError, UnicodeDecodeError):
-            raise BadRequest(400, "the body is not valid JSON") from None
-        if not isinstance(body, dict):
-            raise BadRequest(422, "the body must be a JSON object")
-        return body
+    async def _optional_model(self, given: str | None) -> str | None:
+        return await self._model(given) if given and given.strip() else None
 
     async def _refresh(self) -> None:
         await run_in_threadpool(self.ignore.refresh)
 
 
-async def bad_request(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, BadRequest)
-    return error(exc.status, exc.message)
+def _problem(detail: ErrorDetails) -> tuple[int, str]:
+    """One validation problem as a status and a readable line naming the value."""
+    where, *path = detail["loc"]
+    name = ".".join(str(p) for p in path) or "the body"
+    kind = detail["type"]
+    if kind == "json_invalid":
+        return 400, "the body is not valid JSON"
+    if kind == "missing" and where != "body":
+        return 400, f"the {where} parameter {name!r} is required"
+    ctx = detail.get("ctx") or {}
+    message = f"{name} {ctx['error']}" if kind == "value_error" else f"{name}: {detail['msg']}"
+    return (422 if where == "body" or kind in _UNPROCESSABLE else 400), message
+
+
+async def invalid_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problems = [_problem(d) for d in exc.errors()]
+    status = min(status for status, _ in problems)
+    return error(status, "; ".join(message for _, message in problems))
+
+
+async def api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return JSONResponse(exc.body.model_dump(exclude_none=True), status_code=exc.status)
 
 
 async def unknown_name(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, (UnknownModel, UnknownProvider))
-    return error(404, str(exc), known=list(exc.known))
+    return error(404, str(exc), known=exc.known)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -154,3 +187,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def store_down(request: Request, exc: Exception) -> Response:
     return error(503, "the store is unreachable; try again shortly")
+
+
+Handler = Callable[[Request, Exception], Coroutine[None, None, Response]]
+EXCEPTION_HANDLERS: dict[int | type[Exception], Handler] = {
+    ApiError: api_error,
+    RequestValidationError: invalid_request,
+    UnknownModel: unknown_name,
+    UnknownProvider: unknown_name,
+    StoreDown: store_down,
+    HTTPException: http_error,
+}

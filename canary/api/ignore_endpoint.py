@@ -1,90 +1,70 @@
-"""``GET /v1/ignore-list``, the hot path apps poll: a raw ASGI endpoint answered from memory."""
+"""``GET /v1/ignore-list``, the hot path apps poll: answered from memory, its body and headers
+built once per published document."""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
+from typing import Annotated
 
-from starlette.types import Receive, Scope, Send
+from fastapi import Header, Query
+from starlette.responses import Response
 
 from canary.api.common import error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
 
 CACHE_CONTROL = "public, max-age=15"
+NEEDS = (
+    "Comma-separated capabilities the app uses (structured_outputs, tools). A quarantine caused "
+    "only by contracts of capabilities it does not need is left out of its list; ttft, refusal, "
+    "language and hygiene always apply, and so do built-in and runtime entries. Repeated "
+    "(needs=a&needs=b), every value counts. The capacity floor is held on each list itself "
+    "(usable_endpoints, withheld and floor_breached are its own). Without it: the full list. An "
+    "unknown need is a 400 naming the known ones."
+)
+ETAG = (
+    "Weak, over everything the list says except generated_at: the same on every replica while "
+    "the list is unchanged."
+)
 
 
 class IgnoreListEndpoint:
-    """``GET /v1/ignore-list``: a raw ASGI endpoint, the hot path apps poll.
-
-    It answers from memory with pre-built headers per document (no Request/Response objects),
-    so it serves about as fast as ``/healthz``; errors are the same JSON as everywhere else.
-    """
+    """``GET /v1/ignore-list`` over the ignore-list service, with a cache of its headers."""
 
     def __init__(self, ignore: IgnoreListService) -> None:
         self.ignore = ignore
-        self._headers: dict[str, list[tuple[bytes, bytes]]] = {}
+        self._headers: dict[str, dict[str, str]] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        query = scope.get("query_string", b"")
-        model = _query_value(query, "model")
+    async def __call__(
+        self,
+        model: Annotated[str, Query(description="OpenRouter model id, author/slug.")],
+        needs: Annotated[list[str] | None, Query(description=NEEDS)] = None,
+        if_none_match: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        """The merged ignore list of a model (from memory; fails static)."""
+        model = model.strip()
         if not model:
-            await error(400, "the query parameter 'model' is required")(scope, receive, send)
-            return
+            return error(400, "the query parameter 'model' is required")
         try:
-            needs = parse_needs(",".join(_query_values(query, "needs")))  # every value given
+            wanted = parse_needs(",".join(needs or ()))  # every value given
         except UnknownNeed as exc:
-            await error(400, str(exc), known=list(KNOWN_NEEDS))(scope, receive, send)
-            return
+            return error(400, str(exc), known=KNOWN_NEEDS)
         try:
-            published = self.ignore.published(model, needs)
+            published = self.ignore.published(model, wanted)
         except UnknownModel as exc:
-            await error(404, str(exc), known=list(exc.known))(scope, receive, send)
-            return
+            return error(404, str(exc), known=exc.known)
         except ListUnavailable as exc:
-            await error(503, str(exc))(scope, receive, send)
-            return
+            return error(503, str(exc))
         headers = self._headers.get(published.etag)
         if headers is None:
             if len(self._headers) > 256:
                 self._headers.clear()
-            headers = self._headers[published.etag] = [
-                (b"etag", published.etag.encode()),
-                (b"cache-control", CACHE_CONTROL.encode()),
-            ]
-        if _matches(_header(scope, b"if-none-match"), published.etag):
-            await send({"type": "http.response.start", "status": 304, "headers": headers})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(published.body)).encode()),
-                    *headers,
-                ],
+            headers = self._headers[published.etag] = {
+                "etag": published.etag,
+                "cache-control": CACHE_CONTROL,
             }
-        )
-        await send({"type": "http.response.body", "body": published.body})
-
-
-def _query_values(query_string: bytes, name: str) -> list[str]:
-    """Every non-blank value of ``name``, in order (``?needs=a&needs=b`` is both a and b)."""
-    values = parse_qs(query_string.decode("latin-1"), keep_blank_values=True).get(name, ())
-    return [v.strip() for v in values if v.strip()]
-
-
-def _query_value(query_string: bytes, name: str) -> str:
-    """The first non-blank value of ``name`` ("" without one)."""
-    return next(iter(_query_values(query_string, name)), "")
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+        if _matches(if_none_match, published.etag):
+            return Response(status_code=304, headers=headers)
+        return Response(published.body, headers=headers, media_type="application/json")
 
 
 def _matches(header: str | None, etag: str) -> bool:

@@ -12,19 +12,31 @@ from collections.abc import Iterator
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from ops_seed import MODEL, Api
+from ops_seed import MODEL, POLICY, Api
+from ops_seed import settings as api_settings
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
 
-from canary.api.openapi import openapi_document
+from canary.api.app import create_app
+from canary.ignorelist import IgnoreListService
 from canary.store.repository import Store
 
-OPERATIONS = sorted(
-    (method.upper(), path) for path, item in openapi_document()["paths"].items() for method in item
-)
+
+def _operations() -> list[tuple[str, str]]:
+    """Every operation of the document the app generates (an app over an unopened store)."""
+    store = Store("sqlite://")
+    app = create_app(
+        api_settings("sqlite://"), store, IgnoreListService(store, (), [MODEL], POLICY)
+    )
+    paths = app.openapi()["paths"]
+    store.dispose()
+    return sorted((method.upper(), path) for path, item in paths.items() for method in item)
+
+
+OPERATIONS = _operations()
 CHECKS = [status_code_conformance, content_type_conformance, response_schema_conformance]
 
 

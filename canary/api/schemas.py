@@ -1,0 +1,372 @@
+"""The API's request and response bodies as pydantic models: FastAPI validates requests and
+answers with them, and generates the OpenAPI document from them. Each limit is written here once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, StrictBool
+from pydantic import StringConstraints as Text
+
+from canary.views.records import parse_when
+
+MAX_LIMIT = 1000
+MAX_REASON = 500
+MAX_BODY = 64 * 1024  # request bodies, counted as they stream in
+
+Name = Annotated[str, Text(strict=True, strip_whitespace=True, min_length=1, max_length=MAX_REASON)]
+Reason = Name
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+Time = str | None  # ISO-8601 UTC with a "Z"; null when unknown
+
+
+def _when(value: str | datetime) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    try:
+        return parse_when(value)
+    except ValueError:
+        raise ValueError(f"is not an ISO-8601 time: {value[:40]!r}") from None
+
+
+def _flag(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in ("true", "1", "false", "0", ""):
+        raise ValueError("must be true or false")
+    return text in ("true", "1")
+
+
+When = Annotated[datetime, BeforeValidator(_when)]
+Flag = Annotated[bool, BeforeValidator(_flag)]  # true/1 or false/0; empty is false
+
+
+class Answer(BaseModel):
+    """A response body: every field it carries is declared (an undeclared one is a bug)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(Answer):
+    error: str
+    known: list[str] | None = Field(None, description="The known names, for an unknown one.")
+    hint: str | None = None
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+class ReleaseRequest(BaseModel):
+    model: Name
+    provider: Name
+    reason: Reason
+
+
+class ExclusionRequest(ReleaseRequest):
+    until: When | None = Field(None, description="When it ends (ISO-8601, in the future).")
+    force: StrictBool = Field(False, description="Exclude it even below the capacity floor.")
+
+
+# -- the ignore list --------------------------------------------------------------------------
+
+
+class IgnoreEntry(Answer):
+    provider: str = Field(description="An endpoint tag or a provider slug.")
+    layer: Literal["builtin", "runtime", "quarantine", "control"]
+    reason: str
+    since: Time
+    until: Time
+
+
+class ProviderField(Answer):
+    ignore: list[str]
+
+
+class IgnoreList(Answer):
+    model: str
+    ignore: list[str]
+    provider: ProviderField = Field(
+        description="Merge as-is into an OpenRouter request's `provider` object."
+    )
+    entries: list[IgnoreEntry]
+    generated_at: Time
+    stale: bool = Field(
+        description="True: the store is unreachable and this is the last good list."
+    )
+    policy_version: str
+    capacity_floor: int
+    usable_endpoints: int | None = Field(
+        description="Listed endpoints no entry of this list names (null before the first listing)."
+    )
+    withheld: list[str] = Field(
+        description="Quarantined endpoints left off the list to hold the floor."
+    )
+    needs: list[Literal["structured_outputs", "tools"]] | None = Field(
+        description="The needs the list was cut for; null for the full list."
+    )
+    floor_breached: bool = Field(
+        description="True: fewer usable endpoints than the capacity floor even with every "
+        "helpful quarantine withheld."
+    )
+
+
+# -- read views -------------------------------------------------------------------------------
+
+
+class Exclusion(Answer):
+    """A built-in, runtime or control entry in force."""
+
+    id: int | None = Field(description="Runtime entries only.")
+    model: str
+    provider: str = Field(description="An endpoint tag or a provider slug.")
+    layer: str
+    reason: str
+    since: Time
+    until: Time
+
+
+class Percentiles(Answer):
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    n: int
+
+
+class Latency(Answer):
+    """Information only: a degraded latency never quarantines."""
+
+    state: Literal["healthy", "degraded", "unknown"] = Field(
+        description="degraded: our 24 h ttft p95 > p95_bound_s; unknown: no sample."
+    )
+    p95_bound_s: float
+    peers_p95_24h_s: float | None = Field(
+        description="Median of the model's other endpoints' 24 h ttft p95, seconds."
+    )
+    peers: int = Field(description="Other endpoints with samples.")
+    openrouter_last_30m_ms: dict[str, float] | None = Field(
+        description="OpenRouter's advertised time to first token {p50, p75, p90, p99} in ms, "
+        "from the latest endpoints listing."
+    )
+
+
+class ProviderQuarantine(Answer):
+    since: Time
+    until: Time
+    step: int | None
+    causes: list[str]
+    withheld: bool
+
+
+class ResultMark(Answer):
+    result: str
+    detail: str
+    round_id: int
+
+
+class Ttft(Answer):
+    day: Percentiles = Field(alias="24h")
+    week: Percentiles = Field(alias="7d")
+
+
+class Provider(Answer):
+    provider: str
+    state: Literal["healthy", "suspect", "quarantined", "excluded", "unknown"] = Field(
+        description="Routing state. Latency has its own field and never changes it."
+    )
+    failing_rounds: int = Field(description="The longest per-contract failing count.")
+    failing_by_contract: dict[str, int]
+    recovery_rounds: int
+    quarantine: ProviderQuarantine | None
+    exclusions: list[Exclusion] = Field(
+        description="The entries that name this endpoint (its tag, or its provider slug)."
+    )
+    last_round: dict[str, ResultMark] = Field(description="Per contract, of the latest round.")
+    ttft_s: Ttft
+    latency: Latency
+
+
+class Skipped(Answer):
+    provider: str | None
+    reason: str | None
+
+
+class LastRound(Answer):
+    id: int
+    scheduled_at: Time
+    finished_at: Time
+    status: str
+    cost_usd: float | None
+    skipped: list[Skipped] = Field(description="Endpoints not probed in that round, with why.")
+
+
+class CostDay(Answer):
+    day_start: Time
+    today_usd: float | None = Field(description="All models, since midnight UTC.")
+    daily_budget_usd: float | None
+    budget_left_usd: float | None
+
+
+class Spend(Answer):
+    last_round: LastRound | None
+    last_24h_usd: float | None
+    today_usd: float | None
+
+
+class ModelSpend(Spend):
+    model: str
+
+
+class ModelCost(Spend):
+    day: CostDay
+
+
+class Providers(Answer):
+    model: str
+    at: Time
+    providers: list[Provider] = Field(description="Worst state first.")
+    cost: ModelCost
+
+
+class Cost(Answer):
+    at: Time
+    day: CostDay
+    models: list[ModelSpend]
+
+
+class Round(Answer):
+    id: int
+    model: str
+    scheduled_at: Time
+    started_at: Time
+    finished_at: Time
+    status: str
+    policy_version: str | None
+    cost_usd: float | None
+    skipped: JsonValue
+    extra: bool = Field(description="An extra round (`canary round --now`).")
+
+
+class Rounds(Answer):
+    model: str
+    rounds: list[Round]
+
+
+class ContractResult(Answer):
+    contract: str
+    result: str
+    detail: str | None
+
+
+class HistoryRecord(Answer):
+    round_id: int
+    at: Time
+    round_status: str
+    extra: bool = Field(description="An extra round (`canary round --now`).")
+    verdict: str
+    language_anomaly_in: str | None
+    results: list[ContractResult]
+
+
+class History(Answer):
+    model: str
+    provider: str
+    history: list[HistoryRecord]
+
+
+class Look(Answer):
+    """One look at an endpoint that a decision stands on."""
+
+    kind: str
+    id: int
+    at: Time
+
+
+class Quarantine(Answer):
+    id: int | None
+    model: str
+    provider: str
+    since: Time
+    until: Time
+    step: int | None
+    reason: str | None
+    causes: list[str]
+    withheld: bool = Field(description="The capacity floor holds it off the published list.")
+    released_at: Time
+    release_why: str | None
+    evidence: list[Look]
+
+
+class Quarantines(Answer):
+    model: str | None
+    at: Time
+    quarantines: list[Quarantine]
+
+
+class Exclusions(Answer):
+    model: str | None
+    at: Time
+    exclusions: list[Exclusion] = Field(description="Runtime entries, then built-in ones.")
+
+
+class AuditRecord(Answer):
+    id: int | None
+    at: Time
+    event: str
+    actor: str | None
+    model: str | None
+    provider: str | None
+    detail: dict[str, JsonValue]
+    evidence: list[Look]
+    policy_version: str | None
+
+
+class Audit(Answer):
+    records: list[AuditRecord] = Field(description="Newest first.")
+
+
+# -- admin and operations ---------------------------------------------------------------------
+
+
+class Released(Answer):
+    released: Literal[True]
+    model: str
+    provider: str
+    at: Time
+
+
+class Added(Answer):
+    id: int
+    model: str
+    provider: str
+    reason: str
+    until: Time
+    force: bool
+    usable_before: int | None
+    usable_after: int | None
+    floor: int
+
+
+class Removed(Answer):
+    id: int
+    removed: Literal[True]
+
+
+class Health(Answer):
+    status: Literal["ok"]
+
+
+class Readiness(Answer):
+    ready: bool
+    reasons: list[str] = Field(description="Why it is not ready (empty when ready).")
+    last_round_at: Time
+    ignore_list_stale: bool
+    probing: str | None = Field(
+        description="Why the latest rounds' probes never got past OpenRouter (auth_config, "
+        "unreachable), else null."
+    )
+    probing_models: list[str] = Field(description="The models `probing` concerns.")
