@@ -25,7 +25,7 @@ from canary.api.common import (
     OptionalModel,
     errors,
 )
-from canary.api.ignore_endpoint import ETAG, IgnoreListEndpoint
+from canary.api.ignore_endpoint import ETAG, IgnoreListEndpoint, IgnoreListRoute
 from canary.api.page_data import next_slot
 from canary.api.schemas import Flag, Limit, When
 from canary.core.identity import InvalidTag
@@ -263,8 +263,9 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
     )
     get, admin = app.get, [Depends(api.admin)]
-    get(
+    app.router.add_api_route(
         "/v1/ignore-list",
+        IgnoreListEndpoint(ignore_service),
         response_model=schemas.IgnoreList,
         responses={
             200: {"headers": {"ETag": {"description": ETAG, "schema": {"type": "string"}}}},
@@ -272,7 +273,8 @@ def create_app(
             **errors(400, 404, 503),
         },
         name="ignore_list",
-    )(IgnoreListEndpoint(ignore_service).__call__)
+        route_class_override=IgnoreListRoute,
+    )
     get("/", response_class=HTMLResponse)(api.status_page)
     get("/healthz")(api.healthz)
     get("/readyz", responses={503: {"model": schemas.Readiness, "description": "Not ready."}})(
