@@ -58,7 +58,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, str | type[ErrorBody]]]:
     other (an unknown path, a wrong method) in the same JSON."""
     return {
         **{code: {"model": ErrorBody, "description": _ERROR_TEXT[code]} for code in codes},
-        "default": {"model": ErrorBody, "description": "Any other error, in the same JSON."},
+        "default": {"model": ErrorBody, "description": "Every other error, in the same JSON."},
     }
 
 

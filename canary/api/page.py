@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
 from canary.core.document import IgnoreDocument
@@ -113,7 +113,7 @@ def _latency(p: ProviderView) -> str:
     )
 
 
-def _usd(value: Any) -> str:
+def _usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
@@ -207,11 +207,11 @@ def sparkline(
     )
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def _percentiles(summary: dict[str, Any]) -> str:
+def _percentiles(summary: Mapping[str, float | None]) -> str:
     return " / ".join(_seconds(summary.get(q)) for q in ("p50", "p95", "p99"))
 
 
