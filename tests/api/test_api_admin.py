@@ -186,6 +186,16 @@ def test_an_oversized_body_is_413_and_changes_nothing(api: Api) -> None:
     assert api.ignore() == ["bravo", "delta", "echo"]
 
 
+def test_a_streamed_body_is_cut_off_at_the_cap_with_413(api: Api) -> None:
+    chunks = (b'{"model": "m", "provider": "p", "reason": "', *[b"x" * 8192] * 10, b'"}')
+    response = api.client.post(
+        "/v1/exclusions",
+        content=iter(chunks),  # no Content-Length: chunked
+        headers={**api.admin(), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 413 and "larger than" in response.json()["error"]
+
+
 def test_an_exclusion_below_the_capacity_floor_is_409_unless_forced(api: Api) -> None:
     # alpha, charlie/fp8 and foxtrot are usable, floor 2: one more exclusion is fine, two is not
     def add(provider: str, **extra: object) -> object:

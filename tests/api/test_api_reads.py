@@ -243,6 +243,21 @@ def test_openapi_document_describes_every_route(api: Api) -> None:
     assert routes - {"/openapi.json"} == set(doc["paths"])
 
 
+def test_openapi_document_carries_the_models_limits_and_one_error_body(api: Api) -> None:
+    doc = api.client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert schemas["ReleaseRequest"]["properties"]["reason"]["maxLength"] == 500
+    limit = next(p for p in doc["paths"]["/v1/rounds"]["get"]["parameters"] if p["name"] == "limit")
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 1000)
+    assert "HTTPValidationError" not in schemas  # every error is documented as {"error": ...}
+    for path, item in doc["paths"].items():
+        for operation in item.values():
+            for status, answer in operation["responses"].items():
+                if status[0] in "45d" and path != "/readyz":  # its 503 says why it is not ready
+                    ref = answer["content"]["application/json"]["schema"]["$ref"]
+                    assert ref.endswith("/ErrorBody"), (path, status, ref)
+
+
 def test_status_page_gives_every_time_ago_or_ahead_in_minutes(api: Api) -> None:
     html = api.client.get("/").text
     # rounds 60 and 30 min before now, each finished 2 min after it started; slots every 30 min
