@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
-from canary.api.common import error
+from canary.api.common import ModelParam, error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
 
@@ -62,7 +62,7 @@ class IgnoreListEndpoint:
 
     async def __call__(
         self,
-        model: Annotated[str, Query(description="OpenRouter model id, author/slug.")],
+        model: ModelParam,
         needs: Annotated[list[str] | None, Query(description=NEEDS)] = None,
         if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
