@@ -73,6 +73,7 @@ class StreamAssembler:
         self._tools: dict[int, _ToolCallParts] = {}
         self._usage = Usage()
         self._providers: list[str] = []
+        self._provider: str | None = None  # the last one named
         self._model: str | None = None
         self._id: str | None = None
         self._ttft: float | None = None
@@ -97,6 +98,11 @@ class StreamAssembler:
     def reasoning_s(self) -> float | None:
         """When the first reasoning delta arrived."""
         return self._reasoning
+
+    @property
+    def pausable(self) -> bool:
+        """The first content token is in and no finish reason yet: the rest can be read late."""
+        return self._ttft is not None and self._finish is None
 
     @property
     def failed(self) -> bool:
@@ -127,15 +133,20 @@ class StreamAssembler:
             self._malformed = f"malformed event #{self._events}: {why}"
 
     def feed_chunk(self, chunk: JSONObject, at: float) -> None:
+        # Every chunk of a stream repeats these: each is looked at until it is known.
         provider = chunk.get("provider")
-        if isinstance(provider, str) and provider and provider not in self._providers:
-            self._providers.append(provider)
-        self._model = self._model or as_text(chunk.get("model")) or None
-        self._id = self._id or as_text(chunk.get("id")) or None
-        if self._error is None and error_of(chunk) is not None:
+        if provider != self._provider and isinstance(provider, str) and provider:
+            self._provider = provider
+            if provider not in self._providers:
+                self._providers.append(provider)
+        if self._model is None:
+            self._model = as_text(chunk.get("model")) or None
+        if self._id is None:
+            self._id = as_text(chunk.get("id")) or None
+        if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
-        usage = as_object(chunk.get("usage"))
-        if usage is not None:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
             self._usage = Usage(
                 prompt_tokens=as_int(usage.get("prompt_tokens")),
                 completion_tokens=as_int(usage.get("completion_tokens")),
@@ -155,8 +166,11 @@ class StreamAssembler:
         if delta is not None:
             self._delta(delta, at)
         finish = as_text(choice.get("finish_reason"))
-        self._finish = finish or self._finish
-        self._native = as_text(choice.get("native_finish_reason")) or self._native
+        if finish:
+            self._finish = finish
+        native = choice.get("native_finish_reason")
+        if native and isinstance(native, str):
+            self._native = native
         if self._error is None and ("error" in choice or finish == "error"):
             error = as_object(choice.get("error"))
             if error is not None:
@@ -171,13 +185,14 @@ class StreamAssembler:
             if self._ttft is None:
                 self._ttft = at
                 self._token(at)
-        details = delta.get("reasoning_details")
-        if as_text(delta.get("reasoning")) or (isinstance(details, list) and details):
-            if self._reasoning is None:
-                self._reasoning = at
-            self._token(at)
+        if "reasoning" in delta or "reasoning_details" in delta:
+            details = delta.get("reasoning_details")
+            if as_text(delta.get("reasoning")) or (isinstance(details, list) and details):
+                if self._reasoning is None:
+                    self._reasoning = at
+                self._token(at)
         tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
+        if tool_calls and isinstance(tool_calls, list):
             for position, part in enumerate(tool_calls):
                 if isinstance(part, dict):
                     self._tool_call(position, part)
