@@ -16,6 +16,7 @@ ending:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 
@@ -53,15 +54,9 @@ class _ToolCallParts:
 
 
 def _float(value: JSONValue) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
             return float(value)
-        except ValueError:
-            return None
     return None
 
 

@@ -52,16 +52,13 @@ class _Gen:
         all_of = schema.get("allOf")
         if isinstance(all_of, list) and all_of:
             merged: Schema = {}
-            properties: Schema = {}
-            required: list[JsonValue] = []
             for part in all_of:
                 for k, v in (self.resolve(part) if isinstance(part, dict) else {}).items():
-                    if k in ("properties",) and isinstance(v, dict):
-                        merged[k] = properties
-                        properties.update(v)
-                    elif k == "required":
-                        merged[k] = required
-                        required.extend(v if isinstance(v, list) else [])
+                    old = merged.get(k)
+                    if k == "properties" and isinstance(v, dict) and isinstance(old, dict):
+                        merged[k] = {**old, **v}
+                    elif k == "required" and isinstance(v, list) and isinstance(old, list):
+                        merged[k] = old + v
                     else:
                         merged[k] = v
             return self.value(merged, depth + 1)
