@@ -68,7 +68,6 @@ class StreamAssembler:
         self._tools: dict[int, _ToolCallParts] = {}
         self._usage = Usage()
         self._providers: list[str] = []
-        self._provider: str | None = None  # the last one named
         self._model: str | None = None
         self._id: str | None = None
         self._ttft: float | None = None
@@ -128,16 +127,11 @@ class StreamAssembler:
             self._malformed = f"malformed event #{self._events}: {why}"
 
     def feed_chunk(self, chunk: JSONObject, at: float) -> None:
-        # Every chunk of a stream repeats these: each is looked at until it is known.
         provider = chunk.get("provider")
-        if provider != self._provider and isinstance(provider, str) and provider:
-            self._provider = provider
-            if provider not in self._providers:
-                self._providers.append(provider)
-        if self._model is None:
-            self._model = as_text(chunk.get("model")) or None
-        if self._id is None:
-            self._id = as_text(chunk.get("id")) or None
+        if isinstance(provider, str) and provider and provider not in self._providers:
+            self._providers.append(provider)
+        self._model = self._model or as_text(chunk.get("model")) or None
+        self._id = self._id or as_text(chunk.get("id")) or None
         if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
         usage = chunk.get("usage")
