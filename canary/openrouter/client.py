@@ -9,12 +9,11 @@ kinds, never from headers or request objects.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import NamedTuple
 from urllib.parse import quote
@@ -65,6 +64,13 @@ DRAIN_S = 0.5
 # httpcore's pool does O(connections²) bookkeeping per request (over half a round's CPU at 128
 # connections): the probes spread over pools of at most this many connections instead.
 POOL_SIZE = 8
+# Once an answer's first content token is in, its stream is read in pauses of this long: the
+# tokens sent meanwhile come in one read, one wake-up of the event loop and one pass through
+# httpx's network path instead of one per token (most of a probe's CPU). Its end is seen up to
+# this much later; the time to first token is not touched.
+READ_PAUSE_S = 0.1
+# Pieces of one read come out of httpx back to back, well within this: no pause between them.
+_BURST_S = 0.002
 
 
 @functools.cache
@@ -114,6 +120,8 @@ class OpenRouterClient:
         if proxy:
             register_secret(httpx.URL(proxy).password or "")
         self.base_url = base_url.rstrip("/")
+        # Parsed once: a relative path would be parsed and merged with base_url on every probe.
+        self._chat_url = httpx.URL(f"{self.base_url}/chat/completions")
         self.first_token_timeout_s = first_token_timeout_s
         self.stream_timeout_s = stream_timeout_s
         self.listing_deadline_s = listing_deadline_s
@@ -286,7 +294,7 @@ class OpenRouterClient:
                 asyncio.timeout_at(timing.loop_started + first_deadline) as deadline,
                 self._pools[pool].stream(
                     "POST",
-                    "/chat/completions",
+                    self._chat_url,
                     json=pinned_payload(endpoint.model, endpoint.tag, body),
                     extensions={"trace": timing.trace},
                 ) as response,
@@ -297,7 +305,9 @@ class OpenRouterClient:
                     stream_open = True
                     await self._read_stream(response, assembler, timing, deadline)
         except TimeoutError:
-            if stream_open and assembler.first_token_s is None:
+            if assembler.done:  # the end of the body did not come within DRAIN_S
+                pass
+            elif stream_open and assembler.first_token_s is None:
                 # The provider was reached and is slow: a latency failure, not a transport one.
                 # The probe's own contract sees a timeout; ttft sees a sample censored here.
                 why = f"stalled: the stream opened but sent no token within {first_deadline:g} s"
@@ -312,7 +322,9 @@ class OpenRouterClient:
                 message = f"truncated stream: connection lost ({message})"
             # connected=False: no connection to OpenRouter could be opened
             connected = status is not None or not isinstance(exc, CONNECT_FAILURES)
-            ending = _Ending(classify_exception(exception_kind(exc)), message, connected=connected)
+            if not assembler.done:  # after [DONE], a lost connection costs only the connection
+                kind = classify_exception(exception_kind(exc))
+                ending = _Ending(kind, message, connected=connected)
         except (SSEError, _TooLarge) as exc:
             ending = _Ending(Transport.provider_error, str(exc))
         finally:
@@ -379,9 +391,17 @@ class OpenRouterClient:
         parser = SSEParser()
         received = 0
         rescheduled = False
-        pieces = response.aiter_bytes()
+        # Accept-Encoding is identity: the raw bytes are the body, one layer of httpx fewer a piece
+        encoded = "content-encoding" in response.headers
+        pieces = response.aiter_bytes() if encoded else response.aiter_raw()
+        loop = asyncio.get_running_loop()
+        read_until = 0.0  # the pieces of the read after a pause are taken until then
         async for piece in pieces:
             received += len(piece)
+            if assembler.done:  # what follows [DONE], read for a moment: the connection is kept
+                if received > self.max_stream_bytes:
+                    return
+                continue
             if received > self.max_stream_bytes:
                 raise _TooLarge(f"stream larger than {self.max_stream_bytes} bytes")
             for event in parser.feed(piece):
@@ -391,11 +411,13 @@ class OpenRouterClient:
                 rescheduled = True
             if assembler.failed:
                 return  # nothing after an error chunk can change the outcome
-            if assembler.done:
-                deadline.reschedule(None)  # complete: what follows cannot make it a timeout
-                await _drain(pieces)
-                return
-        for event in parser.close():
+            if assembler.done:  # complete: the rest of the body may take DRAIN_S, then it is cut
+                deadline.reschedule(loop.time() + DRAIN_S)
+                continue
+            if assembler.pausable and loop.time() >= read_until:
+                await asyncio.sleep(READ_PAUSE_S)
+                read_until = loop.time() + _BURST_S
+        for event in [] if assembler.done else parser.close():
             assembler.feed(event.data, timing.since_sent())
 
     async def _early_answer(self, response: httpx.Response) -> _Ending | None:
@@ -475,15 +497,3 @@ class _Timing:
 
     def since_sent(self) -> float:
         return self._clock() - (self.sent if self.sent is not None else self.started)
-
-
-async def _drain(pieces: AsyncIterator[bytes]) -> None:
-    """Read what follows [DONE] (the end of the chunked body) for a moment, so that the
-    connection goes back to the pool instead of being closed."""
-    with contextlib.suppress(TimeoutError, httpx.HTTPError, OSError):
-        async with asyncio.timeout(DRAIN_S):
-            received = 0
-            async for piece in pieces:
-                received += len(piece)
-                if received > MAX_ERROR_BODY_BYTES:
-                    return

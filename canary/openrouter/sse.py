@@ -50,29 +50,19 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         buf = self._buffer
         buf += chunk
-        events: list[SSEEvent] = []
-        start, size = 0, len(buf)
-        while start < size:
-            scan = max(start, self._scanned)
-            lf = buf.find(b"\n", scan)
-            cr = buf.find(b"\r", scan, lf if lf >= 0 else size)
-            if cr >= 0:
-                if cr + 1 == size:
-                    break  # a CR at the end: wait to see whether an LF follows
-                end, next_start = cr, cr + (2 if buf[cr + 1] == 0x0A else 1)
-            elif lf >= 0:
-                end, next_start = lf, lf + 1
-            else:
-                break
-            event = self._line(bytes(buf[start:end]))
-            if event is not None:
-                events.append(event)
-            start = next_start
-        del buf[:start]
+        # A CR at the end may be the first half of a CRLF: it waits for the next read.
+        end = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
+        last = max(buf.rfind(b"\n", self._scanned, end), buf.rfind(b"\r", self._scanned, end))
+        if last >= 0:
+            lines = bytes(buf[: last + 1]).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            del buf[: last + 1]
         self._scanned = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
         if len(buf) > self._max_line:
             raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
-        return events
+        if last < 0:
+            return []
+        events = [self._line(raw) for raw in lines.split(b"\n")[:-1]]
+        return [event for event in events if event is not None]
 
     def close(self) -> list[SSEEvent]:
         """End of body: an event whose lines are complete but lack the final blank line is kept;

@@ -16,6 +16,7 @@ ending:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 
@@ -53,15 +54,9 @@ class _ToolCallParts:
 
 
 def _float(value: JSONValue) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
             return float(value)
-        except ValueError:
-            return None
     return None
 
 
@@ -99,6 +94,11 @@ class StreamAssembler:
         return self._reasoning
 
     @property
+    def pausable(self) -> bool:
+        """The first content token is in and no finish reason yet: the rest can be read late."""
+        return self._ttft is not None and self._finish is None
+
+    @property
     def failed(self) -> bool:
         """An error chunk or a malformed event was seen: reading on cannot change the outcome."""
         return self._error is not None or self._malformed is not None
@@ -132,10 +132,10 @@ class StreamAssembler:
             self._providers.append(provider)
         self._model = self._model or as_text(chunk.get("model")) or None
         self._id = self._id or as_text(chunk.get("id")) or None
-        if self._error is None and error_of(chunk) is not None:
+        if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
-        usage = as_object(chunk.get("usage"))
-        if usage is not None:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
             self._usage = Usage(
                 prompt_tokens=as_int(usage.get("prompt_tokens")),
                 completion_tokens=as_int(usage.get("completion_tokens")),
@@ -155,8 +155,11 @@ class StreamAssembler:
         if delta is not None:
             self._delta(delta, at)
         finish = as_text(choice.get("finish_reason"))
-        self._finish = finish or self._finish
-        self._native = as_text(choice.get("native_finish_reason")) or self._native
+        if finish:
+            self._finish = finish
+        native = choice.get("native_finish_reason")
+        if native and isinstance(native, str):
+            self._native = native
         if self._error is None and ("error" in choice or finish == "error"):
             error = as_object(choice.get("error"))
             if error is not None:
@@ -171,13 +174,14 @@ class StreamAssembler:
             if self._ttft is None:
                 self._ttft = at
                 self._token(at)
-        details = delta.get("reasoning_details")
-        if as_text(delta.get("reasoning")) or (isinstance(details, list) and details):
-            if self._reasoning is None:
-                self._reasoning = at
-            self._token(at)
+        if "reasoning" in delta or "reasoning_details" in delta:
+            details = delta.get("reasoning_details")
+            if as_text(delta.get("reasoning")) or (isinstance(details, list) and details):
+                if self._reasoning is None:
+                    self._reasoning = at
+                self._token(at)
         tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
+        if tool_calls and isinstance(tool_calls, list):
             for position, part in enumerate(tool_calls):
                 if isinstance(part, dict):
                     self._tool_call(position, part)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from pydantic import JsonValue
 
 from canary.sim.scenario import (
     Disconnect,
@@ -52,9 +54,9 @@ class ChatRequest:
     last_user: str
     stream: bool = False
     max_tokens: int | None = None
-    response_format: dict[str, Any] | None = None
-    tools: tuple[dict[str, Any], ...] = ()
-    tool_choice: Any = None
+    response_format: dict[str, JsonValue] | None = None
+    tools: tuple[dict[str, JsonValue], ...] = ()
+    tool_choice: JsonValue = None
     prompt_chars: int = 0
 
     @property
@@ -169,11 +171,12 @@ def compose(
     elif request.wants_json and broken is not None and broken.how != "prose":
         value = _json_answer(request, bank, answer_lang, rng)
         if broken.how == "missing_field":
-            required = ((request.response_format or {}).get("json_schema") or {}).get(
-                "schema", {}
-            ).get("required") or list(value)
-            if required and isinstance(value, dict):
-                value.pop(required[0], None)
+            schema = _obj(_obj((request.response_format or {}).get("json_schema")).get("schema"))
+            required = schema.get("required")
+            if isinstance(value, dict):
+                keys = required if isinstance(required, list) and required else list(value)
+                if keys:
+                    value.pop(str(keys[0]), None)
             text = json.dumps(value, ensure_ascii=False)
         else:
             text = json.dumps(value, ensure_ascii=False)[:-1] + ","
@@ -307,11 +310,15 @@ def _phrases(bank: TextBank, lang: str) -> list[str]:
     return [s for s in bank.sentences[lang] if len(s) <= 160] or list(bank.sentences[lang])
 
 
-def _json_answer(request: ChatRequest, bank: TextBank, lang: str, rng: random.Random) -> Any:
+def _obj(value: JsonValue) -> dict[str, JsonValue]:
+    return value if isinstance(value, dict) else {}
+
+
+def _json_answer(request: ChatRequest, bank: TextBank, lang: str, rng: random.Random) -> JsonValue:
     fmt = request.response_format or {}
     phrases = _phrases(bank, lang)
     if fmt.get("type") == "json_schema":
-        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+        schema = _obj(fmt.get("json_schema")).get("schema") or {}
         return generate(schema, phrases, rng)
     return {"character": "Mira", "reply": rng.choice(phrases), "mood": "calm"}
 
@@ -323,14 +330,14 @@ def _tool_call(
     lang: str,
     rng: random.Random,
 ) -> ToolCallPlan:
-    functions = [t.get("function") or {} for t in request.tools if isinstance(t, dict)]
+    functions = [_obj(t.get("function")) for t in request.tools]
     chosen = functions[0] if functions else {}
     choice = request.tool_choice
     if isinstance(choice, dict):
-        wanted = (choice.get("function") or {}).get("name")
+        wanted = _obj(choice.get("function")).get("name")
         chosen = next((f for f in functions if f.get("name") == wanted), chosen)
     name = str(chosen.get("name") or "tool")
-    schema = chosen.get("parameters") or {"type": "object", "properties": {}}
+    schema = _obj(chosen.get("parameters")) or {"type": "object", "properties": {}}
     args = generate(schema, _phrases(bank, lang), rng)
     if FaultKind.tool_unknown_name in by:
         known = {f.get("name") for f in functions}
@@ -338,9 +345,9 @@ def _tool_call(
             n for n in ("narrate_scene", "unknown_function", name + "_v2") if n not in known
         )
     if FaultKind.tool_schema_mismatch in by and isinstance(args, dict):
-        required = list(schema.get("required") or [])
-        if required:
-            args.pop(required[0], None)
+        required = schema.get("required")
+        if isinstance(required, list) and required:
+            args.pop(str(required[0]), None)
         elif args:
             key = next(iter(args))
             args[key] = 12345 if isinstance(args[key], str) else "not the declared type"

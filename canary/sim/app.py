@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
 
+from pydantic import JsonValue
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from canary.sim.answers import ChatRequest, compose
 from canary.sim.control import control_routes
-from canary.sim.routing import Unroutable, route, sent_parameters
+from canary.sim.routing import Unroutable, as_list, route, sent_parameters
 from canary.sim.state import SimState, UnknownModel
 from canary.sim.stream import Answer, CompletionResponse, StreamResponse
 from canary.sim.wire import endpoints_json, error_body, error_type, model_json, providers_json
@@ -29,13 +31,13 @@ _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 def _error(
     code: int,
     message: str,
-    metadata: dict[str, Any] | None = None,
+    metadata: dict[str, JsonValue] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     return JSONResponse(error_body(code, message, metadata), status_code=code, headers=headers)
 
 
-def _text(content: Any) -> str:
+def _text(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -43,28 +45,26 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _chat_request(body: dict[str, Any]) -> ChatRequest:
-    messages = body["messages"]
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+def _chat_request(body: dict[str, JsonValue]) -> ChatRequest:
+    messages = [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
+    users = [m for m in messages if m.get("role") == "user"]
     last = _text(users[-1].get("content")) if users else _text(messages[-1].get("content"))
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    tools = tuple(t for t in body.get("tools") or [] if isinstance(t, dict))
+    tools = tuple(t for t in as_list(body.get("tools")) if isinstance(t, dict))
     fmt = body.get("response_format")
     return ChatRequest(
-        model=body["model"],
+        model=str(body["model"]),
         last_user=last,
         stream=bool(body.get("stream")),
         max_tokens=int(max_tokens) if isinstance(max_tokens, int) else None,
         response_format=fmt if isinstance(fmt, dict) else None,
         tools=tools,
         tool_choice=body.get("tool_choice"),
-        prompt_chars=sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict)),
+        prompt_chars=sum(len(_text(m.get("content"))) for m in messages),
     )
 
 
-def _validate(body: Any) -> str | None:
-    if not isinstance(body, dict):
-        return "Invalid JSON body"
+def _validate(body: dict[str, JsonValue]) -> str | None:
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "model: Required"
     messages = body.get("messages")
@@ -98,7 +98,7 @@ def build_app(state: SimState) -> SimApp:
         wanted = request.query_params.get("supported_parameters")
         data = [model_json(m, root_url(request)) for m in models]
         if wanted:
-            data = [d for d in data if wanted in d["supported_parameters"]]
+            data = [d for d in data if wanted in as_list(d["supported_parameters"])]
         return JSONResponse({"data": data, "links": {"next": None}, "total_count": len(data)})
 
     async def list_endpoints(request: Request) -> Response:
@@ -112,30 +112,35 @@ def build_app(state: SimState) -> SimApp:
     async def list_providers(request: Request) -> Response:
         return JSONResponse(providers_json(list(state.models.values())))
 
-    async def chat(request: Request) -> Any:
+    async def chat(request: Request) -> ASGIApp:
         arrived = time.perf_counter()
         auth = request.headers.get("authorization", "")
         key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
         if not key or (state.api_key is not None and key != state.api_key):
             return _error(401, "No auth credentials found" if not key else "User not found.")
         try:
-            body = json.loads(await request.body())
+            body: JsonValue = json.loads(await request.body())
         except ValueError:
+            return _error(400, "Invalid JSON body")
+        if not isinstance(body, dict):
             return _error(400, "Invalid JSON body")
         problem = _validate(body)
         if problem:
             return _error(400, problem)
-        model_id = body["model"]
-        log: dict[str, Any] = {
+        model_id = str(body["model"])
+        attempts: list[JsonValue] = []
+        log: dict[str, JsonValue] = {
             "model": model_id,
             "stream": bool(body.get("stream")),
             "arrived_s": arrived,
             "first_token_s": None,
             "first_token_delay_ms": None,
         }
-        prefs = body.get("provider") or {}
-        log["pinned"] = list(prefs.get("only") or prefs.get("order") or [])
-        log["attempts"] = []
+        prefs = body.get("provider")
+        if not isinstance(prefs, dict):
+            prefs = {}
+        log["pinned"] = as_list(prefs.get("only") or prefs.get("order"))
+        log["attempts"] = attempts
         try:
             model = state.model(model_id)
         except UnknownModel:
@@ -158,7 +163,7 @@ def build_app(state: SimState) -> SimApp:
                 rng,
                 as_asked=state.scenario.answers == "as_asked",
             )
-            log["attempts"].append({"provider": provider.tag, "status": plan.http_status or 200})
+            attempts.append({"provider": provider.tag, "status": plan.http_status or 200})
             if plan.http_status is not None:
                 if i + 1 < len(candidates):
                     continue
@@ -170,7 +175,7 @@ def build_app(state: SimState) -> SimApp:
                     status=status,
                     provider=provider.tag,
                     provider_name=provider.name,
-                    faults=list(plan.fired),
+                    faults=[*plan.fired],
                     configured_ttft_ms=provider.ttft_ms,
                 )
                 state.record(log)
@@ -240,10 +245,10 @@ class _asgi_endpoint:  # noqa: N801 - used like a decorator
     Starlette treats plain functions as request/response handlers; an instance is raw ASGI.
     """
 
-    def __init__(self, handler: Any) -> None:
+    def __init__(self, handler: Callable[[Request], Awaitable[ASGIApp]]) -> None:
         self.handler = handler
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.handler(Request(scope, receive))
         await response(scope, receive, send)
 
@@ -256,7 +261,7 @@ class SimApp:
         self.app = app
         self.chat = chat
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] == "http"
             and scope["path"] == "/api/v1/chat/completions"

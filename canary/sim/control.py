@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from pydantic import JsonValue
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -29,7 +29,7 @@ from starlette.routing import Route
 from canary.sim.scenario import ScenarioError
 from canary.sim.state import SimState, UnknownModel, UnknownProvider
 
-Handler = Callable[[Request], Awaitable[Any]]
+Handler = Callable[[Request], Awaitable[JsonValue]]
 
 
 def _guard(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -42,12 +42,12 @@ def _guard(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse({"error": str(exc)}, status_code=422)
         except KeyError as exc:
             return JSONResponse({"error": f"missing {exc.args[0]}"}, status_code=422)
-        return result if isinstance(result, Response) else JSONResponse(result)
+        return JSONResponse(result)
 
     return endpoint
 
 
-async def _json(request: Request) -> Any:
+async def _json(request: Request) -> JsonValue:
     raw = await request.body()
     try:
         return json.loads(raw) if raw else None
@@ -60,30 +60,33 @@ def control_routes(state: SimState) -> list[Route]:
         q = request.query_params
         return q["model"], q["provider"]
 
-    async def get_state(request: Request) -> Any:
+    async def get_state(request: Request) -> JsonValue:
         return state.snapshot()
 
-    async def reset(request: Request) -> Any:
+    async def reset(request: Request) -> JsonValue:
         state.reset()
         return {"ok": True}
 
-    async def apply(request: Request) -> Any:
+    async def apply(request: Request) -> JsonValue:
         body = await _json(request)
         entries = body if isinstance(body, list) else [body]
-        applied = [state.apply(e).model_dump(mode="json", exclude_none=True) for e in entries]
+        applied: list[JsonValue] = [
+            state.apply(e).model_dump(mode="json", exclude_none=True) for e in entries
+        ]
         return {"applied": applied}
 
-    async def apply_round(request: Request) -> Any:
+    async def apply_round(request: Request) -> JsonValue:
         applied = state.apply_round(int(request.path_params["n"]))
-        return {"applied": [e.model_dump(mode="json", exclude_none=True) for e in applied]}
+        dumped: list[JsonValue] = [e.model_dump(mode="json", exclude_none=True) for e in applied]
+        return {"applied": dumped}
 
-    async def get_faults(request: Request) -> Any:
+    async def get_faults(request: Request) -> JsonValue:
         model, tag = where(request)
         return {
             "faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]
         }
 
-    async def put_faults(request: Request) -> Any:
+    async def put_faults(request: Request) -> JsonValue:
         model, tag = where(request)
         body = await _json(request)
         faults = body.get("faults") if isinstance(body, dict) else body
@@ -94,28 +97,28 @@ def control_routes(state: SimState) -> list[Route]:
             "faults": [f.model_dump(mode="json", by_alias=True) for f in state.faults(model, tag)]
         }
 
-    async def patch_provider(request: Request) -> Any:
+    async def patch_provider(request: Request) -> JsonValue:
         model, tag = where(request)
         body = await _json(request)
         if not isinstance(body, dict):
             raise ValueError("body: expected an object of fields to set")
         return state.update(model, tag, body).model_dump(mode="json")
 
-    async def delete_provider(request: Request) -> Any:
+    async def delete_provider(request: Request) -> JsonValue:
         model, tag = where(request)
         state.remove(model, tag)
         return {"removed": tag}
 
-    async def add_provider(request: Request) -> Any:
+    async def add_provider(request: Request) -> JsonValue:
         body = await _json(request)
         if not isinstance(body, dict):
             raise ValueError("body: expected a provider object")
         return state.add(request.query_params["model"], body).model_dump(mode="json")
 
-    async def get_requests(request: Request) -> Any:
+    async def get_requests(request: Request) -> JsonValue:
         return {"requests": state.requests()}
 
-    async def clear_requests(request: Request) -> Any:
+    async def clear_requests(request: Request) -> JsonValue:
         state.clear_requests()
         return {"ok": True}
 

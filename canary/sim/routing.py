@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import JsonValue
 
 from canary.sim.scenario import Provider
 
@@ -25,7 +25,7 @@ class Unroutable(Exception):
         self.message = message
 
 
-def sent_parameters(body: dict[str, Any]) -> set[str]:
+def sent_parameters(body: dict[str, JsonValue]) -> set[str]:
     sent = {k for k in body if k in OPTIONAL_PARAMETERS and body[k] is not None}
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -33,28 +33,33 @@ def sent_parameters(body: dict[str, Any]) -> set[str]:
     return sent
 
 
-def matches(ident: Any, p: Provider) -> bool:
+def matches(ident: JsonValue, p: Provider) -> bool:
     """A full tag names one endpoint; a base slug names every non-tier endpoint of it."""
     if not isinstance(ident, str):
         return False
     return ident == p.tag or (ident == p.slug and p.service_tier is None)
 
 
-def route(providers: list[Provider], prefs: dict[str, Any], sent: set[str]) -> list[Provider]:
+def as_list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def route(providers: list[Provider], prefs: dict[str, JsonValue], sent: set[str]) -> list[Provider]:
     """The endpoints to try, in order. Raises Unroutable (404) when none is left."""
     candidates = list(providers)
-    quants = prefs.get("quantizations")
+    quants = as_list(prefs.get("quantizations"))
     if quants:
         candidates = [p for p in candidates if p.quantization in quants]
     only = prefs.get("only")
     if only is not None:
-        candidates = [p for p in candidates if any(matches(i, p) for i in only)]
-    ignore = prefs.get("ignore") or []
+        candidates = [p for p in candidates if any(matches(i, p) for i in as_list(only))]
+    ignore = as_list(prefs.get("ignore"))
     candidates = [p for p in candidates if not any(matches(i, p) for i in ignore)]
-    max_price = prefs.get("max_price") or {}
+    max_price = prefs.get("max_price")
     for key in ("prompt", "completion"):
-        if max_price.get(key) is not None:
-            cap = float(max_price[key])
+        price = max_price.get(key) if isinstance(max_price, dict) else None
+        if isinstance(price, (int, float, str)):
+            cap = float(price)
             candidates = [p for p in candidates if getattr(p.price, key) <= cap]
     if not candidates:
         raise Unroutable(404, f"No allowed providers are available for the selected model. {_DOCS}")
@@ -70,7 +75,7 @@ def route(providers: list[Provider], prefs: dict[str, Any], sent: set[str]) -> l
             )
     allow_fallbacks = prefs.get("allow_fallbacks", True) is not False
     ordered: list[Provider] = []
-    for ident in prefs.get("order") or []:
+    for ident in as_list(prefs.get("order")):
         ordered.extend(p for p in candidates if matches(ident, p) and p not in ordered)
     rest = sorted(
         (p for p in candidates if p not in ordered),

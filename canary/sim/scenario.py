@@ -6,6 +6,7 @@ raises :class:`ScenarioError` with one readable line per problem, naming the fie
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar, get_args
@@ -15,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -378,11 +380,11 @@ def parse_faults(data: object, source: str = "faults") -> tuple[Fault, ...]:
         raise _problems(exc, source) from None
 
 
-def load_scenario(source: Scenario | dict[str, object] | Path | str) -> Scenario:
+def load_scenario(source: Scenario | Mapping[str, JsonValue] | Path | str) -> Scenario:
     """Load and validate a scenario from a Scenario, a dict, or a YAML file path."""
     if isinstance(source, Scenario):
         return source
-    if isinstance(source, dict):
+    if isinstance(source, Mapping):
         return parse(Scenario, source)
     path = Path(source)
     return parse(Scenario, read_scenario_file(path), str(path))

@@ -8,9 +8,9 @@ import socket
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import uvicorn
+from pydantic import JsonValue
 
 from canary.sim.app import build_app
 from canary.sim.scenario import Scenario
@@ -37,7 +37,7 @@ def _quiet() -> None:
         logger.addFilter(_QuietDisconnects())
 
 
-def _config(state: SimState, host: str, port: int, log_level: str, **extra: Any) -> uvicorn.Config:
+def _config(state: SimState, host: str, port: int, log_level: str) -> uvicorn.Config:
     try:
         import uvloop  # noqa: F401
 
@@ -61,7 +61,6 @@ def _config(state: SimState, host: str, port: int, log_level: str, **extra: Any)
         lifespan="off",
         timeout_graceful_shutdown=1,
         backlog=4096,
-        **extra,
     )
 
 
@@ -138,14 +137,14 @@ class RunningSimulator:
 
 
 def start_simulator(
-    scenario: Scenario | dict[str, Any] | Path | str, host: str = "127.0.0.1", port: int = 0
+    scenario: Scenario | dict[str, JsonValue] | Path | str, host: str = "127.0.0.1", port: int = 0
 ) -> RunningSimulator:
     """Serve `scenario` on a background thread; port 0 picks a free port."""
     state = SimState(scenario)
     return RunningSimulator(state, host, port).start()
 
 
-def serve(scenario: Scenario | dict[str, Any] | Path | str, host: str, port: int) -> None:
+def serve(scenario: Scenario | dict[str, JsonValue] | Path | str, host: str, port: int) -> None:
     """Serve in the foreground until interrupted (the `canary sim` command)."""
     _quiet()
     state = SimState(scenario)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+
+from pydantic import JsonValue
 
 from canary.sim.scenario import (
     Fault,
@@ -49,14 +52,14 @@ class ModelState:
 class SimState:
     """What the simulator serves now. Safe to change from another thread."""
 
-    def __init__(self, scenario: Scenario | dict[str, Any] | str | Any) -> None:
+    def __init__(self, scenario: Scenario | Mapping[str, JsonValue] | Path | str) -> None:
         self.scenario = load_scenario(scenario)
         self.bank: TextBank = text_bank(self.scenario.text_bank)
         self._lock = threading.Lock()
         self.closing = threading.Event()
         self.models: dict[str, ModelState] = {}
         self._counters: dict[tuple[str, str], int] = {}
-        self._log: list[dict[str, Any]] = []
+        self._log: list[dict[str, JsonValue]] = []
         self.reset()
 
     # ---- reading -------------------------------------------------------------------------
@@ -90,7 +93,7 @@ class SimState:
             self._counters[(model, tag)] = n + 1
         return random.Random(f"{self.seed}:{model}:{tag}:{n}")
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, JsonValue]:
         return {
             "seed": self.seed,
             "models": [
@@ -104,12 +107,12 @@ class SimState:
         }
 
     # ---- request log ---------------------------------------------------------------------
-    def record(self, entry: dict[str, Any]) -> None:
+    def record(self, entry: dict[str, JsonValue]) -> None:
         with self._lock:
             entry["seq"] = len(self._log)
             self._log.append(entry)
 
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self) -> list[JsonValue]:
         with self._lock:
             return [dict(e) for e in self._log]
 
@@ -132,7 +135,7 @@ class SimState:
         current = self.model(model)
         self.models = {**self.models, model: ModelState(current.spec, providers)}
 
-    def set_faults(self, model: str, tag: str, faults: list[Any] | tuple[Any, ...]) -> None:
+    def set_faults(self, model: str, tag: str, faults: Sequence[Fault | JsonValue]) -> None:
         parsed = parse_faults(faults)
         with self._lock:
             provider = self.provider(model, tag)
@@ -141,7 +144,7 @@ class SimState:
             self._check_served_by(model, providers)
             self._replace(model, providers)
 
-    def update(self, model: str, tag: str, patch: ProviderPatch | dict[str, Any]) -> Provider:
+    def update(self, model: str, tag: str, patch: ProviderPatch | dict[str, JsonValue]) -> Provider:
         if isinstance(patch, dict):
             patch = parse(ProviderPatch, patch, "set")
         changes = patch.model_dump(exclude_none=True)
@@ -163,7 +166,7 @@ class SimState:
             providers = {t: p for t, p in self.model(model).providers.items() if t != tag}
             self._replace(model, providers)
 
-    def add(self, model: str, provider: Provider | dict[str, Any]) -> Provider:
+    def add(self, model: str, provider: Provider | dict[str, JsonValue]) -> Provider:
         if isinstance(provider, dict):
             provider = parse(Provider, provider, "add")
         with self._lock:
@@ -181,9 +184,11 @@ class SimState:
                 if isinstance(f, ServedBy) and f.tag not in providers:
                     raise ScenarioError(f"served_by.tag {f.tag!r} is not a provider of {model}")
 
-    def apply(self, entry: TimelineEntry | dict[str, Any]) -> TimelineEntry:
+    def apply(self, entry: TimelineEntry | JsonValue) -> TimelineEntry:
         """Apply one timeline entry now (its `round` is ignored here)."""
-        if isinstance(entry, dict):
+        if not isinstance(entry, TimelineEntry):
+            if not isinstance(entry, dict):
+                raise ScenarioError("entry: expected an object")
             entry = parse(TimelineEntry, {"round": 0, **entry}, "entry")
         self.model(entry.model)
         if entry.faults is not None:

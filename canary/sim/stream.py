@@ -11,7 +11,9 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
+from starlette.types import Receive, Scope, Send
 
 from canary.sim.answers import Plan
 from canary.sim.state import SimState
@@ -20,8 +22,6 @@ from canary.sim.wire import DONE, KEEPALIVE, error_type
 WHITESPACE = b"\n         \n"  # what OpenRouter sends before a non-streaming body
 _KEEPALIVE_EVERY_S = 1.0
 _SLACK_S = 0.002
-Send = Any
-Receive = Any
 
 
 class SimulatedDisconnect(Exception):
@@ -40,9 +40,9 @@ class Answer:
     price_prompt: float  # USD per million
     price_completion: float
     arrived: float  # perf_counter at arrival
-    log: dict[str, Any]  # the request log entry, updated as tokens go out
+    log: dict[str, JsonValue]  # the request log entry, updated as tokens go out
 
-    def usage(self, plan: Plan) -> dict[str, Any]:
+    def usage(self, plan: Plan) -> dict[str, JsonValue]:
         completion = plan.completion_tokens
         cost = (self.prompt_tokens * self.price_prompt + completion * self.price_completion) / 1e6
         return {
@@ -170,7 +170,7 @@ class StreamResponse:
             tail.append((end_t, b"data: " + _dumps(chunk).encode() + b"\n\n", False))
         return events, tail
 
-    async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         events, tail = self._events()
         await send(
             {
@@ -250,16 +250,16 @@ class CompletionResponse:
     def __init__(self, plan: Plan, answer: Answer, state: SimState) -> None:
         self.plan, self.answer, self.state = plan, answer, state
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, JsonValue]:
         a, plan = self.answer, self.plan
         tokens = plan.tokens if plan.ending == "done" else plan.tokens[: plan.end_after]
-        message: dict[str, Any] = {
+        message: dict[str, JsonValue] = {
             "role": "assistant",
             "content": "".join(tokens),
             "refusal": None,
             "reasoning": "".join(plan.reasoning) or None,
         }
-        choice: dict[str, Any] = {
+        choice: dict[str, JsonValue] = {
             "logprobs": None,
             "finish_reason": plan.finish_reason,
             "native_finish_reason": plan.native_finish_reason,
@@ -295,7 +295,7 @@ class CompletionResponse:
             "usage": a.usage(plan),
         }
 
-    async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self.plan
         await send(
             {

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from canary.sim.scenario import LANGUAGES, ScenarioError
+
+if TYPE_CHECKING:  # lingua loads its language models: imported when first needed
+    from lingua import IsoCode639_1, LanguageDetector
 
 BUILTIN_BANK = Path(__file__).resolve().parent / "textbank"
 # How many sentences canary's own prompts ask for (probes/prompts/*.yaml: "in one short
@@ -102,7 +105,7 @@ def _cjk(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _detector() -> Any:
+def _detector() -> LanguageDetector:
     from lingua import Language, LanguageDetectorBuilder
 
     languages = [Language.from_iso_code_639_1(getattr(_iso(), code.upper())) for code in LANGUAGES]
@@ -111,7 +114,7 @@ def _detector() -> Any:
     return builder.with_preloaded_language_models().build()
 
 
-def _iso() -> Any:
+def _iso() -> type[IsoCode639_1]:
     from lingua import IsoCode639_1
 
     return IsoCode639_1

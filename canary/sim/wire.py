@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from pydantic import JsonValue
 
 from canary.sim.scenario import Provider
 from canary.sim.state import ModelState
@@ -17,7 +18,7 @@ def per_token(per_million: float) -> str:
     return text or "0"
 
 
-def _percentiles(p50: float, spread: tuple[float, float, float]) -> dict[str, float]:
+def _percentiles(p50: float, spread: tuple[float, float, float]) -> dict[str, JsonValue]:
     return {
         "p50": round(p50, 1),
         "p75": round(p50 * spread[0], 1),
@@ -26,14 +27,14 @@ def _percentiles(p50: float, spread: tuple[float, float, float]) -> dict[str, fl
     }
 
 
-def endpoint_json(model: ModelState, p: Provider) -> dict[str, Any]:
-    params = list(p.supported_parameters)
-    latency = (
+def endpoint_json(model: ModelState, p: Provider) -> dict[str, JsonValue]:
+    params: list[JsonValue] = list(p.supported_parameters)
+    latency: dict[str, JsonValue] = (
         p.latency_last_30m.model_dump()
         if p.latency_last_30m
         else _percentiles(p.ttft_ms + 40, (1.3, 1.8, 3.5))
     )
-    throughput = (
+    throughput: dict[str, JsonValue] = (
         p.throughput_last_30m.model_dump()
         if p.throughput_last_30m
         else _percentiles(p.tokens_per_second, (0.85, 0.7, 0.4))
@@ -73,7 +74,7 @@ def endpoint_json(model: ModelState, p: Provider) -> dict[str, Any]:
     }
 
 
-def _architecture() -> dict[str, Any]:
+def _architecture() -> dict[str, JsonValue]:
     return {
         "input_modalities": ["text"],
         "output_modalities": ["text"],
@@ -83,7 +84,7 @@ def _architecture() -> dict[str, Any]:
     }
 
 
-def endpoints_json(model: ModelState) -> dict[str, Any]:
+def endpoints_json(model: ModelState) -> dict[str, JsonValue]:
     return {
         "data": {
             "id": model.spec.id,
@@ -96,10 +97,10 @@ def endpoints_json(model: ModelState) -> dict[str, Any]:
     }
 
 
-def model_json(model: ModelState, root_url: str) -> dict[str, Any]:
+def model_json(model: ModelState, root_url: str) -> dict[str, JsonValue]:
     providers = list(model.providers.values())
     cheapest = min(providers, key=lambda p: (p.price.prompt, p.price.completion), default=None)
-    params = sorted({x for p in providers for x in p.supported_parameters})
+    params: list[JsonValue] = [*sorted({x for p in providers for x in p.supported_parameters})]
     context = max((p.context_length for p in providers), default=None)
     return {
         "id": model.spec.id,
@@ -127,7 +128,7 @@ def model_json(model: ModelState, root_url: str) -> dict[str, Any]:
     }
 
 
-def providers_json(models: list[ModelState]) -> dict[str, Any]:
+def providers_json(models: list[ModelState]) -> dict[str, JsonValue]:
     seen: dict[str, str] = {}
     for m in models:
         for p in m.providers.values():
@@ -146,8 +147,10 @@ def providers_json(models: list[ModelState]) -> dict[str, Any]:
     }
 
 
-def error_body(code: int, message: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+def error_body(
+    code: int, message: str, metadata: dict[str, JsonValue] | None = None
+) -> dict[str, JsonValue]:
+    error: dict[str, JsonValue] = {"code": code, "message": message}
     if metadata is not None:
         error["metadata"] = metadata
     return {"error": error, "user_id": USER_ID}
@@ -174,7 +177,7 @@ def error_type(code: int) -> str:
     return ERROR_TYPES.get(code, "server" if code >= 500 else "invalid_request")
 
 
-def sse(obj: dict[str, Any]) -> bytes:
+def sse(obj: dict[str, JsonValue]) -> bytes:
     return b"data: " + json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 

@@ -29,6 +29,9 @@ Printed per run:
   the requests the simulator logged (target <= 6 ms at 60 tokens/s);
 - peak RSS of the largest replica (target <= 1 GiB at 2,000 endpoints);
 - every model judged exactly once in the slot (from the store).
+
+BENCH_ROUND_WRAP, when set, is put before each `canary` command line, e.g. to profile a replica:
+`BENCH_ROUND_WRAP="$PWD/.venv/bin/python -m cProfile -o round.prof"`.
 """
 
 from __future__ import annotations
@@ -160,8 +163,9 @@ def run(sim: SimProcess, settings_path: Path, replicas: int) -> tuple[list[Repli
     started = time.perf_counter()
     running = []
     for _ in range(replicas):
+        wrap = os.environ.get("BENCH_ROUND_WRAP", "").split()
         proc = subprocess.Popen(
-            [str(canary), "--config", str(settings_path), "round"],
+            [*wrap, str(canary), "--config", str(settings_path), "round"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
