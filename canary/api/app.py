@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, FastAPI, Query
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from canary import __version__, metrics
 from canary.api import schemas
@@ -237,6 +238,27 @@ class _Api(AdminHandlers, Handlers):
         return HTMLResponse(render(context))
 
 
+class HeadAsGet:
+    """HEAD answered as the GET of the same URL without its body (its headers, Content-Length and
+    ETag included), as Starlette's routes answer it: FastAPI's routes take the methods they name
+    only, and monitors probe with HEAD."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def bodiless(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, bodiless)
+
+
 def _ping(store: Store) -> bool:
     return store.ping()  # it answers False for the store's own errors
 
@@ -310,5 +332,6 @@ def create_app(
     app.delete(
         "/v1/exclusions/{id}", dependencies=admin, responses=errors(400, 401, 403, 404, 422, 503)
     )(api.remove_exclusion)
+    app.add_middleware(HeadAsGet)
     app.state.api = api
     return app

@@ -84,6 +84,18 @@ def test_housekeeping_rebuilding_the_same_list_still_answers_304(api: Api) -> No
         assert again.status_code == 304 and again.headers["etag"] == first.headers["etag"]
 
 
+def test_head_answers_as_get_without_a_body(api: Api) -> None:
+    """Monitors probe with HEAD: the GET's status and headers, no body."""
+    got = api.client.get("/v1/ignore-list", params={"model": api.model})
+    head = api.client.head("/v1/ignore-list", params={"model": api.model})
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["etag"] == got.headers["etag"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+    for path in ("/healthz", "/metrics", "/"):
+        assert api.client.head(path).status_code == 200, path
+    assert api.client.head("/v1/providers").status_code == 400  # as its GET: no model given
+
+
 def test_a_stale_etag_gets_the_full_list(api: Api) -> None:
     response = api.client.get(
         "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": '"old"'}
