@@ -69,21 +69,26 @@ STATE_MEANING = {
 
 
 def _ago(now: datetime, then: datetime | None) -> str:
-    """How long ago ``then`` was, or how long until it is ("in ..."), in minutes."""
+    """How long ago ``then`` was, or how long until it is ("in ...")."""
     if then is None:
         return "never"
     seconds = (now - then).total_seconds()
     if seconds < 0:
-        return "in " + _minutes(-seconds)
-    return _minutes(seconds) + " ago"
+        return "in " + _span(-seconds)
+    return _span(seconds) + " ago"
 
 
-def _minutes(seconds: float) -> str:
-    """A span of time in whole minutes, the one unit of the page's times ("under 1 min" below a
-    minute: the page refreshes every 30 s); a quarantine's end also shows its date."""
+def _span(seconds: float) -> str:
+    """A span of time as people say it: minutes up to two hours ("under 1 min" below one: the
+    page refreshes every 30 s), then hours up to two days, then days ("in 7 days", not in
+    10,076 min); a quarantine's end also shows its date."""
     if seconds < 60:
         return "under 1 min"
-    return f"{int(seconds // 60):,} min"
+    if seconds < 2 * 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 2 * 86400:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86400):,} days"
 
 
 def _until(now: datetime, until: datetime | None) -> str:
@@ -402,8 +407,8 @@ LEGEND = (
     + " ".join(f"{_pill(state)} {escape(STATE_MEANING[state])}" for state in STATES)
     + "</p><p>Contract marks: ✓ pass · ✗ fail · ? inconclusive · ⚡ transport error (no evidence "
     "either way) · – not applicable. Latency is information only: it never changes a state. "
-    "Units: how long ago or until something happens is in minutes (min; hover a decision for "
-    "its time); time to first token (TTFT, the wait for the first answer token) is in seconds "
+    "Units: how long ago or until something happens is in minutes (min), hours (h) or days "
+    "(hover a decision for its time); time to first token (TTFT, the wait for the first answer token) is in seconds "
     "(s), over windows of 24 hours (24 h) and 7 days (7 d); dates are UTC.</p></section>"
 )
 

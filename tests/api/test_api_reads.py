@@ -270,25 +270,27 @@ def test_openapi_document_carries_the_models_limits_and_one_error_body(api: Api)
                     assert ref.endswith("/ErrorBody"), (path, status, ref)
 
 
-def test_status_page_gives_every_time_ago_or_ahead_in_minutes(api: Api) -> None:
+def test_status_page_gives_times_ago_or_ahead_as_people_say_them(api: Api) -> None:
     html = api.client.get("/").text
     # rounds 60 and 30 min before now, each finished 2 min after it started; slots every 30 min
     assert "last round 28 min ago · next in 30 min · list read under 1 min ago" in html
     # bravo's one-day quarantine started 30 min ago
-    assert re.search(r"quarantined until \S+ \(in 1,410 min\), step 1", html)
+    assert re.search(r"quarantined until \S+ \(in 24 h\), step 1", html)  # 23.5 h
     assert re.search(r'title="[^"]+">10 min ago</span> <b>', html)  # the exclusion, as a decision
     spans = re.findall(
         r"(?:in )?(?:[\d,.]+|under 1) ?(?:s|min|h|d) ago|in [\d,.]+ ?(?:s|min|h|d)\b", html
     )
-    assert spans and all(re.search(r"min\b", span) for span in spans), spans
-    assert "how long ago or until something happens is in minutes (min" in html
+    assert spans and all(re.search(r"(min|h)\b", span) for span in spans), spans
+    assert "how long ago or until something happens is in minutes (min), hours (h) or days" in html
     assert "Times are in seconds" not in html
 
 
-def test_status_page_counts_days_in_minutes_too(api: Api) -> None:
+def test_status_page_counts_long_spans_in_days(api: Api) -> None:
     api.clock.now += timedelta(days=2)
     html = api.client.get("/").text
-    assert "last round 2,908 min ago" in html and " h ago" not in html and " d ago" not in html
+    assert "last round 2 days ago" in html and " min ago" not in html.split("last round")[1][:20]
+    api.clock.now += timedelta(days=5)
+    assert "last round 7 days ago" in api.client.get("/").text
 
 
 def test_status_page_shows_every_provider_with_its_state_and_uses_no_external_asset(
