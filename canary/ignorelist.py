@@ -30,7 +30,7 @@ from canary.core.model import Exclusion
 
 if TYPE_CHECKING:
     from canary.core.document import IgnoreDocument
-    from canary.store.plain_reads import ModelLayers
+    from canary.store.rows import ModelLayers
 
 
 class UnknownModel(LookupError):

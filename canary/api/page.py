@@ -22,7 +22,7 @@ from canary.views.providers import STATES, ProviderView
 from canary.views.records import QuarantineRecord, iso, parse_when
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import ResultMark
+    from canary.store.rows import ResultMark
 
 AHEAD_DAYS = 7
 CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")

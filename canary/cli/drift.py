@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from canary.store.repository import Store
 
 
-
 def drift(
     ctx: typer.Context,
     model: Annotated[
@@ -112,14 +111,12 @@ def served_now(store: Store, model: str) -> list[ServedRecord]:
 
     latest = store.served_models_before(model, None)
     snapshot = store.latest_snapshot(model) or {}
-    return [
-        {
-            "provider": tag,
-            "served_model": value,
-            "expected": is_expected(value, model, (snapshot.get(tag) or {}).get("model_id")),
-        }
-        for tag, value in sorted(latest.items())
-    ]
+    served: list[ServedRecord] = []
+    for tag, value in sorted(latest.items()):
+        permaslug = snapshot.get(tag, {}).get("model_id")
+        expected = is_expected(value, model, permaslug if isinstance(permaslug, str) else None)
+        served.append(ServedRecord(provider=tag, served_model=value, expected=expected))
+    return served
 
 
 def _print_served(model: str, rows: Sequence[ServedRecord]) -> None:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from canary.core.model import Exclusion
     from canary.ignorelist import IgnoreListService
     from canary.settings import Settings
-    from canary.store.plain_reads import StoreReads
     from canary.store.repository import Store
     from canary.wiring import Wiring
 
@@ -58,11 +57,10 @@ RESULT_MARKS = {
 # -- plumbing ---------------------------------------------------------------------------------
 
 
-class ReadOps:
-    """The settings and the store of one command that only reads, and the checks every command
-    shares."""
+class Ops:
+    """The settings and the store of one command, and the checks every command shares."""
 
-    def __init__(self, settings: Settings, store: StoreReads) -> None:
+    def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
         self.now = datetime.now(UTC)
@@ -105,30 +103,14 @@ class ReadOps:
             from canary.wiring import build_wiring
 
             try:
-                self._wiring = build_wiring(self.settings, store=self._full_store(), upgrade=False)
+                self._wiring = build_wiring(self.settings, store=self.store, upgrade=False)
             except ProbeDefinitionError as exc:
                 fail(f"probe definitions: {exc}")
         return self._wiring
 
-    def _full_store(self) -> Store:
-        from canary.store.repository import Store
-
-        if isinstance(self.store, Store):
-            return self.store
-        return Store(self.settings.database_url)  # rare (nothing recorded yet): the full store
-
     def dispose(self) -> None:
         if self._wiring is not None and self._wiring.store is not self.store:
             self._wiring.store.dispose()
-
-
-class Ops(ReadOps):
-    """The settings and the store of one command that writes."""
-
-    store: Store
-
-    def __init__(self, settings: Settings, store: Store) -> None:
-        super().__init__(settings, store)
 
 
 @contextmanager
@@ -150,34 +132,6 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
     finally:
         ops.dispose()
         store.dispose()
-
-
-@contextmanager
-def read_context(ctx: typer.Context) -> Iterator[ReadOps]:
-    """:func:`ops_context` for a command that only reads: on a SQLite file or a PostgreSQL
-    database it reads through :class:`canary.store.light.LightStore`, without SQLAlchemy."""
-    settings = settings_from(ctx)
-    from canary.store.light import LightStore, supports
-
-    refuse_missing_sqlite(
-        settings.database_url, "start `canary serve` or run `canary db upgrade` first"
-    )
-    store: StoreReads
-    if supports(settings.database_url):
-        light = LightStore(settings.database_url)
-        store, errors, dispose = light, light.errors, light.dispose
-    else:
-        from canary.store.repository import Store
-
-        full = Store(settings.database_url)
-        store, errors, dispose = full, full.errors, full.dispose
-    ops = ReadOps(settings, store)
-    try:
-        with _readable_errors(settings, errors, "read"):
-            yield ops
-    finally:
-        ops.dispose()
-        dispose()
 
 
 @contextmanager
@@ -286,7 +240,7 @@ def s(value: float | None) -> str:
 
 
 def ignore_service(
-    ops: ReadOps,
+    ops: Ops,
     models: Sequence[str],
     *,
     builtin: Sequence[Exclusion] | None = None,

@@ -21,7 +21,7 @@ from canary.cli.ops_base import (
     JsonOpt,
     OptModelOpt,
     ignore_service,
-    read_context,
+    ops_context,
 )
 from canary.cli.plain_table import Cell, Span, cell, colour_wanted, render, styled, write
 
@@ -41,7 +41,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
     from canary.views.providers import provider_views_of
     from canary.views.records import iso
 
-    with read_context(ctx) as ops:
+    with ops_context(ctx, action="read") as ops:
         models = [ops.check_model(model)] if model else ops.models()
         if not models:
             fail("no model is watched and the store has seen none: add [[models]] to the settings")

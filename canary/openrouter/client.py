@@ -242,7 +242,9 @@ class OpenRouterClient:
                 status, headers = response.status_code, response.headers
                 content_type = headers.get("content-type", "")
         except TimeoutError:
-            return _Failed(Transport.timeout, "no answer within the listing deadline", connected=None)
+            return _Failed(
+                Transport.timeout, "no answer within the listing deadline", connected=None
+            )
         except (httpx.HTTPError, OSError) as exc:
             return _Failed(
                 classify_exception(exception_kind(exc)),

@@ -4,39 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Row, case, delete, insert, or_, select, update
+from sqlalchemy import case, delete, insert, or_, select, update
 
-from canary.core.events import Event, event_of
-from canary.core.model import looks_of
+from canary.core.events import Event
 from canary.store import tables as t
 from canary.store._audit_rows import audit_values
-from canary.store.engine import StoreBase
+from canary.store._decode import audit_row
+from canary.store.engine import StoreBase, upsert
 from canary.store.log_rows import AuditRow, LeaseRow
 
 DEFAULT_CLAIM_S = 120.0
-
-
-def audit_row(row: Row[Any]) -> AuditRow:
-    detail = dict(row.detail or {})
-    evidence = looks_of(row.evidence)
-    return AuditRow(
-        id=row.id,
-        at=row.at,
-        actor=row.actor,
-        event=row.event,
-        model=row.model,
-        tag=row.tag,
-        detail=detail,
-        evidence=evidence,
-        decided=event_of(row.event, row.model, row.tag, detail, evidence),
-        policy_version=row.policy_version,
-        round_id=row.round_id,
-        notified_at=row.notified_at,
-        notify_attempts=row.notify_attempts,
-        next_attempt_at=row.next_attempt_at,
-    )
 
 
 class AuditMixin(StoreBase):
@@ -77,7 +55,7 @@ class AuditMixin(StoreBase):
         if events is not None:
             stmt = stmt.where(c.event.in_(sorted(str(e) for e in events)))
         with self._read() as conn:
-            return [audit_row(r) for r in conn.execute(stmt)]
+            return [audit_row(row) for row in conn.execute(stmt).mappings()]
 
     def pending_notifications(
         self, now: datetime, limit: int, kinds: Collection[str], *, claim_s: float = DEFAULT_CLAIM_S
@@ -107,11 +85,11 @@ class AuditMixin(StoreBase):
             stmt = stmt.with_for_update(skip_locked=True)
         claim_until = now + timedelta(seconds=claim_s)
         with self._write() as conn:
-            rows = conn.execute(stmt).all()
+            rows = conn.execute(stmt).mappings().all()
             if rows:
                 conn.execute(
                     update(t.audit)
-                    .where(c.id.in_([r.id for r in rows]))
+                    .where(c.id.in_([row["id"] for row in rows]))
                     .values(next_attempt_at=claim_until)
                 )
         return [audit_row(r) for r in rows]
@@ -139,26 +117,25 @@ class AuditMixin(StoreBase):
     def try_acquire_lease(self, name: str, holder: str, now: datetime, ttl_s: float) -> bool:
         """Take the lease when free, expired or already ours (then it is extended). Atomic: one
         INSERT .. ON CONFLICT DO UPDATE .. WHERE, so of two racing holders exactly one wins."""
-        dialect_insert = self.dialect_insert()
-        stmt = dialect_insert(t.leases).values(
-            name=name, holder=holder, acquired_at=now, expires_at=now + timedelta(seconds=ttl_s)
-        )
         current = t.leases.c
-        upsert = stmt.on_conflict_do_update(
-            index_elements=["name"],
-            set_={
-                "holder": stmt.excluded.holder,
-                # re-taking our own lease extends it; its acquisition time stays
-                "acquired_at": case(
-                    (current.holder == stmt.excluded.holder, current.acquired_at),
-                    else_=stmt.excluded.acquired_at,
-                ),
-                "expires_at": stmt.excluded.expires_at,
-            },
-            where=or_(current.expires_at <= now, current.holder == holder),
-        ).returning(t.leases.c.holder)
         with self._write() as conn:
-            won = conn.execute(upsert).scalar_one_or_none()
+            stmt = upsert(conn, t.leases).values(
+                name=name, holder=holder, acquired_at=now, expires_at=now + timedelta(seconds=ttl_s)
+            )
+            taken = stmt.on_conflict_do_update(
+                index_elements=["name"],
+                set_={
+                    "holder": stmt.excluded.holder,
+                    # re-taking our own lease extends it; its acquisition time stays
+                    "acquired_at": case(
+                        (current.holder == stmt.excluded.holder, current.acquired_at),
+                        else_=stmt.excluded.acquired_at,
+                    ),
+                    "expires_at": stmt.excluded.expires_at,
+                },
+                where=or_(current.expires_at <= now, current.holder == holder),
+            )
+            won = conn.execute(taken.returning(current.holder)).scalar_one_or_none()
         return won == holder
 
     def renew_lease(self, name: str, holder: str, now: datetime, ttl_s: float) -> bool:
@@ -180,9 +157,9 @@ class AuditMixin(StoreBase):
 
     def lease(self, name: str) -> LeaseRow | None:
         with self._read() as conn:
-            row = conn.execute(select(t.leases).where(t.leases.c.name == name)).one_or_none()
-        if row is None:
-            return None
-        return LeaseRow(
-            name=row.name, holder=row.holder, acquired_at=row.acquired_at, expires_at=row.expires_at
-        )
+            row = (
+                conn.execute(select(t.leases).where(t.leases.c.name == name))
+                .mappings()
+                .one_or_none()
+            )
+        return None if row is None else LeaseRow(**row)

@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import Connection, insert
 
 from canary.core.events import Event
-from canary.core.model import looks_json
 from canary.store import tables as t
+from canary.store._decode import looks_column
 
 
 def audit_values(
     event: Event, actor: str, policy_version: str | None, at: datetime, round_id: int | None
-) -> dict[str, Any]:
+) -> dict[str, JsonValue | datetime]:
     return {
         "at": at,
         "actor": actor,
@@ -24,7 +24,7 @@ def audit_values(
         "model": event.model,
         "tag": event.tag,
         "detail": event.detail,
-        "evidence": looks_json(event.evidence),
+        "evidence": looks_column(event.evidence),
         "policy_version": policy_version,
         "round_id": round_id,
         "notify_attempts": 0,

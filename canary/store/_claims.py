@@ -19,18 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, update
 
 from canary.core.events import Event
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
-from canary.store._extra import abandoned_detail
+from canary.store._decode import round_row
+from canary.store._round_kinds import abandoned_detail
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.rows import RoundRow
-
-LIVE = text("status != 'abandoned'")
 
 
 class RoundLost(LookupError):
@@ -65,7 +63,7 @@ class ClaimsMixin(StoreBase):
         scheduled_at: datetime,
         runner_id: str,
         policy_version: str,
-        checksums: Mapping[str, Any],
+        checksums: Mapping[str, str],
         *,
         started_at: datetime | None = None,
         lost_before: datetime | None = None,
@@ -108,7 +106,7 @@ class ClaimsMixin(StoreBase):
                 )
             stmt = (
                 insert_ignoring_conflict(
-                    conn, t.rounds, index_elements=["model", "scheduled_at"], index_where=LIVE
+                    conn, t.rounds, index_elements=["model", "scheduled_at"], index_where=t.LIVE
                 )
                 .values(**values)
                 .returning(r.id)
@@ -118,14 +116,12 @@ class ClaimsMixin(StoreBase):
 
     def live_rounds(self, models: Sequence[str], scheduled_at: datetime) -> dict[str, RoundRow]:
         """The live (not abandoned) round of each of ``models`` in the slot, where there is one."""
-        from canary.store.plain_reads import round_row
-
         r = t.rounds.c
         stmt = select(t.rounds).where(
             r.model.in_(list(models)), r.scheduled_at == scheduled_at, r.status != "abandoned"
         )
         with self._read() as conn:
-            return {row.model: round_row(row) for row in conn.execute(stmt)}
+            return {row["model"]: round_row(row) for row in conn.execute(stmt).mappings()}
 
     def heartbeat_round(self, round_id: int, runner_id: str, at: datetime) -> bool:
         """A sign of life of a running round; False only when its claimer lost it (another

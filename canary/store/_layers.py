@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row, insert, or_, select, update
+from pydantic import JsonValue
+from sqlalchemy import ColumnElement, Connection, RowMapping, insert, or_, select, update
 
 from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.events import Event
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
+    FloorRecord,
     admit_exclusion,
     check_exclusion,
     exclusion_removed,
@@ -27,21 +28,14 @@ from canary.core.floor import (
 )
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
+from canary.store._decode import listing_of, quarantine_exclusion, quarantine_row, runtime_exclusion
 from canary.store._guard import bump_guard, guard_version, lock_guard
-from canary.store.engine import StoreBase, insert_ignoring_conflict, plain
+from canary.store._snapshots import latest_snapshots
+from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.log_rows import ExclusionRow
-from canary.store.plain_reads import (
-    ModelLayers,
-    active_runtime,
-    layers_on,
-    listing_of,
-    runtime_exclusion,
-    snapshot_on,
-)
-from canary.store.rows import FloorRefused, UnknownExclusion
+from canary.store.rows import FloorRefused, ModelLayers, QuarantineRow, UnknownExclusion
 
 
 @dataclass(frozen=True)
@@ -61,7 +55,7 @@ class FloorEpisodeRow:
     opened_at: datetime
     opened_by: str
     closed_at: datetime | None
-    detail: dict[str, Any]
+    detail: dict[str, JsonValue]
 
     @property
     def open(self) -> bool:
@@ -73,15 +67,64 @@ class FloorEpisodeRow:
         return None if value is None else str(value)
 
 
-def floor_episode_row(row: Row[Any]) -> FloorEpisodeRow:
+def floor_episode_row(row: RowMapping) -> FloorEpisodeRow:
     return FloorEpisodeRow(
-        id=row.id,
-        model=row.model,
-        opened_at=row.opened_at,
-        opened_by=row.opened_by,
-        closed_at=row.closed_at,
-        detail=dict(row.detail or {}),
+        id=row["id"],
+        model=row["model"],
+        opened_at=row["opened_at"],
+        opened_by=row["opened_by"],
+        closed_at=row["closed_at"],
+        detail=dict(row["detail"] or {}),
     )
+
+
+_x = t.exclusions.c
+
+
+def _active_runtime(now: datetime) -> tuple[ColumnElement[bool], ...]:
+    return _x.removed_at.is_(None), or_(_x.until.is_(None), _x.until > now)
+
+
+def active_runtime(conn: Connection, model: str | None, now: datetime) -> list[Exclusion]:
+    stmt = select(t.exclusions).where(*_active_runtime(now)).order_by(_x.model, _x.tag, _x.id)
+    if model is not None:
+        stmt = stmt.where(_x.model == model)
+    return [runtime_exclusion(row) for row in conn.execute(stmt).mappings()]
+
+
+def model_layers(conn: Connection, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+    """Listing, runtime entries, active quarantines and the floor record of each model: four
+    statements whatever the number of models."""
+    wanted = list(dict.fromkeys(models))
+    if not wanted:
+        return {}
+    q, e = t.quarantines.c, t.floor_episodes.c
+    held: dict[str, list[QuarantineRow]] = {m: [] for m in wanted}
+    active = select(t.quarantines).where(
+        q.model.in_(wanted), q.released_at.is_(None), q.until > now
+    )
+    for row in conn.execute(active.order_by(q.model, q.tag, q.id)).mappings():
+        held[row["model"]].append(quarantine_row(row))
+    open_episodes = set(
+        conn.execute(select(e.open_model).where(e.open_model.in_(wanted))).scalars()
+    )
+    runtime: dict[str, list[Exclusion]] = {m: [] for m in wanted}
+    stmt = select(t.exclusions).where(_x.model.in_(wanted), *_active_runtime(now))
+    for row in conn.execute(stmt.order_by(_x.model, _x.tag, _x.id)).mappings():
+        runtime[row["model"]].append(runtime_exclusion(row))
+    snapshots = latest_snapshots(conn, wanted)
+    out = {}
+    for model in wanted:
+        rows = held[model]
+        out[model] = ModelLayers(
+            listing_of(snapshots[model]),
+            tuple(runtime[model]),
+            tuple(quarantine_exclusion(q) for q in rows),
+            FloorRecord(
+                {q.id: q.tag for q in rows if q.withheld_at is not None}, model in open_episodes
+            ),
+        )
+    return out
 
 
 class LayersMixin(StoreBase):
@@ -94,20 +137,16 @@ class LayersMixin(StoreBase):
     def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
         """Listing, runtime entries, active quarantines and the floor record of each model."""
         with self._read() as conn:
-            return plain_reads.model_layers(plain(conn), models, now)
-
-    def latest_listing(self, model: str) -> tuple[Listed, ...] | None:
-        with self._read() as conn:
-            return listing_of(snapshot_on(plain(conn), model))
+            return model_layers(conn, models, now)
 
     def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
-        """:meth:`latest_listing` of several models, on one connection."""
+        """Each model's latest listing (None when never listed), in one statement."""
         with self._read() as conn:
-            return plain_reads.latest_listings(plain(conn), models)
+            return {m: listing_of(s) for m, s in latest_snapshots(conn, models).items()}
 
     def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]:
         with self._read() as conn:
-            return active_runtime(plain(conn), model, now)
+            return active_runtime(conn, model, now)
 
     def exclusion_rows(
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None
@@ -122,7 +161,7 @@ class LayersMixin(StoreBase):
             if now is not None:
                 stmt = stmt.where(or_(c.until.is_(None), c.until > now))
         with self._read() as conn:
-            return [ExclusionRow(**dict(r._mapping)) for r in conn.execute(stmt)]
+            return [ExclusionRow(**row) for row in conn.execute(stmt).mappings()]
 
     def floor_episodes(self, model: str | None = None) -> list[FloorEpisodeRow]:
         """Floor episodes, oldest first."""
@@ -131,7 +170,7 @@ class LayersMixin(StoreBase):
         if model is not None:
             stmt = stmt.where(c.model == model)
         with self._read() as conn:
-            return [floor_episode_row(r) for r in conn.execute(stmt)]
+            return [floor_episode_row(row) for row in conn.execute(stmt).mappings()]
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -163,7 +202,7 @@ class LayersMixin(StoreBase):
         entry = Exclusion(model, tag, Layer.runtime, reason, since=now, until=until)
         with self._write() as conn:
             lock_guard(conn, model)
-            layers = layers_on(plain(conn), model, now)
+            layers = model_layers(conn, [model], now)[model]
             before = layers.publish(model, builtin, floor, now, controls=controls)
             check = check_exclusion(before, entry, force=force, now=now)
             if not check.allowed:
@@ -207,11 +246,15 @@ class LayersMixin(StoreBase):
             if model is None:
                 raise UnknownExclusion(exclusion_id)
             lock_guard(conn, model)  # the guard first, as every writer of the layers takes it
-            row = conn.execute(
-                select(t.exclusions)
-                .where(c.id == exclusion_id, c.removed_at.is_(None))
-                .with_for_update()
-            ).one_or_none()
+            row = (
+                conn.execute(
+                    select(t.exclusions)
+                    .where(c.id == exclusion_id, c.removed_at.is_(None))
+                    .with_for_update()
+                )
+                .mappings()
+                .one_or_none()
+            )
             if row is None:
                 raise UnknownExclusion(exclusion_id)
             conn.execute(
@@ -223,7 +266,7 @@ class LayersMixin(StoreBase):
             write_audit(
                 conn, [exclusion_removed(removed, reason=reason)], actor, policy_version, now
             )
-            bump_guard(conn, row.model)
+            bump_guard(conn, row["model"])
         return removed
 
     def sync_floor(
@@ -253,7 +296,7 @@ class LayersMixin(StoreBase):
             return []
         with self._write() as conn:
             lock_guard(conn, model)
-            layers = layers_on(plain(conn), model, now)
+            layers = model_layers(conn, [model], now)[model]
             published = layers.publish(model, builtin, floor, now, controls=controls)
             changes = reconcile(published, layers.record)
             return _apply_floor(conn, model, changes, now, actor, policy_version)

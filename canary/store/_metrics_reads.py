@@ -15,7 +15,7 @@ from canary.core.model import Contract, EventKind
 from canary.core.probing import Probing
 from canary.core.verdict import CONTROL_MISSING, PROBE_WEAK
 from canary.store import tables as t
-from canary.store._extra import DECIDING, PROBED
+from canary.store._round_kinds import DECIDING, PROBED
 from canary.store.engine import StoreBase
 
 KNOWN_PROBLEMS = frozenset(p.value for p in Probing)

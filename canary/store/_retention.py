@@ -17,32 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Table, delete, func, select, text
+from sqlalchemy import Connection, Table, delete, func, select
 
 from canary.store import tables as t
 from canary.store._audit import AuditMixin
+from canary.store._index_walks import distinct_values
 from canary.store.latest_verdicts import repoint_after_prune
 
 RETENTION_LEASE = "retention"
 ROUNDS_PER_BATCH = 50  # a model's round holds ~7 probes per endpoint: a few thousand rows a batch
 SLICE = timedelta(days=1)  # snapshots and histograms are deleted one model-day at a time
-
-_SNAPSHOT_MODELS = text(
-    "WITH RECURSIVE m(model) AS ("
-    " SELECT min(model) FROM endpoint_snapshots"
-    " UNION ALL"
-    " SELECT (SELECT min(s.model) FROM endpoint_snapshots s WHERE s.model > m.model) FROM m"
-    " WHERE m.model IS NOT NULL"
-    ") SELECT model FROM m WHERE model IS NOT NULL"
-)
-_HISTOGRAM_MODELS = text(
-    "WITH RECURSIVE m(model) AS ("
-    " SELECT min(model) FROM ttft_buckets"
-    " UNION ALL"
-    " SELECT (SELECT min(b.model) FROM ttft_buckets b WHERE b.model > m.model) FROM m"
-    " WHERE m.model IS NOT NULL"
-    ") SELECT model FROM m WHERE model IS NOT NULL"
-)
 
 
 @dataclass(frozen=True)
@@ -132,7 +116,7 @@ class RetentionMixin(AuditMixin):
     def _prune_snapshots(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
         s = t.endpoint_snapshots.c
         with self._read() as conn:
-            models = list(conn.execute(_SNAPSHOT_MODELS).scalars())
+            models = list(conn.execute(distinct_values(t.endpoint_snapshots, "model")).scalars())
         deleted = 0
         for model in models:
             with self._read() as conn:
@@ -142,16 +126,15 @@ class RetentionMixin(AuditMixin):
             if oldest is None or latest is None:
                 continue
             # every row of the latest listing stays, however old: the next diff's baseline
-            bound = min(cutoff, _aware(latest))
             deleted += self._delete_in_slices(
-                t.endpoint_snapshots, "at", model, _aware(oldest), bound, should_stop
+                t.endpoint_snapshots, "at", model, oldest, min(cutoff, latest), should_stop
             )
         return deleted
 
     def _prune_histograms(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
         b = t.ttft_buckets.c
         with self._read() as conn:
-            models = list(conn.execute(_HISTOGRAM_MODELS).scalars())
+            models = list(conn.execute(distinct_values(t.ttft_buckets, "model")).scalars())
         deleted = 0
         for model in models:
             with self._read() as conn:
@@ -160,7 +143,7 @@ class RetentionMixin(AuditMixin):
                 ).scalar_one_or_none()
             if oldest is not None:
                 deleted += self._delete_in_slices(
-                    t.ttft_buckets, "hour", model, _aware(oldest), cutoff, should_stop
+                    t.ttft_buckets, "hour", model, oldest, cutoff, should_stop
                 )
         return deleted
 
@@ -185,12 +168,3 @@ class RetentionMixin(AuditMixin):
 def _delete_older(conn: Connection, table: Table, moment: str, model: str, edge: datetime) -> int:
     stmt = delete(table).where(table.c.model == model, table.c[moment] < edge)
     return int(conn.execute(stmt).rowcount)
-
-
-def _aware(value: datetime | str) -> datetime:
-    """Aggregates lose the column type on SQLite (naive text): back to aware UTC."""
-    from canary.store._rounds import _as_utc
-
-    moment = _as_utc(value)
-    assert moment is not None
-    return moment

@@ -11,37 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Row,
-    delete,
-    func,
-    or_,
-    select,
-    update,
-)
+from pydantic import JsonValue
+from sqlalchemy import Connection, RowMapping, delete, func, insert, or_, select, update
 
 from canary.core.model import Contract, ContractResult, Observation, Result, RoundVerdict, Verdict
-from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._audit_rows import AuditRows, write_audit
 from canary.store._claims import RoundLost, require_held
-from canary.store._extra import DECIDING, abandoned_detail
-from canary.store.bulk import insert_rows
-from canary.store.engine import StoreBase, plain
-from canary.store.latency import refresh_latency_figures
+from canary.store._decode import round_row
+from canary.store._round_kinds import DECIDING, abandoned_detail
+from canary.store.engine import StoreBase
+from canary.store.latency import count_latency
 from canary.store.latest_verdicts import raise_latest_verdicts
 from canary.store.log_rows import ProbeRow
-from canary.store.plain_reads import contract_result_row, round_row
-from canary.store.rows import (
-    ContractResultRow,
-    RoundRow,
-    SkippedEndpoint,
-    UnknownRound,
-)
-from canary.store.ttft import bucket_rows
+from canary.store.rows import RoundRow, SkippedEndpoint, UnknownRound
 
 SAMPLE_CHARS = 200
 ROUND_STATUSES = ("running", "finished", "abandoned")
@@ -52,16 +36,16 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _contract_result(row: Row[Any]) -> ContractResult:
+def _contract_result(row: RowMapping) -> ContractResult:
     return ContractResult(
-        contract=Contract(row.contract),
-        result=Result(row.result),
-        detail=row.detail,
-        figure=row.figure,
-        sample=row.sample,
-        reason=row.reason,
-        language=row.language,
-        language_anomaly=bool(row.language_anomaly),
+        contract=Contract(row["contract"]),
+        result=Result(row["result"]),
+        detail=row["detail"],
+        figure=row["figure"],
+        sample=row["sample"],
+        reason=row["reason"],
+        language=row["language"],
+        language_anomaly=bool(row["language_anomaly"]),
     )
 
 
@@ -73,7 +57,7 @@ class RoundsMixin(StoreBase):
         *,
         cost_usd: float | None = None,
         skipped: Sequence[SkippedEndpoint] = (),
-        detail: Mapping[str, Any] | None = None,
+        detail: Mapping[str, JsonValue] | None = None,
         at: datetime | None = None,
         holder: str | None = None,
         audit: AuditRows | None = None,
@@ -115,7 +99,7 @@ class RoundsMixin(StoreBase):
                 )
 
     def note_round(
-        self, round_id: int, detail: Mapping[str, Any], *, holder: str | None = None
+        self, round_id: int, detail: Mapping[str, JsonValue], *, holder: str | None = None
     ) -> None:
         """Add ``detail`` to a round's detail before it ends (why it is not a successful round,
         written before its decision commits, so no read ever sees it ended without it). With
@@ -165,23 +149,29 @@ class RoundsMixin(StoreBase):
 
     def get_round(self, round_id: int) -> RoundRow:
         with self._read() as conn:
-            row = conn.execute(select(t.rounds).where(t.rounds.c.id == round_id)).one_or_none()
+            row = (
+                conn.execute(select(t.rounds).where(t.rounds.c.id == round_id))
+                .mappings()
+                .one_or_none()
+            )
         if row is None:
             raise UnknownRound(round_id)
         return round_row(row)
 
     def recent_rounds(self, model: str | None = None, limit: int = 20) -> list[RoundRow]:
+        r = t.rounds.c
+        stmt = select(t.rounds).order_by(r.scheduled_at.desc(), r.id.desc()).limit(limit)
+        if model is not None:
+            stmt = stmt.where(r.model == model)
         with self._read() as conn:
-            return plain_reads.recent_rounds(plain(conn), model, limit)
+            return [round_row(row) for row in conn.execute(stmt).mappings()]
 
     def last_finished_round_at(self, model: str | None = None) -> datetime | None:
         stmt = select(func.max(t.rounds.c.finished_at)).where(t.rounds.c.status == "finished")
         if model is not None:
             stmt = stmt.where(t.rounds.c.model == model)
         with self._read() as conn:
-            value = conn.execute(stmt).scalar_one_or_none()
-        # An aggregate loses the column type on SQLite: normalise here.
-        return _as_utc(value)
+            return conn.execute(stmt).scalar_one_or_none()
 
     def round_verdicts(self, round_id: int) -> dict[str, RoundVerdict]:
         """The verdicts recorded for a round, by tag, with their contract results."""
@@ -189,14 +179,18 @@ class RoundsMixin(StoreBase):
             verdicts = conn.execute(
                 select(t.round_verdicts).where(t.round_verdicts.c.round_id == round_id)
             ).all()
-            results = conn.execute(
-                select(t.contract_results)
-                .where(t.contract_results.c.round_id == round_id)
-                .order_by(t.contract_results.c.id)
-            ).all()
+            results = (
+                conn.execute(
+                    select(t.contract_results)
+                    .where(t.contract_results.c.round_id == round_id)
+                    .order_by(t.contract_results.c.id)
+                )
+                .mappings()
+                .all()
+            )
         by_tag: dict[str, list[ContractResult]] = {}
         for r in results:
-            by_tag.setdefault(r.tag, []).append(_contract_result(r))
+            by_tag.setdefault(r["tag"], []).append(_contract_result(r))
         return {
             v.tag: RoundVerdict(
                 model=v.model,
@@ -253,7 +247,7 @@ class RoundsMixin(StoreBase):
                     or (r["tag"], r["contract"], r["attempt"], r["nonce"]) not in existing
                 ]
             if rows:
-                insert_rows(conn, t.probes, rows)
+                conn.execute(insert(t.probes), rows)
         return len(rows)
 
     def record_verdicts(
@@ -280,9 +274,8 @@ class RoundsMixin(StoreBase):
                         table.c.round_id == round_id, table.c.model == model, table.c.tag.in_(tags)
                     )
                 )
-            insert_rows(
-                conn,
-                t.round_verdicts,
+            conn.execute(
+                insert(t.round_verdicts),
                 [
                     {
                         "round_id": round_id,
@@ -301,7 +294,7 @@ class RoundsMixin(StoreBase):
                 for r in verdicts[tag].results
             ]
             if results:
-                insert_rows(conn, t.contract_results, results)
+                conn.execute(insert(t.contract_results), results)
             raise_latest_verdicts(conn, round_id, model, tags)
 
     def served_models_before(self, model: str, round_id: int | None) -> dict[str, str]:
@@ -336,26 +329,9 @@ class RoundsMixin(StoreBase):
             stmt = stmt.where(t.probes.c.tag == tag)
         with self._read() as conn:
             return [
-                ProbeRow(**{k: v for k, v in r._mapping.items() if k != "nonce"})
-                for r in conn.execute(stmt)
+                ProbeRow(**{k: v for k, v in row.items() if k != "nonce"})
+                for row in conn.execute(stmt).mappings()
             ]
-
-    def contract_results_between(
-        self, model: str, rounds: Sequence[int]
-    ) -> list[ContractResultRow]:
-        """Contract results of the given rounds (the evidence behind a decision)."""
-        stmt = (
-            select(t.contract_results, t.rounds.c.scheduled_at)
-            .join(t.rounds, t.rounds.c.id == t.contract_results.c.round_id)
-            .where(
-                t.contract_results.c.model == model, t.contract_results.c.round_id.in_(list(rounds))
-            )
-            .order_by(
-                t.contract_results.c.round_id, t.contract_results.c.tag, t.contract_results.c.id
-            )
-        )
-        with self._read() as conn:
-            return [contract_result_row(r, r.scheduled_at) for r in conn.execute(stmt)]
 
 
 def finish_decided(
@@ -382,45 +358,9 @@ def finish_decided(
     return slot
 
 
-def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
-    """Count a finishing round's times to first token (attributed probes only) into
-    ``ttft_buckets``, and bring its model's latency figures up to ``at``, in the transaction
-    that finishes it: once per round, and never for an abandoned attempt."""
-    model = conn.execute(select(t.rounds.c.model).where(t.rounds.c.id == round_id)).scalar_one()
-    p = t.probes.c
-    samples = conn.execute(
-        select(p.model, p.tag, p.at, p.ttft_s).where(
-            p.round_id == round_id, p.ttft_s.is_not(None), p.attribution_ok.is_(True)
-        )
-    )
-    buckets = bucket_rows((m, tag, when, float(s)) for m, tag, when, s in samples)
-    if buckets:
-        _count_buckets(conn, buckets)
-    refresh_latency_figures(conn, model, at)
-
-
-def _count_buckets(conn: Connection, buckets: list[dict[str, Any]]) -> None:
-    insert_rows(conn, t.ttft_buckets, buckets, _ADD_TO_BUCKET)
-
-
-# SQLite and PostgreSQL spell the upsert alike; a bucket keeps its largest sample
-_ADD_TO_BUCKET = (
-    "ON CONFLICT (model, tag, hour, bucket) DO UPDATE SET "
-    "n = ttft_buckets.n + excluded.n, "
-    "top = CASE WHEN excluded.top > ttft_buckets.top THEN excluded.top ELSE ttft_buckets.top END"
-)
-
-
-def _as_utc(value: datetime | str | None) -> datetime | None:
-    if value is None:
-        return None
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
-def _probe_values(round_id: int, model: str, o: Observation, at: datetime) -> dict[str, Any]:
+def _probe_values(
+    round_id: int, model: str, o: Observation, at: datetime
+) -> dict[str, str | int | float | bool | datetime | None]:
     return {
         "round_id": round_id,
         "model": model,
@@ -449,7 +389,9 @@ def _probe_values(round_id: int, model: str, o: Observation, at: datetime) -> di
     }
 
 
-def _result_values(round_id: int, model: str, tag: str, r: ContractResult) -> dict[str, Any]:
+def _result_values(
+    round_id: int, model: str, tag: str, r: ContractResult
+) -> dict[str, str | int | float | bool | None]:
     return {
         "round_id": round_id,
         "model": model,

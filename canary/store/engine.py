@@ -10,30 +10,47 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url
+from pydantic import JsonValue
+from sqlalchemy import Connection, Engine, Table, TextClause, create_engine, event, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from canary.core.model import iso_utc
-from canary.store.plain import SQLITE_BUSY_TIMEOUT_MS, Dialect, Reader, normalise_url
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
+    from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
+    from sqlalchemy.pool import ConnectionPoolEntry
 
 # What "the store is unreachable" looks like; anything else is a bug and must not pass for it.
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, OSError)
+SQLITE_BUSY_TIMEOUT_MS = 30_000
 _WRITE = "canary_write"
 
 
-def _json_default(value: Any) -> Any:
+def normalise_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3 here."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _json_default(value: object) -> JsonValue:
     if isinstance(value, datetime):
         return iso_utc(value) if value.tzinfo is not None else value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Enum):
-        return value.value
+        member: JsonValue = value.value
+        return member
     if isinstance(value, set | frozenset):
         return sorted(value, key=str)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -41,7 +58,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """JSON for the JSON columns: datetimes become ISO-8601 UTC with Z, enums their value."""
     return json.dumps(value, default=_json_default, ensure_ascii=False)
 
@@ -59,14 +76,15 @@ def make_engine(url: str) -> Engine:
 
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
+    def _connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
+        for pragma in (
+            "PRAGMA journal_mode=WAL",
+            f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA synchronous=NORMAL",
+        ):
+            dbapi_connection.execute(pragma)
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
@@ -74,40 +92,30 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def dialect_insert(dialect: str) -> Any:
-    """The backend's ``insert``, which takes ON CONFLICT (imported here: the dialects are heavy)."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
+def upsert(conn: Connection, table: Table) -> PostgresInsert | SqliteInsert:
+    """The backend's ``INSERT`` on ``table``, which takes ``ON CONFLICT`` (the dialect's module is
+    imported here, for the backend in use only)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgres_insert
 
-        return pg_insert
+        return postgres_insert(table)
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-    return sqlite_insert
+    return sqlite_insert(table)
 
 
-def insert_ignoring_conflict(conn: Connection, table: Table, **target: Any) -> Any:
-    """``INSERT ... ON CONFLICT [target] DO NOTHING`` on ``table`` for the connection's backend
-    (``target``: ``index_elements`` and ``index_where`` of a partial unique index)."""
-    return dialect_insert(conn.dialect.name)(table).on_conflict_do_nothing(**target)
-
-
-class SaTransport:
-    """Plain SQL (:mod:`canary.store.plain`) on one of the store's connections, in whatever
-    transaction it is in."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self.dialect: Dialect = "postgresql" if conn.dialect.name == "postgresql" else "sqlite"
-
-    def fetch(
-        self, sql: str, params: Mapping[str, object]
-    ) -> tuple[Sequence[str], Sequence[Sequence[Any]]]:
-        result = self._conn.exec_driver_sql(sql, dict(params))
-        return list(result.keys()), result.all()
-
-
-def plain(conn: Connection) -> Reader:
-    return Reader(SaTransport(conn))
+def insert_ignoring_conflict(
+    conn: Connection,
+    table: Table,
+    *,
+    index_elements: list[str] | None = None,
+    index_where: TextClause | None = None,
+) -> PostgresInsert | SqliteInsert:
+    """``INSERT ... ON CONFLICT [target] DO NOTHING`` on ``table`` (the target: the columns and
+    the predicate of a partial unique index)."""
+    return upsert(conn, table).on_conflict_do_nothing(
+        index_elements=index_elements, index_where=index_where
+    )
 
 
 class StoreBase:
@@ -126,10 +134,6 @@ class StoreBase:
     @property
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
-
-    def dialect_insert(self) -> Any:
-        """INSERT with ON CONFLICT for this backend."""
-        return dialect_insert(self.dialect)
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:

@@ -1,39 +1,187 @@
-"""Each endpoint's latency figures, recomputed from the histograms when its model's round
-finishes (see ``latency_figures`` in :mod:`canary.store.tables`)."""
+"""Time to first token: the hourly histograms (``ttft_buckets``) a finishing round's probes are
+counted into, each endpoint's latency figures recomputed from them (``latency_figures``, see
+:mod:`canary.store.tables`), and the reads of both."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
-from sqlalchemy import Connection, delete, insert
+from sqlalchemy import Connection, case, delete, func, insert, select
 
-from canary.core.stats import LATENCY_WINDOWS, Histogram, window_figures
-from canary.store import plain_reads
+from canary.core.stats import LATENCY_WINDOWS, Histogram, histogram_of, window_figures
 from canary.store import tables as t
-from canary.store.engine import plain
+from canary.store.engine import upsert
+from canary.store.rows import WindowFigures
+
+
+class BucketRow(TypedDict):
+    model: str
+    tag: str
+    hour: datetime
+    bucket: int
+    n: int
+    top: float
+
+
+class FigureRow(TypedDict):
+    model: str
+    tag: str
+    span: str
+    at: datetime
+    n: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+def hour_of(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def bucket_rows(samples: Iterable[tuple[str, str, datetime, float]]) -> list[BucketRow]:
+    """(model, tag, at, seconds) samples -> one row per (model, tag, hour, bucket) with its count
+    and largest sample; samples that are not durations are left out."""
+    by_hour: dict[tuple[str, str, datetime], list[float]] = {}
+    for model, tag, at, seconds in samples:
+        by_hour.setdefault((model, tag, hour_of(at)), []).append(seconds)
+    return [
+        BucketRow(model=model, tag=tag, hour=hour, bucket=bucket, n=n, top=top)
+        for (model, tag, hour), values in by_hour.items()
+        for bucket, (n, top) in histogram_of(values).items()
+    ]
+
+
+def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
+    """Count a finishing round's times to first token (attributed probes only) into
+    ``ttft_buckets``, and bring its model's latency figures up to ``at``, in the transaction
+    that finishes it: once per round, and never for an abandoned attempt."""
+    model = conn.execute(select(t.rounds.c.model).where(t.rounds.c.id == round_id)).scalar_one()
+    p = t.probes.c
+    samples = conn.execute(
+        select(p.model, p.tag, p.at, p.ttft_s).where(
+            p.round_id == round_id, p.ttft_s.is_not(None), p.attribution_ok.is_(True)
+        )
+    )
+    buckets = bucket_rows((m, tag, when, float(s)) for m, tag, when, s in samples if s is not None)
+    if buckets:
+        stmt = upsert(conn, t.ttft_buckets)
+        b, new = t.ttft_buckets.c, stmt.excluded
+        stmt = stmt.on_conflict_do_update(  # a bucket keeps its largest sample
+            index_elements=["model", "tag", "hour", "bucket"],
+            set_={"n": b.n + new.n, "top": case((new.top > b.top, new.top), else_=b.top)},
+        )
+        conn.execute(stmt, buckets)
+    refresh_latency_figures(conn, model, at)
 
 
 def figure_rows(
     model: str, at: datetime, day: dict[str, Histogram], week: dict[str, Histogram]
-) -> list[dict[str, Any]]:
+) -> list[FigureRow]:
     """One row per tag and window that has samples."""
     rows = []
     for span, histograms in (("24h", day), ("7d", week)):
         for tag, histogram in sorted(histograms.items()):
             figures = window_figures(histogram)
             if figures["n"]:
-                rows.append({"model": model, "tag": tag, "span": span, "at": at, **figures})
+                rows.append(
+                    FigureRow(
+                        model=model,
+                        tag=tag,
+                        span=span,
+                        at=at,
+                        n=int(figures["n"] or 0),
+                        p50=figures["p50"],
+                        p95=figures["p95"],
+                        p99=figures["p99"],
+                    )
+                )
     return rows
 
 
 def refresh_latency_figures(conn: Connection, model: str, at: datetime) -> None:
     """Recompute ``model``'s figures as of ``at`` (each window ends there and starts at the hour
     its length before), on ``conn``, in its transaction."""
-    day, week = plain_reads.ttft_histograms_of(
-        plain(conn), [model], at - LATENCY_WINDOWS["24h"], at - LATENCY_WINDOWS["7d"]
+    day, week = ttft_histograms_of(
+        conn, [model], at - LATENCY_WINDOWS["24h"], at - LATENCY_WINDOWS["7d"]
     )[model]
     conn.execute(delete(t.latency_figures).where(t.latency_figures.c.model == model))
     rows = figure_rows(model, at, day, week)
     if rows:
         conn.execute(insert(t.latency_figures), rows)
+
+
+def ttft_histograms_of(
+    conn: Connection, models: Sequence[str], day_since: datetime, week_since: datetime
+) -> dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]]:
+    """Per model, each tag's latency histogram since ``day_since`` and since ``week_since``
+    (whole hours: each bound is taken back to the start of its hour); one query per model
+    (grouping one model at a time sorts far less than all at once)."""
+    b = t.ttft_buckets.c
+    in_day = b.hour >= hour_of(day_since)
+    stmt = (
+        select(
+            b.tag,
+            b.bucket,
+            func.sum(b.n),
+            func.max(b.top),
+            func.sum(case((in_day, b.n), else_=0)),
+            func.max(case((in_day, b.top))),
+        )
+        .where(b.hour >= hour_of(week_since))
+        .group_by(b.tag, b.bucket)
+    )
+    out: dict[str, tuple[dict[str, Histogram], dict[str, Histogram]]] = {}
+    for model in dict.fromkeys(models):
+        day: dict[str, Histogram] = {}
+        week: dict[str, Histogram] = {}
+        for tag, bucket, n, top, day_n, day_top in conn.execute(stmt.where(b.model == model)):
+            week.setdefault(tag, {})[bucket] = (int(n), float(top))
+            if day_n:
+                day.setdefault(tag, {})[bucket] = (int(day_n), float(day_top))
+        out[model] = (day, week)
+    return out
+
+
+def latency_figures_of(
+    conn: Connection, models: Sequence[str]
+) -> dict[str, dict[str, dict[str, WindowFigures]]]:
+    """Per model and tag, the latency figures by window name (``24h``, ``7d``) as of the model's
+    latest finished round; one query for all models."""
+    out: dict[str, dict[str, dict[str, WindowFigures]]] = {m: {} for m in models}
+    f = t.latency_figures.c
+    stmt = select(f.model, f.tag, f.span, f.at, f.n, f.p50, f.p95, f.p99)
+    for model, tag, span, *figures in conn.execute(stmt.where(f.model.in_(list(out)))):
+        out[model].setdefault(tag, {})[span] = WindowFigures(*figures)
+    return out
+
+
+def ttft_recent(
+    conn: Connection, model: str, since: datetime, per_tag: int
+) -> dict[str, list[float]]:
+    """The latest ``per_tag`` times to first token of each tag since ``since``, oldest first:
+    those of finished rounds, what the histograms count (never an abandoned attempt's)."""
+    p, r = t.probes.c, t.rounds.c
+    rank = func.row_number().over(partition_by=p.tag, order_by=(p.at.desc(), p.id.desc()))
+    recent = (
+        select(p.tag, p.ttft_s, p.at, p.id, rank.label("rank"))
+        .join(t.rounds, r.id == p.round_id)
+        .where(
+            p.model == model,
+            p.at >= since,
+            p.ttft_s.is_not(None),
+            p.attribution_ok.is_(True),
+            r.status == "finished",
+        )
+        .subquery()
+    )
+    stmt = (
+        select(recent.c.tag, recent.c.ttft_s)
+        .where(recent.c.rank <= per_tag)
+        .order_by(recent.c.tag, recent.c.at, recent.c.id)
+    )
+    out: dict[str, list[float]] = {}
+    for tag, seconds in conn.execute(stmt):
+        out.setdefault(tag, []).append(float(seconds))
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import JsonValue
 
@@ -27,19 +27,21 @@ class DriftChangeLike(Protocol):
     @property
     def field(self) -> str: ...
     @property
-    def old(self) -> Any: ...
+    def old(self) -> JsonValue: ...
     @property
-    def new(self) -> Any: ...
+    def new(self) -> JsonValue: ...
     @property
     def alert(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
 class DriftChange:
     tag: str | None
     field: str
-    old: Any
-    new: Any
+    old: JsonValue
+    new: JsonValue
     alert: bool = False
     reason: str | None = None
 
@@ -127,8 +129,8 @@ class DriftRow:
     tag: str | None
     at: datetime
     field: str
-    old: Any
-    new: Any
+    old: JsonValue
+    new: JsonValue
     alert: bool
     reason: str | None = None
 

@@ -9,11 +9,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, func, select
 
 from canary.bundled import bundled_dir
 
-# Any fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
+# A fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
 UPGRADE_LOCK_KEY = 0x63616E617279  # "canary"
 
 
@@ -76,9 +76,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
             conn.execution_options(canary_write=True)
             with conn.begin():
                 if conn.dialect.name == "postgresql":
-                    conn.execute(
-                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY}
-                    )
+                    conn.execute(select(func.pg_advisory_xact_lock(UPGRADE_LOCK_KEY)))
                 config.attributes["connection"] = conn
                 command.upgrade(config, revision)
                 if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():

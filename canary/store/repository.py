@@ -1,33 +1,36 @@
-"""The repository: one ``Store`` over SQLite or PostgreSQL, sync SQLAlchemy 2.0 style.
+"""The repository: one ``Store`` over SQLite or PostgreSQL, SQLAlchemy Core, sync 2.0 style.
 
-Its parts live beside it (``_rounds``, ``_state``, ``_layers``, ``_audit``, ``_reads``,
+Its parts live beside it, each named for what it holds (``_claims``, ``_rounds``,
+``_endpoint_state``, ``_layers``, ``_snapshots``, ``_audit``, ``_operator_reads``,
 ``_retention``, ``_metrics_reads``); every read returns plain frozen dataclasses from
 :mod:`canary.store.rows` or :mod:`canary.core.model`.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from sqlalchemy import literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from canary.store._audit import AuditMixin
 from canary.store._claims import ClaimsMixin
+from canary.store._endpoint_state import EndpointStateMixin
 from canary.store._layers import LayersMixin
 from canary.store._metrics_reads import MetricsReadsMixin
-from canary.store._reads import ReadsMixin
+from canary.store._operator_reads import OperatorReadsMixin
 from canary.store._retention import RetentionMixin
 from canary.store._rounds import RoundsMixin
-from canary.store._state import StateMixin
+from canary.store._snapshots import SnapshotsMixin
 
 
 class Store(
     ClaimsMixin,
     RoundsMixin,
-    StateMixin,
+    EndpointStateMixin,
     LayersMixin,
+    SnapshotsMixin,
     RetentionMixin,
     AuditMixin,
-    ReadsMixin,
+    OperatorReadsMixin,
     MetricsReadsMixin,
 ):
     """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
@@ -46,7 +49,7 @@ class Store(
     def ping(self) -> bool:
         try:
             with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+                conn.execute(select(literal(1)))
         except SQLAlchemyError:
             return False
         return True

@@ -1,16 +1,26 @@
 """What the store hands out and takes in: plain frozen dataclasses, never ORM objects.
 
 Here are the rows the published list and ``canary status`` read (rounds, contract results,
-quarantines) and the store's errors; the others are in :mod:`canary.store.log_rows`.
+quarantines, layers, latency figures) and the store's errors; the others are in
+:mod:`canary.store.log_rows`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import NamedTuple, TypedDict
 
-from canary.core.model import Look
+from pydantic import JsonValue
+
+from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.floor import FloorRecord, Publication, publish
+from canary.core.identity import Listed
+from canary.core.model import Exclusion, Look
+
+# A model's endpoint listing as a snapshot keeps it: each endpoint's published fields by tag.
+Snapshot = dict[str, dict[str, JsonValue]]
 
 
 class UnknownExclusion(LookupError):
@@ -73,10 +83,10 @@ class RoundRow:
     status: str
     policy_version: str
     runner_id: str
-    checksums: dict[str, Any]
+    checksums: dict[str, str]  # of the probe definitions, by file
     cost_usd: float | None
     skipped: tuple[SkippedEndpoint, ...]
-    detail: dict[str, Any]
+    detail: dict[str, JsonValue]
     heartbeat_at: datetime | None = None  # its claimer's last sign of life
 
 
@@ -112,3 +122,54 @@ class QuarantineRow:
     round_id: int | None
     causes: tuple[str, ...] = ()  # the contracts that caused it ("all": from before causes)
     withheld_at: datetime | None = None  # held back from the published list by the floor
+
+
+@dataclass(frozen=True)
+class ModelLayers:
+    """What a model's publication is computed from, read at one moment."""
+
+    listing: tuple[Listed, ...] | None
+    runtime: tuple[Exclusion, ...]
+    quarantines: tuple[Exclusion, ...]
+    record: FloorRecord
+
+    def publish(
+        self,
+        model: str,
+        builtin: Sequence[Exclusion],
+        floor: int,
+        now: datetime,
+        *,
+        controls: Controls = NO_CONTROLS,
+    ) -> Publication:
+        return publish(
+            model,
+            self.listing,
+            builtin,
+            self.runtime,
+            self.quarantines,
+            floor=floor,
+            now=now,
+            controls=controls,
+        )
+
+
+class ResultMark(NamedTuple):
+    """One contract's outcome in an endpoint's latest judged round, as operators see it."""
+
+    result: str
+    detail: str
+    round_id: int
+
+
+class WindowFigures(NamedTuple):
+    """One endpoint's time-to-first-token figures over one window ending ``at``."""
+
+    at: datetime
+    n: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "n": self.n}

@@ -8,8 +8,9 @@ aware UTC datetimes, on SQLite as on PostgreSQL. No column holds a secret.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypeVar
 
+from pydantic import JsonValue
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -30,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy import text as sql_text
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from canary.store.plain import stored_utc
+T = TypeVar("T")
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -38,6 +39,15 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+def stored_utc(value: datetime) -> datetime:
+    """An aware time as the store keeps it (UTC); a naive one is refused, whatever writes it."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"naive datetime {value.isoformat()} given to the store: pass an aware one"
+        )
+    return value.astimezone(UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -63,45 +73,49 @@ class UTCDateTime(TypeDecorator[datetime]):
 metadata = MetaData(naming_convention=NAMING)
 
 
-def _col(name: str, type_: TypeEngine[Any], *, null: bool = False, **kw: Any) -> Column[Any]:
-    return Column(name, type_, nullable=null, **kw)
+def _col(name: str, type_: TypeEngine[T], *, null: bool = False) -> Column[T]:
+    return Column(name, type_, nullable=null)
 
 
 def _id() -> Column[int]:
     return Column("id", Integer, primary_key=True)
 
 
-def _str(name: str, length: int = 200, *, null: bool = False) -> Column[Any]:
+def _str(name: str, length: int = 200, *, null: bool = False) -> Column[str]:
     return _col(name, String(length), null=null)
 
 
-def _text(name: str, *, null: bool = False) -> Column[Any]:
+def _text(name: str, *, null: bool = False) -> Column[str]:
     return _col(name, Text(), null=null)
 
 
-def _int(name: str, *, null: bool = False) -> Column[Any]:
+def _int(name: str, *, null: bool = False) -> Column[int]:
     return _col(name, Integer(), null=null)
 
 
-def _float(name: str, *, null: bool = False) -> Column[Any]:
+def _float(name: str, *, null: bool = False) -> Column[float]:
     return _col(name, Float(), null=null)
 
 
-def _bool(name: str) -> Column[Any]:
+def _bool(name: str) -> Column[bool]:
     return _col(name, Boolean())
 
 
-def _when(name: str, *, null: bool = False) -> Column[Any]:
+def _when(name: str, *, null: bool = False) -> Column[datetime]:
     return _col(name, UTCDateTime(), null=null)
 
 
-def _json(name: str, *, null: bool = False) -> Column[Any]:
+def _json(name: str, *, null: bool = False) -> Column[JsonValue]:
     return _col(name, JSON(), null=null)
 
 
-def _round_fk(*, null: bool = False) -> Column[Any]:
+def _round_fk(*, null: bool = False) -> Column[int]:
     return Column("round_id", Integer, ForeignKey("rounds.id"), nullable=null)
 
+
+# A live round (not abandoned): the predicate of the partial unique index below, which a claim's
+# ON CONFLICT names to find it.
+LIVE = sql_text("status != 'abandoned'")
 
 rounds = Table(
     "rounds",
@@ -126,8 +140,8 @@ rounds = Table(
         "model",
         "scheduled_at",
         unique=True,
-        sqlite_where=sql_text("status != 'abandoned'"),
-        postgresql_where=sql_text("status != 'abandoned'"),
+        sqlite_where=LIVE,
+        postgresql_where=LIVE,
     ),
     # Every attempt by model and slot: the models that ever ran a round, read down this index
     # one model a step, and each model's rounds in time order (the partial index above cannot

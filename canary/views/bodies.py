@@ -31,7 +31,6 @@ from canary.views.records import (
 
 if TYPE_CHECKING:
     from canary.core.model import Exclusion
-    from canary.store.plain_reads import StoreReads
     from canary.store.repository import Store
     from canary.views.providers import ProviderView
 
@@ -71,7 +70,7 @@ class ProvidersBody(TypedDict):
 
 
 def quarantines_body(
-    store: StoreReads, model: str | None, now: datetime, *, include_ended: bool = False
+    store: Store, model: str | None, now: datetime, *, include_ended: bool = False
 ) -> QuarantinesBody:
     """The quarantines in force at ``now`` (every one ever with ``include_ended``), with their
     causes, evidence and whether the floor withholds them."""
@@ -80,7 +79,7 @@ def quarantines_body(
 
 
 def exclusions_body(
-    store: StoreReads, builtin: Sequence[Exclusion], model: str | None, now: datetime
+    store: Store, builtin: Sequence[Exclusion], model: str | None, now: datetime
 ) -> ExclusionsBody:
     """The runtime and built-in entries in force at ``now``."""
     runtime = store.active_exclusions(model, now)
@@ -99,7 +98,7 @@ def history_body(store: Store, model: str, provider: str, limit: int) -> History
     return {"model": model, "provider": provider, "history": [history_json(r) for r in rows]}
 
 
-def rounds_body(store: StoreReads, model: str, limit: int) -> RoundsBody:
+def rounds_body(store: Store, model: str, limit: int) -> RoundsBody:
     return {"model": model, "rounds": [round_json(r) for r in store.recent_rounds(model, limit)]}
 
 

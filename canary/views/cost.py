@@ -16,7 +16,7 @@ from canary.core.model import DAY
 from canary.views.records import iso
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import StoreReads
+    from canary.store.repository import Store
     from canary.store.rows import RoundRow
 
 
@@ -93,7 +93,7 @@ def last_round_json(row: RoundRow | None) -> LastRound | None:
 
 
 def cost_view(
-    store: StoreReads, models: Iterable[str], now: datetime, daily_budget_usd: float | None
+    store: Store, models: Iterable[str], now: datetime, daily_budget_usd: float | None
 ) -> CostView:
     """``{"day": {...}, "models": [{model, last_round, last_24h_usd, today_usd}]}``; three reads."""
     start = day_start(now)

@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING
 from canary.views.records import names
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import StoreReads
+    from canary.store.repository import Store
 
 
-def known_models(configured: Iterable[str], store: StoreReads) -> list[str]:
+def known_models(configured: Iterable[str], store: Store) -> list[str]:
     """Watched models (settings) plus any the store has seen."""
     models = set(configured)
     models.update(store.known_models())
     return sorted(models)
 
 
-def known_tags(store: StoreReads, model: str, extra: Iterable[str] = ()) -> list[str]:
+def known_tags(store: Store, model: str, extra: Iterable[str] = ()) -> list[str]:
     return sorted({*store.known_tags(model), *extra})
 
 
@@ -30,7 +30,7 @@ class UnknownProvider(LookupError):
         super().__init__(f"unknown provider {tag!r} of {model!r} (known: {names(known)})")
 
 
-def require_model(configured: Iterable[str], store: StoreReads, model: str) -> str:
+def require_model(configured: Iterable[str], store: Store, model: str) -> str:
     """The model when it is watched or known to the store; else UnknownModel naming the known."""
     from canary.ignorelist import UnknownModel
 
@@ -40,7 +40,7 @@ def require_model(configured: Iterable[str], store: StoreReads, model: str) -> s
     return model
 
 
-def require_provider(store: StoreReads, model: str, tag: str, extra: Iterable[str] = ()) -> str:
+def require_provider(store: Store, model: str, tag: str, extra: Iterable[str] = ()) -> str:
     """The tag when it is a lowercase slug that names an endpoint the store (or ``extra``, e.g.
     the built-in list) knows for the model: its full tag, or its base slug (every endpoint of that
     provider). Raises :class:`canary.core.identity.InvalidTag` or :class:`UnknownProvider`.

@@ -22,7 +22,8 @@ from canary.core.drift import ttft_state
 from canary.core.stats import LATENCY_WINDOWS
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import StoreReads, WindowFigures
+    from canary.store.repository import Store
+    from canary.store.rows import WindowFigures
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
@@ -120,7 +121,7 @@ def current(figures: WindowFigures | None, span: str, now: datetime) -> Figures 
 
 
 def fleet_latencies(
-    store: StoreReads,
+    store: Store,
     models: Sequence[str],
     now: datetime,
     bound_p95_s: float,

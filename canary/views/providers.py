@@ -17,8 +17,8 @@ from canary.views.latency import Latency, LatencyRecord, fleet_latencies
 from canary.views.records import ExclusionRecord, exclusion_json, iso
 
 if TYPE_CHECKING:
-    from canary.store.plain_reads import ResultMark, StoreReads
-    from canary.store.rows import QuarantineRow
+    from canary.store.repository import Store
+    from canary.store.rows import QuarantineRow, ResultMark
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -139,7 +139,7 @@ def _state_of(*, quarantined: bool, excluded: bool, failing: int, seen: bool) ->
 
 
 def provider_views(
-    store: StoreReads,
+    store: Store,
     model: str,
     *,
     builtin: Sequence[Exclusion],
@@ -161,7 +161,7 @@ def provider_views(
 
 
 def provider_views_of(
-    store: StoreReads,
+    store: Store,
     models: Sequence[str],
     *,
     builtin: Sequence[Exclusion],

@@ -58,8 +58,8 @@ def upgrade() -> None:
 
 def _backfill() -> None:
     # The columns as this revision knows them (not canary.store.tables: later revisions change it).
+    from canary.store.latency import bucket_rows
     from canary.store.tables import UTCDateTime
-    from canary.store.ttft import bucket_rows
 
     probes = sa.table(
         "probes",

@@ -54,9 +54,7 @@ def upgrade() -> None:
         .where(sa.or_(state.c.quarantined_until.is_(None), state.c.recovery_streak == 0))
         .values(recovery_streak=0, recovery_evidence=[])
     )
-    op.execute(
-        state.update().where(state.c.quarantined_until.is_not(None)).values(causes=["all"])
-    )
+    op.execute(state.update().where(state.c.quarantined_until.is_not(None)).values(causes=["all"]))
     op.execute(
         state.update()
         .where(state.c.next_language.is_not(None))

@@ -49,20 +49,25 @@ def upgrade() -> None:
 
 
 def _backfill() -> None:
+    # The columns as this revision knows them (not canary.store.tables: later revisions change it).
     from canary.store.latency import refresh_latency_figures
-    from canary.store.plain import utc
+    from canary.store.tables import UTCDateTime
 
+    rounds = sa.table(
+        "rounds",
+        sa.column("model", sa.String()),
+        sa.column("status", sa.String()),
+        sa.column("finished_at", UTCDateTime()),
+    )
+    c = rounds.c
     bind = op.get_bind()
     latest = bind.execute(
-        sa.text(
-            "SELECT model, max(finished_at) FROM rounds"
-            " WHERE status = 'finished' AND finished_at IS NOT NULL GROUP BY model"
-        )
+        sa.select(c.model, sa.func.max(c.finished_at))
+        .where(c.status == "finished", c.finished_at.is_not(None))
+        .group_by(c.model)
     )
     for model, finished_at in latest.all():
-        moment = utc(finished_at)
-        if moment is not None:
-            refresh_latency_figures(bind, model, moment)
+        refresh_latency_figures(bind, model, finished_at)
 
 
 def downgrade() -> None:

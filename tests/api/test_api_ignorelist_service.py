@@ -15,7 +15,7 @@ from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
 from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, list_etag
-from canary.store.plain_reads import ModelLayers
+from canary.store.rows import ModelLayers
 
 M = "acme/one"
 

@@ -119,7 +119,7 @@ def test_skipped_endpoints_read_in_any_kept_shape() -> None:
 def test_stored_figures_stand_until_their_window_has_wholly_passed() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from canary.store.plain_reads import WindowFigures
+    from canary.store.rows import WindowFigures
     from canary.views.latency import current
 
     at = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -63,28 +63,3 @@ def test_read_commands_import_nothing_heavy(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     assert report == {" ".join(c): [] for c in commands}
-
-
-@pytest.mark.slow
-def test_status_reads_without_sqlalchemy_on_either_backend(fleet: Fleet, store_url: str) -> None:
-    """`canary status` answers through the light read path: SQLAlchemy (a third of a read
-    command's start-up) is never imported, on SQLite as on PostgreSQL."""
-    heavy = [*HEAVY, "sqlalchemy", "alembic"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PROGRAM,
-            str(fleet.config),
-            json.dumps(heavy),
-            json.dumps([["status"], ["status", "--model", fleet.model]]),
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.splitlines()[-1])
-    assert report == {"status": [], f"status --model {fleet.model}": []}
-    assert fleet.store.url == store_url  # the backend under test

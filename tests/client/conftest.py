@@ -189,4 +189,3 @@ def sim(running_sim: RunningSimulator) -> RunningSimulator:
     """canary's OpenRouter simulator (`canary sim`), in-process over loopback, reset per test."""
     running_sim.state.reset()
     return running_sim
-

@@ -71,7 +71,8 @@ def test_the_helper_snippet_prints_the_provider_object(
 
 @pytest.mark.parametrize(
     ("doc", "name"),
-    [(README, n) for n in SDK_SNIPPETS if n in EXPECTED[README]] + [(APPS, n) for n in SDK_SNIPPETS],
+    [(README, n) for n in SDK_SNIPPETS if n in EXPECTED[README]]
+    + [(APPS, n) for n in SDK_SNIPPETS],
     ids=lambda x: x.name if isinstance(x, Path) else x,
 )
 def test_an_sdk_snippet_sends_its_request_with_the_list(

@@ -76,9 +76,7 @@ def test_floor_breached_and_usable_endpoints_come_from_canary(server: Any, clock
         assert client.stale is False
 
 
-def test_an_entry_past_its_until_is_dropped_without_asking_canary(
-    server: Any, clock: Any
-) -> None:
+def test_an_entry_past_its_until_is_dropped_without_asking_canary(server: Any, clock: Any) -> None:
     server.behaviour.ignore = ["bad-host", "other"]
     server.behaviour.until = {"bad-host": "2026-11-29T13:00:00Z"}
     server.behaviour.cache_control = "max-age=86400"

@@ -121,7 +121,9 @@ def test_keeps_the_list_when_canarys_store_goes_away(
     live: Live, clock: Any, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache" / "ignore.json"
-    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall) as client:
+    with IgnoreListClient(
+        live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall
+    ) as client:
         assert client.get() == ["bad-host"]
         live.store.dispose()
         live.db.unlink()  # the store loses its tables: the server fails static
@@ -130,13 +132,17 @@ def test_keeps_the_list_when_canarys_store_goes_away(
         assert client.get() == ["bad-host"]
         assert client.stale is True  # the server said "stale": true
     live.stop()  # canary is gone altogether: a restarted app still has the list from disk
-    with IgnoreListClient(live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall) as restarted:
+    with IgnoreListClient(
+        live.base_url, MODEL, cache_path=cache, clock=clock, wall_clock=clock.wall
+    ) as restarted:
         assert restarted.get() == ["bad-host"]
         assert restarted.last_error is not None
 
 
 def test_an_unknown_model_is_no_list(live: Live, clock: Any) -> None:
-    with IgnoreListClient(live.base_url, "other/model", clock=clock, wall_clock=clock.wall) as client:
+    with IgnoreListClient(
+        live.base_url, "other/model", clock=clock, wall_clock=clock.wall
+    ) as client:
         with pytest.raises(IgnoreListUnavailable, match="HTTP 404"):
             client.get()
 
@@ -160,9 +166,13 @@ def test_an_app_that_states_its_needs_gets_the_list_cut_for_them(
     )  # fmt: skip
     assert live.service.refresh()
     cache = tmp_path / "ignore.json"
-    with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall, needs=["tools"]) as tools:
+    with IgnoreListClient(
+        live.base_url, MODEL, clock=clock, wall_clock=clock.wall, needs=["tools"]
+    ) as tools:
         assert tools.get() == ["bad-host"]
-    with IgnoreListClient(live.base_url, MODEL, clock=clock, wall_clock=clock.wall, cache_path=cache) as full:
+    with IgnoreListClient(
+        live.base_url, MODEL, clock=clock, wall_clock=clock.wall, cache_path=cache
+    ) as full:
         assert full.get() == ["bad-host", "schema-host"]
     with IgnoreListClient(
         live.base_url, MODEL, clock=clock, wall_clock=clock.wall, cache_path=cache, needs=["tools"]

@@ -16,7 +16,9 @@ from canary.store.repository import Store
 PROMTOOL = shutil.which("promtool")
 pytestmark = [
     pytest.mark.slow,  # runs promtool
-    pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)"),
+    pytest.mark.skipif(
+        PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)"
+    ),
 ]
 
 PROMETHEUS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"

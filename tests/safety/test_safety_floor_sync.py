@@ -16,8 +16,8 @@ import pytest
 from canary.core.model import Endpoint, EventKind, Exclusion, Layer, Mode, Pricing
 from canary.core.policy import PolicyRules
 from canary.deciding import ModelDecisions
-from canary.store.plain_reads import ModelLayers
 from canary.store.repository import Store
+from canary.store.rows import ModelLayers
 
 T0 = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 _models = count(1)

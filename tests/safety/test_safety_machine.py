@@ -69,8 +69,8 @@ from canary.core.verdict import judge_round
 from canary.deciding import ModelDecisions
 from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
+from canary.store._decode import quarantine_row
 from canary.store._layers import FloorEpisodeRow, floor_episode_row
-from canary.store.plain_reads import quarantine_row
 
 MODEL = "acme/safety-1"
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
@@ -182,9 +182,9 @@ def read_view(machine: SafetyMachine, at: datetime) -> StoreView:
     publication = machine.publication(at)
     with machine.store.engine.connect() as conn:
         audit = Counter({event: n for event, n in conn.execute(AUDIT_ROWS)})
-        quarantines = [quarantine_row(r) for r in conn.execute(QUARANTINES)]
+        quarantines = [quarantine_row(r) for r in conn.execute(QUARANTINES).mappings()]
         exclusions = conn.execute(EXCLUSIONS).all()
-        episodes = tuple(floor_episode_row(r) for r in conn.execute(EPISODES))
+        episodes = tuple(floor_episode_row(r) for r in conn.execute(EPISODES).mappings())
         withholdings: Counter[tuple[str, int]] = Counter()
         if quarantines:
             for event, quarantine_id, n in conn.execute(WITHHOLDINGS):

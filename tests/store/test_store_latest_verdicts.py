@@ -15,9 +15,11 @@ from sqlalchemy import delete, func, select
 
 from canary.store import Store
 from canary.store import tables as t
-from canary.store.engine import plain
-from canary.store.latest_verdicts import fill_latest_verdicts
-from canary.store.plain_reads import _latest_judged_rounds, walk_latest_judged_rounds
+from canary.store.latest_verdicts import (
+    fill_latest_verdicts,
+    latest_judged_rounds,
+    walk_latest_judged_rounds,
+)
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 TAGS = ("alpha", "beta", "gamma")
@@ -51,8 +53,7 @@ def _largest_verdicts(store: Store, model: str) -> dict[str, int]:
 
 def _latest(store: Store, model: str) -> tuple[dict[tuple[str, str], int], ...]:
     with store._read() as conn:
-        r = plain(conn)
-        return _latest_judged_rounds(r, [model]), walk_latest_judged_rounds(r, [model])
+        return latest_judged_rounds(conn, [model]), walk_latest_judged_rounds(conn, [model])
 
 
 @settings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -310,3 +311,21 @@ def test_datetimes_come_back_aware_and_in_utc(store: Store, model: str) -> None:
 def test_naive_datetimes_are_refused(store: Store, model: str) -> None:
     with pytest.raises(Exception, match="naive datetime"):
         store.claim_round(model, T0.replace(tzinfo=None), "r", "p-1", {})
+
+
+def test_a_rounds_probes_keep_their_instant_in_utc_and_refuse_a_naive_time(
+    store: Store, model: str
+) -> None:
+    round_id = store.claim_round(model, T0, "r", "p-1", {})
+    assert round_id is not None
+    later = (T0 + timedelta(seconds=1)).astimezone(timezone(timedelta(hours=-5)))
+    probe = Observation(Contract.ttft, "alpha", Transport.ok, ttft_s=0.4125, nonce="n1")
+    assert store.record_observations(round_id, model, [probe], later) == 1
+    (stored,) = store.probes(round_id)
+    assert stored.at == T0 + timedelta(seconds=1) and stored.at.tzinfo == UTC
+    assert stored.ttft_s == 0.4125 and stored.attribution_ok is True
+    assert store.spend(T0 + timedelta(seconds=1), model) == 0.0  # compared as instants in SQL
+    with pytest.raises(Exception, match="naive datetime"):
+        store.record_observations(
+            round_id, model, [replace(probe, nonce="n2")], T0.replace(tzinfo=None)
+        )

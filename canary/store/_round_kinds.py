@@ -1,4 +1,5 @@
-"""Extra rounds (`canary round --now`): recorded and shown, but they decide nothing.
+"""Kinds of rounds: extra ones (`canary round --now`: recorded and shown, but they decide
+nothing), and those whose probes never got past OpenRouter.
 
 A round is extra when its ``detail`` says ``"extra": true``; these expressions keep every read
 and every status change of the store agreeing on that mark. A round whose probes never got past
@@ -8,8 +9,7 @@ out of the reads of successful rounds.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pydantic import JsonValue
 from sqlalchemy import ColumnElement, case, false, func, literal
 
 from canary.store import tables as t
@@ -21,7 +21,7 @@ DECIDING = func.coalesce(t.rounds.c.detail["extra"].as_boolean(), false()).is_(f
 PROBED = t.rounds.c.detail["probing"].as_string().is_(None)
 
 
-def abandoned_detail(why: str) -> ColumnElement[Any]:
+def abandoned_detail(why: str) -> ColumnElement[JsonValue]:
     """The detail of a round marked abandoned: why, keeping an extra round's mark."""
     json_type = t.rounds.c.detail.type
     return case(

@@ -6,40 +6,38 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row, Update, bindparam, insert, or_, select, update
+from pydantic import JsonValue
+from sqlalchemy import Connection, Update, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from canary.core.events import Event
-from canary.core.model import EndpointState, Exclusion, looks_json, looks_of
+from canary.core.model import EndpointState, Exclusion, iso_utc
 from canary.core.quarantine import QuarantineEnd, QuarantineStart, release_manually
-from canary.store import plain_reads
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
+from canary.store._decode import endpoint_state, looks_column, quarantine_exclusion, quarantine_row
 from canary.store._guard import Conflict, bump_guard, lock_guard
 from canary.store._rounds import finish_decided
-from canary.store.engine import StoreBase, plain
-from canary.store.plain_reads import endpoint_state as _state
-from canary.store.plain_reads import quarantine_exclusion
+from canary.store.engine import StoreBase
 from canary.store.rows import NoActiveQuarantine, QuarantineRow, SlotAlreadyCounted
 
 
-def _state_values(s: EndpointState) -> dict[str, Any]:
+def _state_values(s: EndpointState) -> dict[str, JsonValue | datetime]:
     return {
         "failing_streak": s.failing_streak,
         "streaks": [
             {
                 "contract": x.contract.value,
                 "count": x.count,
-                "last_fail_at": x.last_fail_at,
-                "evidence": looks_json(x.evidence),
+                "last_fail_at": iso_utc(x.last_fail_at),
+                "evidence": looks_column(x.evidence),
                 "warned": x.warned,
             }
             for x in s.streaks
         ],
         "recovery_streak": s.recovery_streak,
-        "recovery_evidence": looks_json(s.recovery_evidence),
+        "recovery_evidence": looks_column(s.recovery_evidence),
         "quarantined_since": s.quarantined_since,
         "quarantined_until": s.quarantined_until,
         "causes": list(s.causes),
@@ -50,13 +48,17 @@ def _state_values(s: EndpointState) -> dict[str, Any]:
     }
 
 
-class StateMixin(StoreBase):
+class EndpointStateMixin(StoreBase):
     def load_states(self, model: str) -> dict[str, EndpointState]:
         return self.load_states_of([model])[model]
 
     def load_states_of(self, models: Sequence[str]) -> dict[str, dict[str, EndpointState]]:
+        out: dict[str, dict[str, EndpointState]] = {m: {} for m in models}
+        stmt = select(t.endpoint_state).where(t.endpoint_state.c.model.in_(list(out)))
         with self._read() as conn:
-            return plain_reads.states_of(plain(conn), models)
+            for row in conn.execute(stmt).mappings():
+                out[row["model"]][row["tag"]] = endpoint_state(row)
+        return out
 
     def apply_decision(
         self,
@@ -112,7 +114,7 @@ class StateMixin(StoreBase):
                             until=start.until,
                             step=start.step,
                             reason=start.reason,
-                            evidence=looks_json(start.evidence),
+                            evidence=looks_column(start.evidence),
                             causes=list(start.causes),
                             policy_version=policy_version,
                             round_id=round_id,
@@ -131,8 +133,16 @@ class StateMixin(StoreBase):
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None
     ) -> list[QuarantineRow]:
         """Quarantine rows, newest first. Active: not released and (given ``now``) not over."""
+        q = t.quarantines.c
+        stmt = select(t.quarantines).order_by(q.started_at.desc(), q.id.desc())
+        if model is not None:
+            stmt = stmt.where(q.model == model)
+        if active_only:
+            stmt = stmt.where(q.released_at.is_(None))
+            if now is not None:
+                stmt = stmt.where(q.until > now)
         with self._read() as conn:
-            return plain_reads.quarantines(plain(conn), model, active_only, now)
+            return [quarantine_row(row) for row in conn.execute(stmt).mappings()]
 
     def active_quarantines(self, model: str | None, now: datetime) -> list[Exclusion]:
         return [
@@ -151,17 +161,19 @@ class StateMixin(StoreBase):
         s = t.endpoint_state.c
         with self._write() as conn:
             lock_guard(conn, model)
-            row = conn.execute(
-                select(t.endpoint_state).where(s.model == model, s.tag == tag)
-            ).one_or_none()
+            row = (
+                conn.execute(select(t.endpoint_state).where(s.model == model, s.tag == tag))
+                .mappings()
+                .one_or_none()
+            )
             open_row = _open_quarantine(conn, model, tag, now)
-            state = _state(row) if row is not None else None
+            state = endpoint_state(row) if row is not None else None
             if state is None or open_row is None or not state.quarantined(now):
                 raise NoActiveQuarantine(model, tag)
             after, end, event = release_manually(state, now=now, reason=reason, actor=actor)
             _cas_state(conn, model, tag, after, state.version, now)
             _close_open_quarantine(conn, model, tag, now, end.why)
-            evidence = looks_of(open_row.evidence)
+            evidence = open_row.evidence
             write_audit(
                 conn,
                 [replace(event, quarantine_id=open_row.id, evidence=evidence)],
@@ -233,14 +245,19 @@ def _cas_state(
     raise Conflict(f"{model} {tag}: version {expected} is stale")
 
 
-def _open_quarantine(conn: Connection, model: str, tag: str, now: datetime) -> Row[Any] | None:
+def _open_quarantine(conn: Connection, model: str, tag: str, now: datetime) -> QuarantineRow | None:
     c = t.quarantines.c
-    return conn.execute(
-        select(t.quarantines)
-        .where(c.model == model, c.tag == tag, c.released_at.is_(None), c.until > now)
-        .order_by(c.id.desc())
-        .limit(1)
-    ).one_or_none()
+    row = (
+        conn.execute(
+            select(t.quarantines)
+            .where(c.model == model, c.tag == tag, c.released_at.is_(None), c.until > now)
+            .order_by(c.id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .one_or_none()
+    )
+    return None if row is None else quarantine_row(row)
 
 
 def _close_open_quarantine(conn: Connection, model: str, tag: str, at: datetime, why: str) -> int:
