@@ -32,7 +32,7 @@ def _url() -> str:
     url = config.get_main_option("sqlalchemy.url") or os.environ.get("CANARY_DATABASE_URL")
     if url:
         return url
-    from canary.settings import load_settings
+    from canary.config.settings import load_settings
 
     return load_settings().database_url
 

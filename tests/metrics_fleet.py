@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
+from canary.config.settings import ModelSettings, Settings
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -31,8 +32,7 @@ from canary.core.model import (
     Verdict,
 )
 from canary.core.quarantine import QuarantineStart
-from canary.ignorelist import IgnoreListService
-from canary.settings import ModelSettings, Settings
+from canary.service.ignore_list import IgnoreListService
 from canary.store.repository import Store
 
 POLICY = "p-fleet00001"

@@ -1,10 +1,10 @@
-"""canary.aio.run: a coroutine to completion, its result handed back untouched."""
+"""canary.rounds.aio.run: a coroutine to completion, its result handed back untouched."""
 
 from __future__ import annotations
 
 import pytest
 
-from canary.aio import run
+from canary.rounds.aio import run
 
 
 def test_run_returns_what_the_coroutine_returns_and_raises_what_it_raises() -> None:

@@ -20,9 +20,9 @@ from polling import wait_for
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.demo import canary_command, run_demo
-from canary.net import free_port
-from canary.settings import Settings
+from canary.config.settings import Settings
+from canary.service.demo import canary_command, run_demo
+from canary.service.ports import free_port
 from canary.store.repository import Store
 
 # The showcase's rounds run on the real clock (seconds each, more on a loaded machine); some

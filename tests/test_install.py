@@ -86,7 +86,7 @@ def test_the_installed_package_is_the_one_that_runs_and_carries_its_data(
     installed: Installed,
 ) -> None:
     program = (
-        "import json, canary, canary.bundled as b; "
+        "import json, canary, canary.config.bundled as b; "
         "print(json.dumps([canary.__file__, str(b.bundled_dir('probes')), "
         "str(b.bundled_dir('migrations'))]))"
     )

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from canary.settings import SUPPORTED_LANGUAGES, SettingsError, load_settings
+from canary.config.settings import SUPPORTED_LANGUAGES, SettingsError, load_settings
 
 CONTRACT_FILE = """
 database_url = "sqlite:///canary.db"
@@ -139,7 +139,7 @@ def test_database_password_never_shown_in_errors(tmp_path: Path) -> None:
 
 
 def test_a_database_url_is_shown_without_its_password_and_unchanged_without_one() -> None:
-    from canary.settings import redact_url
+    from canary.config.settings import redact_url
 
     assert redact_url("postgresql+psycopg://canary:s3cret@db:5432/c") == (
         "postgresql+psycopg://canary:***@db:5432/c"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from canary.settings import SettingsError, load_settings
+from canary.config.settings import SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)

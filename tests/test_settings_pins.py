@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from canary.config.probe_set import load_probes
+from canary.config.settings import Settings, load_settings
 from canary.core.policy import RULES_REVISION, PolicyRules, policy_version
-from canary.probes import load_probes
-from canary.settings import Settings, load_settings
-from canary.wiring import decision_settings
+from canary.rounds.wiring import decision_settings
 
 # Several settings away from their defaults, in every table the version reads.
 CHANGED = """

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
-from canary.settings import (
+from canary.config.settings import (
     SUPPORTED_LANGUAGES,
     ModelSettings,
     OpenRouterSettings,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from canary.settings import Settings
-from canary.wiring import build_wiring
+from canary.config.settings import Settings
+from canary.rounds.wiring import build_wiring
 
 SPANISH = (
     "La linterna se balancea sobre la puerta de la posada mientras Mira entra sacudiéndose la "
@@ -30,8 +30,8 @@ def test_a_single_language_watcher_still_names_the_language_an_answer_drifted_in
 def test_the_look_gap_and_publish_controls_enter_the_policy_version(tmp_path: Path) -> None:
     """Both change decisions: a different gap counts other looks, an unpublished control
     changes the list; the version says which ones a decision was made under."""
+    from canary.config.settings import ModelSettings, Policy
     from canary.core.policy import PolicyRules
-    from canary.settings import ModelSettings, Policy
 
     def version(**changes: object) -> tuple[str, PolicyRules]:
         base: dict[str, object] = {"database_url": f"sqlite:///{tmp_path / 'v.db'}"}

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from canary import __version__, metrics
+from canary import __version__
 from canary.api import schemas
 from canary.api.admin import AdminHandlers
 from canary.api.common import (
@@ -31,8 +31,9 @@ from canary.api.page_data import next_slot
 from canary.api.schemas import Flag, Limit, When
 from canary.core.identity import InvalidTag
 from canary.core.probing import Probing, fleet_probing
-from canary.ignorelist import IgnoreListService, utc_now
-from canary.metrics_store import StoreMetrics, list_figures
+from canary.service import metrics
+from canary.service.fleet_figures import StoreMetrics, list_figures
+from canary.service.ignore_list import IgnoreListService, utc_now
 from canary.store.engine import STORE_ERRORS
 from canary.views.bodies import (
     AuditBody,
@@ -54,7 +55,7 @@ from canary.views.providers import provider_views
 from canary.views.records import iso
 
 if TYPE_CHECKING:
-    from canary.settings import Settings
+    from canary.config.settings import Settings
     from canary.store.repository import Store
 
 

@@ -21,13 +21,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from canary.api.schemas import MAX_BODY, ErrorBody
-from canary.ignorelist import IgnoreListService, UnknownModel
-from canary.logs import get_logger
+from canary.service.ignore_list import IgnoreListService, UnknownModel
+from canary.service.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.views.known import UnknownProvider, known_models
 
 if TYPE_CHECKING:
-    from canary.settings import Settings
+    from canary.config.settings import Settings
     from canary.store.repository import Store
 
 log = get_logger("canary.api")

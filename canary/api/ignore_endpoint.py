@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from canary.api.common import ModelParam, error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
-from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel
+from canary.service.ignore_list import IgnoreListService, ListUnavailable, UnknownModel
 
 CACHE_CONTROL = "public, max-age=15"
 NEEDS = (

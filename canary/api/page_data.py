@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from canary.core.plan import slot_of
-from canary.ignorelist import IgnoreListService, Published
+from canary.service.ignore_list import IgnoreListService, Published
 from canary.store.engine import STORE_ERRORS
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
 from canary.views.known import known_models
@@ -16,7 +16,7 @@ from canary.views.providers import ProviderView, provider_views
 from canary.views.records import QuarantineRecord, quarantine_json
 
 if TYPE_CHECKING:
-    from canary.settings import Settings
+    from canary.config.settings import Settings
     from canary.store.log_rows import AuditRow
     from canary.store.repository import Store
 

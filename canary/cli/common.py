@@ -14,7 +14,7 @@ import typer
 from canary.core.model import iso_utc
 
 if TYPE_CHECKING:
-    from canary.settings import Settings
+    from canary.config.settings import Settings
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -24,7 +24,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def settings_from(ctx: typer.Context) -> Settings:
-    from canary.settings import SettingsError, load_settings
+    from canary.config.settings import SettingsError, load_settings
 
     root = ctx.find_root()
     config = (root.obj or {}).get("config") if isinstance(root.obj, dict) else None
@@ -32,7 +32,7 @@ def settings_from(ctx: typer.Context) -> Settings:
         settings = load_settings(config)
     except SettingsError as exc:
         fail(str(exc))
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging(settings)
     return settings
@@ -67,14 +67,14 @@ def refuse_missing_sqlite(database_url: str, hint: str) -> None:
     that only reads must never create an empty database. ``hint``: how to get one."""
     missing = missing_sqlite_file(database_url)
     if missing is not None:
-        from canary.settings import redact_url
+        from canary.config.settings import redact_url
 
         fail(f"no database at {missing} ({redact_url(database_url)}): {hint}, or pass --config", 1)
 
 
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (at most 200 characters), with secrets masked."""
-    from canary.logs import first_line as line
+    from canary.service.logs import first_line as line
 
     return line(exc)
 

@@ -15,7 +15,7 @@ def upgrade(ctx: typer.Context) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from canary.cli.common import fail, first_line, settings_from
-    from canary.settings import redact_url
+    from canary.config.settings import redact_url
     from canary.store.migrate import MigrationsNotFound
     from canary.store.repository import Store
 
@@ -38,7 +38,7 @@ def current(ctx: typer.Context) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from canary.cli.common import fail, first_line, refuse_missing_sqlite, settings_from
-    from canary.settings import redact_url
+    from canary.config.settings import redact_url
     from canary.store.migrate import MigrationsNotFound, head_revision
     from canary.store.repository import Store
 

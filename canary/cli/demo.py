@@ -43,9 +43,9 @@ def demo(
     import logging
 
     from canary.cli.common import fail
-    from canary.definitions import ProbeDefinitionError
-    from canary.demo import demo_folder, run_demo
-    from canary.logs import configure_logging
+    from canary.config.definitions import ProbeDefinitionError
+    from canary.service.demo import demo_folder, run_demo
+    from canary.service.logs import configure_logging
     from canary.store.migrate import MigrationsNotFound
 
     settings = settings_from(ctx)

@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from canary.config.settings import Settings
     from canary.core.model import Exclusion
-    from canary.ignorelist import IgnoreListService
-    from canary.settings import Settings
+    from canary.rounds.wiring import Wiring
+    from canary.service.ignore_list import IgnoreListService
     from canary.store.repository import Store
-    from canary.wiring import Wiring
 
 ModelOpt = Annotated[
     str, typer.Option("--model", "-m", metavar="MODEL", help="Model id, author/slug.")
@@ -84,7 +84,7 @@ class Ops:
     def builtin(self) -> tuple[Exclusion, ...]:
         """The built-in list read from its file alone (no full probe load), validated as the
         full load validates it; a bad file stops the command with the same readable line."""
-        from canary.definitions import ProbeDefinitionError, load_builtin_exclusions
+        from canary.config.definitions import ProbeDefinitionError, load_builtin_exclusions
 
         try:
             return load_builtin_exclusions(self.settings.probes_dir)
@@ -99,8 +99,8 @@ class Ops:
 
     def wiring(self) -> Wiring:
         if self._wiring is None:
-            from canary.probes import ProbeDefinitionError
-            from canary.wiring import build_wiring
+            from canary.config.probe_set import ProbeDefinitionError
+            from canary.rounds.wiring import build_wiring
 
             try:
                 self._wiring = build_wiring(self.settings, store=self.store, upgrade=False)
@@ -138,8 +138,8 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
 def _readable_errors(
     settings: Settings, errors: tuple[type[Exception], ...], action: str
 ) -> Iterator[None]:
+    from canary.config.settings import redact_url
     from canary.core.identity import InvalidTag
-    from canary.settings import redact_url
 
     try:
         yield
@@ -246,7 +246,7 @@ def ignore_service(
     builtin: Sequence[Exclusion] | None = None,
     policy_version: str | None = None,
 ) -> IgnoreListService:
-    from canary.ignorelist import IgnoreListService
+    from canary.service.ignore_list import IgnoreListService
 
     service = IgnoreListService(
         ops.store,
@@ -258,7 +258,7 @@ def ignore_service(
         controls_of=lambda model: ops.settings.model(model).controls,
     )
     if not service.refresh():
-        from canary.settings import redact_url
+        from canary.config.settings import redact_url
 
         where = redact_url(ops.settings.database_url)
         fail(store_problem("cannot read", where, service.last_error or "unknown error"), code=1)

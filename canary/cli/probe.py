@@ -29,11 +29,11 @@ from pydantic import JsonValue
 from canary.cli.common import fail, print_json, require_api_key, settings_from
 
 if TYPE_CHECKING:
+    from canary.config.settings import Settings
     from canary.core.floor import Publication
     from canary.core.model import Endpoint, Exclusion
     from canary.core.verdict import RoundOutcome
-    from canary.prober import EndpointProbing
-    from canary.settings import Settings
+    from canary.rounds.prober import EndpointProbing
 
 NOT_EVALUATED = "not evaluated"
 
@@ -117,7 +117,7 @@ def probe(
 ) -> None:
     settings = settings_from(ctx)
     if estimate:
-        from canary.aio import run as run_to_completion
+        from canary.rounds.aio import run as run_to_completion
 
         result = run_to_completion(_estimate(settings))
         if json_output:
@@ -128,7 +128,7 @@ def probe(
     if model is None:
         fail("--model is required (or use --estimate)")
     require_api_key(settings, "probe")
-    from canary.aio import run as run_to_completion
+    from canary.rounds.aio import run as run_to_completion
 
     document = run_to_completion(_probe(settings, model, provider or []))
     if json_output:
@@ -138,13 +138,13 @@ def probe(
 
 
 async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> ProbeDocument:
+    from canary.config.probe_set import load_probes
+    from canary.config.settings import SUPPORTED_LANGUAGES
     from canary.core.plan import round_index
     from canary.openrouter.client import ListingError
-    from canary.prober import Prober
-    from canary.probes import load_probes
-    from canary.settings import SUPPORTED_LANGUAGES
+    from canary.rounds.prober import Prober
+    from canary.rounds.wiring import openrouter_client
     from canary.text.detect import LanguageAnalyzer
-    from canary.wiring import openrouter_client
 
     probes = load_probes(settings.probes_dir, settings.languages)
     analyzer = LanguageAnalyzer(SUPPORTED_LANGUAGES)  # detect every language, probe the configured
@@ -388,11 +388,11 @@ def _print_human(document: ProbeDocument) -> None:
 
 
 async def _estimate(settings: Settings) -> Estimate:
+    from canary.config.probe_set import load_probes
     from canary.core.cost import estimate_round_cost
     from canary.core.plan import plan_endpoint
     from canary.openrouter.client import ListingError
-    from canary.probes import load_probes
-    from canary.wiring import openrouter_client
+    from canary.rounds.wiring import openrouter_client
 
     if not settings.models:
         fail("no models configured (set `models` in the settings file or CANARY_MODELS)")

@@ -20,10 +20,10 @@ from canary.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from canary.runner import ModelRound
-    from canary.settings import Settings
+    from canary.config.settings import Settings
+    from canary.rounds.outcome import ModelRound
+    from canary.rounds.wiring import Wiring
     from canary.store.rows import RoundRow
-    from canary.wiring import Wiring
 
 
 def register(app: typer.Typer) -> None:
@@ -47,18 +47,18 @@ def round_now(
         bool, typer.Option("--json", help="One JSON object per decision.")
     ] = False,
 ) -> None:
-    from canary.aio import run as run_to_completion
+    from canary.config.settings import redact_url
     from canary.core.oneshot import unfinished
     from canary.core.plan import slot_of
-    from canary.daemon import lease_renew_s
-    from canary.heartbeat import ping
-    from canary.logs import scrub
-    from canary.runner import RoundRunner, runner_id
-    from canary.scheduler import round_turn
-    from canary.settings import redact_url
+    from canary.rounds.aio import run as run_to_completion
+    from canary.rounds.runner import RoundRunner, runner_id
+    from canary.rounds.scheduler import round_turn
+    from canary.rounds.wiring import openrouter_client
+    from canary.service.daemon import lease_renew_s
+    from canary.service.heartbeat import ping
+    from canary.service.logs import scrub
     from canary.store.engine import STORE_ERRORS
     from canary.tracing import TracingUnavailable
-    from canary.wiring import openrouter_client
 
     settings = settings_from(ctx)
     if not settings.models:
@@ -122,9 +122,9 @@ def _open_wiring(settings: Settings) -> Wiring:
     """The probe definitions, then the store, migrated: each failure is one line. The store is
     retried while unreachable, as `canary serve` does, for ``startup_wait_s``: a PostgreSQL
     restart does not cost cron its slot (``CANARY_STARTUP_WAIT_S=0`` fails at once)."""
-    from canary.probes import ProbeDefinitionError, load_probes
-    from canary.startup import StartupError, open_store
-    from canary.wiring import Wiring
+    from canary.config.probe_set import ProbeDefinitionError, load_probes
+    from canary.rounds.wiring import Wiring
+    from canary.service.startup import StartupError, open_store
 
     try:
         probes = load_probes(settings.probes_dir, settings.languages)
@@ -148,8 +148,8 @@ def _pause(seconds: float) -> bool:
 def _print_reports(
     reports: list[ModelRound], earlier: Mapping[str, RoundRow], json_output: bool
 ) -> None:
-    from canary.daemon import round_summary
-    from canary.drill import round_events
+    from canary.rounds.drill import round_events
+    from canary.service.daemon import round_summary
 
     for report in reports:
         if report.round_id is None:
@@ -204,7 +204,7 @@ def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> N
 
 
 def _refresh_and_notify(wiring: Wiring) -> None:
-    from canary.notify import Notifier
+    from canary.service.notify import Notifier
 
     Notifier(wiring.store, wiring.settings.webhooks).send_pending()
 
@@ -214,7 +214,7 @@ def serve(
     host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(metavar="PORT", help="Port to listen on.")] = 8080,
 ) -> None:
-    from canary.daemon import StartupError, run_daemon
+    from canary.service.daemon import StartupError, run_daemon
 
     settings = settings_from(ctx)
     require_api_key(settings, "serve")
@@ -241,9 +241,9 @@ def drill(
     import asyncio
     import os
 
-    from canary.definitions import ProbeDefinitionError
-    from canary.drill import DrillError, run_drill
-    from canary.settings import SettingsError, env_value
+    from canary.config.definitions import ProbeDefinitionError
+    from canary.config.settings import SettingsError, env_value
+    from canary.rounds.drill import DrillError, run_drill
     from canary.sim.scenario import ScenarioError
     from canary.store.migrate import MigrationsNotFound
 

@@ -43,7 +43,7 @@ def default_look_gap_minutes(interval_minutes: float) -> float:
 
 
 class PolicyNumbers(Protocol):
-    """What :meth:`PolicyRules.of` reads: ``canary.settings.Policy`` has this shape."""
+    """What :meth:`PolicyRules.of` reads: ``canary.config.settings.Policy`` has this shape."""
 
     @property
     def failing_rounds(self) -> int: ...

@@ -28,7 +28,6 @@ from canary.core.classify import (
     retryable,
 )
 from canary.core.model import OPERATOR_TRANSPORTS, Contract, Endpoint, Observation, Transport
-from canary.logs import get_logger, register_secret, scrub
 from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
 from canary.openrouter.shapes import JSONObject, as_object
 from canary.openrouter.sse import SSEError, SSEParser
@@ -49,6 +48,7 @@ from canary.openrouter.wire import (
     same_provider,
     snippet,
 )
+from canary.service.logs import get_logger, register_secret, scrub
 
 __all__ = ["ListingError", "OpenRouterClient", "pin_provider"]
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import httpx
 
 from canary.core.classify import error_message, error_of
-from canary.logs import scrub
 from canary.openrouter.endpoints import slugify
 from canary.openrouter.shapes import JSONObject, JSONValue, as_object
+from canary.service.logs import scrub
 
 # Parameters whose silent dropping would change what a probe tests: when the body sends any of
 # them, the pin asks for `require_parameters: true` so that OpenRouter refuses instead of dropping.

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from canary.validation import problems
+from canary.config.validation import problems
 
 QUANTIZATIONS = (
     "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6",

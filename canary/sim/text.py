@@ -144,9 +144,9 @@ def warm_up(bank: TextBank) -> None:
 def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
     """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
     validated as the prober reads them)."""
-    from canary.bundled import bundled_dir
-    from canary.definitions import parse_definition
-    from canary.probes import NONCE, LanguagePrompts
+    from canary.config.bundled import bundled_dir
+    from canary.config.definitions import parse_definition
+    from canary.config.probe_set import NONCE, LanguagePrompts
 
     probes = bundled_dir("probes")
     found = []

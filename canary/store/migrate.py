@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, func, select
 
-from canary.bundled import bundled_dir
+from canary.config.bundled import bundled_dir
 
 # A fixed 64-bit number: the key of the advisory lock that serialises concurrent upgrades.
 UPGRADE_LOCK_KEY = 0x63616E617279  # "canary"
@@ -28,7 +28,7 @@ class MigrationsNotFound(LookupError):
 
 def migrations_dir() -> Path:
     """``$CANARY_MIGRATIONS_DIR`` when set (an override used as given), else the migrations
-    installed with the package (:func:`canary.bundled.bundled_dir`). Never the working
+    installed with the package (:func:`canary.config.bundled.bundled_dir`). Never the working
     directory's: an unrelated ``migrations/`` there must not migrate canary's database."""
     env = os.environ.get("CANARY_MIGRATIONS_DIR")
     path = Path(env) if env else bundled_dir("migrations")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
 
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.text.analysis import UNKNOWN, Anomaly, SentenceLanguage, TextAnalysis, TextVerdict
 from canary.text.encoding import encoding_corruption
 from canary.text.sentences import clean, split_sentences, weight

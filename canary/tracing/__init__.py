@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from canary.logs import get_logger
+from canary.service.logs import get_logger
 
 if TYPE_CHECKING:
-    from canary.runner import ModelRound
-    from canary.settings import Settings
+    from canary.config.settings import Settings
+    from canary.rounds.outcome import ModelRound
 
 log = get_logger("canary.tracing")
 

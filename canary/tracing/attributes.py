@@ -21,14 +21,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from canary.config.probe_set import capped_max_tokens
 from canary.core.events import WITH_WHY, Event, FloorHeld, QuarantineStarted, WouldQuarantine
 from canary.core.model import Contract
-from canary.probes import capped_max_tokens
 
 if TYPE_CHECKING:
     from canary.core.model import ContractResult, Observation
-    from canary.prober import EndpointProbing
-    from canary.runner import ModelRound
+    from canary.rounds.outcome import ModelRound
+    from canary.rounds.prober import EndpointProbing
     from canary.tracing import RequestFacts
 
 SEMCONV_SCHEMA = "https://opentelemetry.io/schemas/1.37.0"  # gen_ai.provider.name since 1.37
@@ -97,7 +97,7 @@ def probe_attributes(
     endpoint_max_tokens: int | None = None,
 ) -> Attributes:
     """A probe request's span; ``endpoint_max_tokens`` caps the configured ``max_tokens`` as
-    the request did (:func:`canary.probes.capped_max_tokens`)."""
+    the request did (:func:`canary.config.probe_set.capped_max_tokens`)."""
     attributes: Attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": PROVIDER_NAME,

@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from canary import __version__
-from canary.logs import get_logger
+from canary.service.logs import get_logger
 from canary.tracing import RequestFacts
 from canary.tracing.attributes import (
     SEMCONV_SCHEMA,
@@ -44,8 +44,8 @@ from canary.tracing.attributes import (
 )
 
 if TYPE_CHECKING:
-    from canary.prober import EndpointProbing
-    from canary.runner import ModelRound
+    from canary.rounds.outcome import ModelRound
+    from canary.rounds.prober import EndpointProbing
 
 log = get_logger("canary.tracing")
 

@@ -32,7 +32,7 @@ class UnknownProvider(LookupError):
 
 def require_model(configured: Iterable[str], store: Store, model: str) -> str:
     """The model when it is watched or known to the store; else UnknownModel naming the known."""
-    from canary.ignorelist import UnknownModel
+    from canary.service.ignore_list import UnknownModel
 
     known = known_models(configured, store)
     if model not in known:

@@ -16,6 +16,7 @@ from builders import endpoint, observation, result, ttft, verdict
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
+from canary.config.settings import ModelSettings, Settings
 from canary.core.events import event_of
 from canary.core.model import (
     Contract,
@@ -32,8 +33,7 @@ from canary.core.model import (
     Verdict,
 )
 from canary.core.quarantine import QuarantineStart
-from canary.ignorelist import IgnoreListService
-from canary.settings import ModelSettings, Settings
+from canary.service.ignore_list import IgnoreListService
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ from ops_seed import NOW, POLICY, Clock, relist, settings
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
-from canary.ignorelist import IgnoreListService
+from canary.service.ignore_list import IgnoreListService
 from canary.store.repository import Store
 
 LISTED = ("alpha", "bravo", "delta/turbo")

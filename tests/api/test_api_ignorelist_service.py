@@ -14,7 +14,7 @@ from ops_seed import NOW, Clock
 from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.ignorelist import IgnoreListService, ListUnavailable, UnknownModel, list_etag
+from canary.service.ignore_list import IgnoreListService, ListUnavailable, UnknownModel, list_etag
 from canary.store.rows import ModelLayers
 
 M = "acme/one"

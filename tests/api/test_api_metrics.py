@@ -25,7 +25,7 @@ from canary.core.model import (
     RoundVerdict,
     Verdict,
 )
-from canary.ignorelist import IgnoreListService
+from canary.service.ignore_list import IgnoreListService
 from canary.store.repository import Store
 
 STATES = ("healthy", "suspect", "quarantined", "excluded", "unknown")

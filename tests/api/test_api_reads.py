@@ -8,9 +8,9 @@ from typing import Any
 
 from ops_seed import POLICY, TAGS, Api
 
-from canary import metrics
 from canary.api.page import FLOOR_BREACHED_COLOUR
 from canary.core.model import looks_json
+from canary.service import metrics
 
 
 def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: Api) -> None:

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from canary.api.app import create_app
-from canary.ignorelist import IgnoreListService
+from canary.service.ignore_list import IgnoreListService
 from canary.store.repository import Store
 
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from canary.net import free_port
+from canary.service.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 TARGET_RATIO = 0.70
@@ -33,7 +33,7 @@ def serve(port: int, directory: str) -> None:
     from ops_seed import MODEL, POLICY, builtin, seed, settings
 
     from canary.api.app import create_app
-    from canary.ignorelist import IgnoreListService
+    from canary.service.ignore_list import IgnoreListService
     from canary.store.repository import Store
 
     url = f"sqlite:///{Path(directory) / 'bench.db'}"

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sim import SimProcess, load_average  # noqa: E402
 from bench_store import postgres_url  # noqa: E402
 
-from canary.settings import Settings  # noqa: E402
+from canary.config.settings import Settings  # noqa: E402
 
 KEY = "bench-catalog-key"
 PARAMETERS = [

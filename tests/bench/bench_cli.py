@@ -183,7 +183,7 @@ def time_providers(url: str, models: int, runs: int, folder: Path) -> list[float
     """`canary serve` on the store, then `runs` GETs of one model's providers over HTTP."""
     import httpx
 
-    from canary.net import free_port
+    from canary.service.ports import free_port
 
     port = free_port()
     config = folder / "serve.toml"

@@ -63,6 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average  # noqa: E402
 
+from canary.config.probe_set import ProbeSet, load_probes  # noqa: E402
+from canary.config.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES, Settings  # noqa: E402
 from canary.core.contracts.confirm import confirm  # noqa: E402
 from canary.core.contracts.evidence import is_prose_answer, prose_answers  # noqa: E402
 from canary.core.contracts.hygiene import SHARE, hygiene_look, judge_hygiene  # noqa: E402
@@ -74,11 +76,9 @@ from canary.core.model import (  # noqa: E402
     Observation,
     Result,
 )
-from canary.logs import configure_logging  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.prober import EndpointProbing, Prober  # noqa: E402
-from canary.probes import ProbeSet, load_probes  # noqa: E402
-from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES, Settings  # noqa: E402
+from canary.rounds.prober import EndpointProbing, Prober  # noqa: E402
+from canary.service.logs import configure_logging  # noqa: E402
 from canary.sim.scenario import FaultKind  # noqa: E402
 from canary.text.detect import LanguageAnalyzer  # noqa: E402
 

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
 from canary.text.detect import LanguageAnalyzer
 from canary.text.hygiene import degenerate_repetition, leading_garbage

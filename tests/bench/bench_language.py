@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.confirm import confirm
 from canary.core.contracts.language import judge_language, language_look
 from canary.core.model import Contract, Observation, Result, Transport
-from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
 from canary.text.detect import LanguageAnalyzer, TextAnalysis
 

@@ -29,7 +29,7 @@ from e2e_language import (  # noqa: E402
     probe_language,
 )
 
-from canary.settings import SUPPORTED_LANGUAGES  # noqa: E402
+from canary.config.settings import SUPPORTED_LANGUAGES  # noqa: E402
 from canary.sim.server import start_simulator  # noqa: E402
 from canary.text.detect import LanguageAnalyzer  # noqa: E402
 

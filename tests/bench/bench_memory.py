@@ -5,7 +5,7 @@
 
 `canary sim` runs as a separate process (so its memory is not counted) with a small healthy
 fleet: one model, four fast endpoints (ttft 5 ms, 5,000 tokens/s; two support tools, one
-structured outputs). This process runs the rounds as canary/drill.py does: one real
+structured outputs). This process runs the rounds as canary/rounds/drill.py does: one real
 OpenRouterClient, one Wiring (real lingua over every supported language, a real SQLite store in
 a temporary folder unless `--database-url` is given), a RoundRunner per round on a virtual clock
 that advances one interval per round. Probes rotate through `--languages` (default: all 17).
@@ -37,13 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average, run_loop  # noqa: E402
 
+from canary.config.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings  # noqa: E402
 from canary.core.plan import slot_of  # noqa: E402
-from canary.drill import SIM_KEY, drill_settings  # noqa: E402
-from canary.logs import configure_logging  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.runner import RoundRunner  # noqa: E402
-from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings  # noqa: E402
-from canary.wiring import Wiring, build_wiring  # noqa: E402
+from canary.rounds.drill import SIM_KEY, drill_settings  # noqa: E402
+from canary.rounds.runner import RoundRunner  # noqa: E402
+from canary.rounds.wiring import Wiring, build_wiring  # noqa: E402
+from canary.service.logs import configure_logging  # noqa: E402
 
 MODEL = "acme/memory-1"
 BASELINE_ROUND = 50

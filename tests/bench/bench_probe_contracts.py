@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from canary.config.probe_set import load_probes
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.refusal import judge_refusal
 from canary.core.contracts.schema import judge_schema
 from canary.core.contracts.tools import judge_tools
 from canary.core.contracts.ttft import judge_ttft
 from canary.core.model import Contract, Observation, ToolCall, Transport
-from canary.probes import load_probes
-from canary.settings import SUPPORTED_LANGUAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 2000

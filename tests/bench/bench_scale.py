@@ -5,7 +5,7 @@
 `canary sim` runs as a separate process with a generated scenario in which every endpoint
 supports every contract (response_format, structured_outputs, tools, tool_choice); this process
 runs one RoundRunner round through the real OpenRouterClient and a real SQLite store, as
-canary/drill.py does, with the default settings (concurrency 32, per-provider 4). Printed:
+canary/rounds/drill.py does, with the default settings (concurrency 32, per-provider 4). Printed:
 
 - wall: the round, from RoundRunner.run() to its return (listings, probes, judging, store);
 - ideal: the upstream time no client can avoid with this concurrency. For every request the
@@ -41,12 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sim import SimProcess, load_average, run_loop  # noqa: E402
 
+from canary.config.settings import Settings  # noqa: E402
 from canary.core.plan import slot_of  # noqa: E402
-from canary.drill import drill_settings  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.runner import RoundRunner  # noqa: E402
-from canary.settings import Settings  # noqa: E402
-from canary.wiring import build_wiring  # noqa: E402
+from canary.rounds.drill import drill_settings  # noqa: E402
+from canary.rounds.runner import RoundRunner  # noqa: E402
+from canary.rounds.wiring import build_wiring  # noqa: E402
 
 KEY = "bench-scale-key"
 PARAMETERS = [

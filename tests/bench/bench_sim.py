@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import yaml
 
-from canary.net import free_port
+from canary.service.ports import free_port
 
 PROMPTS = [
     "Continue the scene in the tavern, please.",

@@ -44,8 +44,8 @@ import httpx
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.pool import NullPool
 
-from canary.net import free_port
-from canary.notify import NOTIFY_KINDS
+from canary.service.notify import NOTIFY_KINDS
+from canary.service.ports import free_port
 from canary.store import tables as t
 from canary.store.repository import Store
 

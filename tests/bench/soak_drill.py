@@ -25,9 +25,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from canary.drill import run_drill
-from canary.logs import configure_logging
-from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings
+from canary.config.settings import SUPPORTED_LANGUAGES, ModelSettings, Settings
+from canary.rounds.drill import run_drill
+from canary.service.logs import configure_logging
 
 MODEL = "acme/soak-1"
 TTFT_THRESHOLD_S = 0.5

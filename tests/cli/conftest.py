@@ -20,7 +20,7 @@ from canary.store.repository import Store  # noqa: E402
 def _logging_back_to_stderr() -> Iterator[None]:
     """The commands point structlog at the runner's stderr, which the runner then closes."""
     yield
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging()
 

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app
-from canary.ignorelist import IgnoreListService
-from canary.settings import load_settings
-from canary.wiring import build_wiring
+from canary.config.settings import load_settings
+from canary.rounds.wiring import build_wiring
+from canary.service.ignore_list import IgnoreListService
 
 runner = CliRunner()
 STAMPS = ("at", "generated_at")

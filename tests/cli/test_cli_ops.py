@@ -262,9 +262,9 @@ def test_ignore_list_is_the_same_document_as_the_api(fleet: Fleet) -> None:
     from starlette.testclient import TestClient
 
     from canary.api.app import create_app
-    from canary.ignorelist import IgnoreListService
-    from canary.settings import load_settings
-    from canary.wiring import build_wiring
+    from canary.config.settings import load_settings
+    from canary.rounds.wiring import build_wiring
+    from canary.service.ignore_list import IgnoreListService
 
     cli_doc = run_json(fleet, "ignore-list", "--model", fleet.model)
     settings = load_settings(fleet.config)

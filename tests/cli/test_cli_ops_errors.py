@@ -56,7 +56,7 @@ def test_before_the_first_round_any_provider_can_be_excluded_when_forced(tmp_pat
 
 
 def test_an_unreachable_store_is_said_to_be_unreachable_not_unmigrated(tmp_path: Path) -> None:
-    from canary.net import free_port
+    from canary.service.ports import free_port
 
     config = tmp_path / "canary.toml"
     url = f"postgresql+psycopg://canary:pw-secret@127.0.0.1:{free_port()}/canary"  # nothing there

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.core.plan import slot_of
-from canary.net import free_port
+from canary.service.ports import free_port
 from canary.store.repository import Store
 
 CANARY = Path(sys.executable).parent / "canary"

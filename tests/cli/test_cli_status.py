@@ -16,8 +16,8 @@ from cli_fleet import REPO, Fleet
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.definitions import load_builtin_exclusions
-from canary.probes import load_probes
+from canary.config.definitions import load_builtin_exclusions
+from canary.config.probe_set import load_probes
 from canary.store.repository import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
@@ -133,7 +133,7 @@ def test_status_loads_no_probe_definitions_nor_jsonschema(tmp_path: Path) -> Non
         f"    app(['--config', {str(fleet.config)!r}, 'status', '--json'], standalone_mode=False)\n"
         "json.loads(out.getvalue())\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'jsonschema'"
-        " or m == 'canary.probes')))\n"
+        " or m == 'canary.config.probe_set')))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=90, check=False

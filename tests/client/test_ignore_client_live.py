@@ -26,8 +26,8 @@ class Replica:
         import uvicorn
 
         from canary.api.app import create_app
-        from canary.ignorelist import IgnoreListService
-        from canary.settings import ModelSettings, Settings
+        from canary.config.settings import ModelSettings, Settings
+        from canary.service.ignore_list import IgnoreListService
 
         self.service = IgnoreListService(store, (), [MODEL], "p-test", clock=clock)
         assert self.service.refresh()

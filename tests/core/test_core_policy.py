@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from canary.config.settings import Policy
 from canary.core.model import Mode
 from canary.core.policy import PolicyRules, policy_version
-from canary.settings import Policy
 
 
 def test_version_is_short_stable_and_prefixed() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "7ec52427681999197d4f94643a11b674acb82daa3827f997dcc77a481116a39d")
+PINNED = (7, "ebab249d3a708ce634786f566c5e7b0a5a43196c868b104b055f8972a4a457b1")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

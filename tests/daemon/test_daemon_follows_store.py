@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
-from canary.daemon import Daemon
-from canary.settings import ModelSettings, Settings
+from canary.config.settings import ModelSettings, Settings
+from canary.service.daemon import Daemon
 from canary.store.repository import Store
 
 MODEL = "acme/follow-1"

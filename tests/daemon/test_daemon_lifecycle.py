@@ -23,8 +23,8 @@ import pytest
 from polling import wait_for
 
 from canary.core.plan import slot_length, slot_of
-from canary.net import free_port
-from canary.scheduler import ROUND_LEASE
+from canary.rounds.scheduler import ROUND_LEASE
+from canary.service.ports import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow

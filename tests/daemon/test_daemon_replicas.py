@@ -27,7 +27,7 @@ import httpx
 import pytest
 from polling import wait_for
 
-from canary.net import free_port
+from canary.service.ports import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
 from canary.store.rows import RoundRow

@@ -15,9 +15,14 @@ from pathlib import Path
 import pytest
 from polling import wait_for
 
-from canary.net import free_port
-from canary.settings import Settings
-from canary.startup import StartupError, StoppedDuringStartup, open_store, sqlite_path_problem
+from canary.config.settings import Settings
+from canary.service.ports import free_port
+from canary.service.startup import (
+    StartupError,
+    StoppedDuringStartup,
+    open_store,
+    sqlite_path_problem,
+)
 
 CANARY = Path(sys.executable).parent / "canary"
 
@@ -154,7 +159,7 @@ def test_a_sqlite_file_that_cannot_be_opened_fails_at_once_without_retrying(
 
 def test_the_daemon_prunes_old_evidence_once_per_lease(tmp_path: Path) -> None:
     from canary.core.model import Contract, Observation, Transport
-    from canary.daemon import Daemon
+    from canary.service.daemon import Daemon
 
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", retention_days=7)
     daemon = Daemon(settings, holder="me:1")

@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
+from canary.config.settings import Settings
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import RoundRunner
-from canary.settings import Settings
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import build_wiring
 from canary.store.repository import Store
-from canary.wiring import build_wiring
 
 
 class BeatsSeen(Store):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from canary.scheduler import ROUND_LEASE, LeaseLost, under_round_lease
+from canary.rounds.scheduler import ROUND_LEASE, LeaseLost, under_round_lease
 from canary.store.repository import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -16,14 +16,15 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from canary.config.settings import ModelSettings, OpenRouterSettings, Settings
 from canary.core.model import Observation
-from canary.drill import DRILL_START, SIM_KEY
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, OpenRouterSettings, Settings
+from canary.rounds.drill import DRILL_START, SIM_KEY
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import Wiring, build_wiring
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
-from canary.wiring import Wiring, build_wiring
 
 MODEL = "acme/lost-rounds"
 OTHER = "other:1"  # the second replica

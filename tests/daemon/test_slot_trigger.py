@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from canary.core.plan import next_slot, overrun_slot, slot_length, slot_of
-from canary.scheduler import build_scheduler
-from canary.slot_trigger import SlotTrigger
+from canary.rounds.scheduler import build_scheduler
+from canary.rounds.slot_trigger import SlotTrigger
 
 intervals = st.one_of(
     st.sampled_from([0.05, 0.1, 0.15, 1.0, 5.0, 15.0, 60.0]),

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from canary.settings import FILE_VARIANTS, Settings, load_settings
+from canary.config.settings import FILE_VARIANTS, Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

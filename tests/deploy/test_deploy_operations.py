@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from canary.daemon import UNWIND_S
-from canary.settings import FILE_VARIANTS, Settings, load_settings
+from canary.config.settings import FILE_VARIANTS, Settings, load_settings
+from canary.service.daemon import UNWIND_S
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from canary.dispatch import Dispatcher, provider_of
+from canary.rounds.dispatch import Dispatcher, provider_of
 
 
 class Work:

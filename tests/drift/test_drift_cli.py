@@ -23,9 +23,9 @@ import pytest
 from typer.testing import CliRunner
 
 from canary.cli.main import app
+from canary.config.settings import MaxPrice, ModelSettings, Settings
 from canary.core.model import iso_utc
-from canary.drill import DRILL_START, DrillResult, run_drill
-from canary.settings import MaxPrice, ModelSettings, Settings
+from canary.rounds.drill import DRILL_START, DrillResult, run_drill
 
 MODEL = "acme/drift-cli"
 QUIET = "acme/drift-quiet"
@@ -113,7 +113,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Filled:
 def _logging_back_to_stderr() -> Iterator[None]:
     """The command points structlog at the runner's stderr, which the runner then closes."""
     yield
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging()
 

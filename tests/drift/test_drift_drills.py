@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from canary.drill import DrillResult, run_drill
-from canary.settings import MaxPrice, ModelSettings, Settings
+from canary.config.settings import MaxPrice, ModelSettings, Settings
+from canary.rounds.drill import DrillResult, run_drill
 from canary.store.repository import Store
 
 MODEL = "acme/drift-drill"

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlite_template import migrated_sqlite
 
-from canary.drill import DRILL_START, DrillResult, run_drill
-from canary.settings import ModelSettings, Settings
+from canary.config.settings import ModelSettings, Settings
+from canary.rounds.drill import DRILL_START, DrillResult, run_drill
 
 MODEL = "acme/drill-1"
 TPS = 50000

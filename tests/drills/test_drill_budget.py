@@ -9,7 +9,7 @@ from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settin
 
 from canary.core.cost import token_cost
 from canary.core.model import Pricing
-from canary.drill import DRILL_START
+from canary.rounds.drill import DRILL_START
 from canary.store.repository import Store
 
 HEALTHY = ("alpha", "bravo", "charlie")

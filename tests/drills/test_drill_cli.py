@@ -19,7 +19,7 @@ def _own_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in ("CANARY_DATABASE_URL", "CANARY_CONFIG", "CANARY_MODELS", "CANARY_MODE"):
         monkeypatch.delenv(var, raising=False)
     yield
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging()  # the command pointed structlog at the runner's stream, now closed
 

@@ -13,7 +13,7 @@ from drill_kit import LANGUAGES, TEXT_ONLY, drill, fault, provider, settings
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.settings import ModelSettings
+from canary.config.settings import ModelSettings
 
 TOOLS = ["max_tokens", "temperature", "seed", "response_format", "structured_outputs", "tools"]
 

@@ -23,7 +23,7 @@ from drill_kit import (
     verdicts,
 )
 
-from canary.settings import ModelSettings, OpenRouterSettings
+from canary.config.settings import ModelSettings, OpenRouterSettings
 from canary.sim.scenario import DEFAULT_PARAMETERS, FaultKind
 
 # For the faults about time, a short ttft threshold, so that a slow answer or a stall costs the

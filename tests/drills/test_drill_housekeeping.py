@@ -8,9 +8,9 @@ from pathlib import Path
 
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settings
 
-from canary.daemon import Daemon
-from canary.drill import DRILL_START
-from canary.settings import ModelSettings
+from canary.config.settings import ModelSettings
+from canary.rounds.drill import DRILL_START
+from canary.service.daemon import Daemon
 from canary.store.repository import Store
 
 

@@ -16,7 +16,7 @@ from drill_kit import (
     verdicts,
 )
 
-from canary.settings import ModelSettings
+from canary.config.settings import ModelSettings
 
 PREFIX = fault("garbage_prefix")
 

@@ -33,11 +33,11 @@ from drill_kit import (
 from typer.testing import CliRunner
 
 from canary.cli.main import app
+from canary.config.settings import ModelSettings, Settings
 from canary.core.plan import pick_language, round_index, slot_of
-from canary.drill import DRILL_START, run_drill
-from canary.settings import ModelSettings, Settings
+from canary.rounds.drill import DRILL_START, run_drill
+from canary.rounds.wiring import build_wiring
 from canary.store.repository import Store
-from canary.wiring import build_wiring
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = fault("garbage_prefix")

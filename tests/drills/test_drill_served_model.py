@@ -13,7 +13,7 @@ from drill_kit import LANGUAGES, MODEL, drill, fault, faults_at, provider, scena
 from typer.testing import CliRunner
 
 from canary.cli.main import app
-from canary.logs import configure_logging
+from canary.service.logs import configure_logging
 from canary.sim.server import start_simulator
 
 TAGS = ("alpha", "bravo", "charlie")

@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from soak_drill import MODEL, TTFT_THRESHOLD_S, sporadic_fleet
 
-from canary.drill import run_drill
-from canary.settings import SUPPORTED_LANGUAGES, ModelSettings, OpenRouterSettings, Settings
+from canary.config.settings import SUPPORTED_LANGUAGES, ModelSettings, OpenRouterSettings, Settings
+from canary.rounds.drill import run_drill
 
 # 24 rounds on the real clock, most held up by a rare slow answer: about 20 s, more when loaded
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]

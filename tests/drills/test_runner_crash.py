@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from drill_kit import MODEL, fault, provider, scenario, settings
 
-from canary.drill import DRILL_START, SIM_KEY
+from canary.config.settings import ModelSettings
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings
+from canary.rounds.drill import DRILL_START, SIM_KEY
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import build_wiring
 from canary.sim.server import start_simulator
 from canary.store.repository import Store
-from canary.wiring import build_wiring
 
 INTERVAL = timedelta(minutes=30)
 STEPS = (

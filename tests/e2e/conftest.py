@@ -15,6 +15,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def _logging_back_to_stderr() -> Iterator[None]:
     """`canary probe` points structlog at the CLI runner's stderr, which the runner then closes."""
     yield
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging()

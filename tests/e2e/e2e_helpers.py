@@ -8,11 +8,11 @@ from typing import Any
 
 from shared_data import CORPUS as SHARED_CORPUS
 
+from canary.config.probe_set import ProbeSet, load_probes
+from canary.config.settings import PROJECT_ROOT
 from canary.core.model import EndpointState
 from canary.openrouter.client import OpenRouterClient
-from canary.prober import EndpointProbing, Prober
-from canary.probes import ProbeSet, load_probes
-from canary.settings import PROJECT_ROOT
+from canary.rounds.prober import EndpointProbing, Prober
 from canary.text.detect import LanguageAnalyzer
 
 CORPUS = SHARED_CORPUS.path

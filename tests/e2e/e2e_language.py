@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from canary.config.probe_set import ProbeSet
 from canary.core.model import Contract, EndpointState, Result
 from canary.openrouter.client import OpenRouterClient
-from canary.prober import EndpointProbing, Prober
-from canary.probes import ProbeSet
+from canary.rounds.prober import EndpointProbing, Prober
 from canary.sim.text import split_sentences
 from canary.text.corpus import load_sentences
 from canary.text.detect import LanguageAnalyzer

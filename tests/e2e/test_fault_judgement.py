@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from e2e_helpers import probe_pass, probe_set, provider
 
+from canary.config.probe_set import ProbeSet
 from canary.core.model import Contract, ContractResult, Result, Verdict
 from canary.core.policy import PolicyRules
 from canary.core.verdict import aggregate, judge_round
-from canary.prober import EndpointProbing
-from canary.probes import ProbeSet
+from canary.rounds.prober import EndpointProbing
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.text.detect import LanguageAnalyzer
 

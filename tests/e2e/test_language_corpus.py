@@ -14,8 +14,8 @@ from e2e_helpers import CORPUS, probe_set
 from e2e_language import build_text_bank, healthy_scenario, portuguese_bank, probe_language
 from shared_data import CORPUS as SHARED_CORPUS
 
-from canary.probes import ProbeSet
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.config.probe_set import ProbeSet
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.text.corpus import load_sentences
 from canary.text.detect import LanguageAnalyzer

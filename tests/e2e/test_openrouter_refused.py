@@ -24,16 +24,16 @@ from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app
+from canary.config.settings import ModelSettings, OpenRouterSettings, Settings
 from canary.core.model import Contract
 from canary.core.plan import slot_of
-from canary.ignorelist import IgnoreListService
-from canary.net import free_port
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import RoundRunner
-from canary.settings import ModelSettings, OpenRouterSettings, Settings
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import build_wiring, openrouter_client
+from canary.service.ignore_list import IgnoreListService
+from canary.service.ports import free_port
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.store.repository import Store
-from canary.wiring import build_wiring, openrouter_client
 
 KEY = "sk-or-v1-right-key-0123456789"
 WRONG = "sk-or-v1-wrong-key-9876543210"
@@ -120,7 +120,7 @@ class Served:
 
 
 def refused_probes() -> float:
-    from canary.metrics import PROCESS
+    from canary.service.metrics import PROCESS
 
     return PROCESS.probe_transports.labels(transport="auth_config")._value.get()
 
@@ -135,7 +135,7 @@ def sim() -> Iterator[RunningSimulator]:
 def _logging_back_to_stderr() -> Iterator[None]:
     """The commands point structlog at the CLI runner's stderr, which the runner then closes."""
     yield
-    from canary.logs import configure_logging
+    from canary.service.logs import configure_logging
 
     configure_logging()
 

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport
-from canary.net import free_port
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.openrouter.shapes import JSONObject
+from canary.service.ports import free_port
 from canary.sim.server import start_simulator
 from canary.store.repository import Store
 

@@ -13,11 +13,11 @@ from notify_receiver import Receiver
 from typer.testing import CliRunner
 
 from canary.cli.main import app
+from canary.config.settings import SettingsError, load_settings
 from canary.core.heartbeat import heartbeat_signal, heartbeat_url
 from canary.core.plan import slot_of
 from canary.core.probing import Stopped
-from canary.net import free_port
-from canary.settings import SettingsError, load_settings
+from canary.service.ports import free_port
 from canary.store.repository import Store
 
 CHECK = "/ping/5f3c-check-secret"

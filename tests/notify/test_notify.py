@@ -11,10 +11,10 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
+from canary.config.settings import Webhook
 from canary.core.events import event_of
 from canary.core.model import EventKind, Look, looks_json
-from canary.notify import NOTIFY_KINDS, Notifier
-from canary.settings import Webhook
+from canary.service.notify import NOTIFY_KINDS, Notifier
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -290,7 +290,7 @@ def test_a_notifier_makes_its_http_client_once_on_its_first_delivery(
             super().__init__(**settings)  # type: ignore[arg-type]
             made.append(self)
 
-    monkeypatch.setattr("canary.notify.httpx.Client", Counted)
+    monkeypatch.setattr("canary.service.notify.httpx.Client", Counted)
     assert Notifier(store, [], clock=Clock()).send_pending() == 0
     assert made == []
     ids = [_record(store, EventKind.would_quarantine, f"q{i}") for i in range(20)]

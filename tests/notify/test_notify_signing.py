@@ -12,10 +12,10 @@ import httpx
 import pytest
 from notify_receiver import Receiver
 
+from canary.config.settings import Webhook
 from canary.core.events import event_of
 from canary.core.model import EventKind, Look
-from canary.notify import Notifier
-from canary.settings import Webhook
+from canary.service.notify import Notifier
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

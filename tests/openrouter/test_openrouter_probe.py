@@ -13,8 +13,8 @@ from structlog.testing import capture_logs
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, run, sse, usage_chunk
 
 from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport
-from canary.logs import configure_logging
 from canary.openrouter.client import OpenRouterClient, pin_provider
+from canary.service.logs import configure_logging
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from structlog.testing import capture_logs
 from wire_server import run
 
 from canary.core.model import Contract, Endpoint, Observation, Transport
-from canary.logs import configure_logging
 from canary.openrouter.client import ListingError, OpenRouterClient
+from canary.service.logs import configure_logging
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from builders import endpoint, observation
 
+from canary.config.probe_set import ProbeSet, load_probes
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.model import Contract, Endpoint, Observation
-from canary.probes import ProbeSet, load_probes
-from canary.settings import SUPPORTED_LANGUAGES
 
 PROBES_DIR = Path(__file__).resolve().parents[2] / "probes"
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
+from canary.config.probe_set import ProbeSet
 from canary.core.contracts.confirm import NOT_CONFIRMED, Recheck, confirm, recheck_probes
 from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
 from canary.core.model import Contract, ContractResult, Observation, Result, ToolCall, Transport
-from canary.probes import ProbeSet
 from canary.text.detect import LanguageAnalyzer
 
 Obs = Callable[..., Observation]

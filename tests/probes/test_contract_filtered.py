@@ -11,11 +11,11 @@ from dataclasses import replace
 import pytest
 from test_contract_confirm import BEAT, CALL, GREETING, STORY, planned
 
+from canary.config.probe_set import ProbeSet
 from canary.core.contracts.common import FILTERED
 from canary.core.contracts.confirm import NOT_CONFIRMED
 from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
 from canary.core.model import Contract, ContractResult, Observation, Result
-from canary.probes import ProbeSet
 from canary.text.detect import LanguageAnalyzer
 
 Obs = Callable[..., Observation]

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from canary.config.probe_set import ProbeSet
 from canary.core.contracts.refusal import find_refusal, judge_refusal, refusal_head
 from canary.core.model import Contract, Observation, Result, Transport
-from canary.probes import ProbeSet
 
 Obs = Callable[..., Observation]
 STORY = 'Varro leans closer, the steel cold against her skin. "The cargo, Captain. Now."'

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from canary.config.probe_set import ProbeSet
 from canary.core.contracts.schema import judge_schema, parse_json
 from canary.core.model import Contract, Observation, Result, Transport
-from canary.probes import ProbeSet
 
 Obs = Callable[..., Observation]
 GOOD = {"character": "Varro", "mood": "tense", "intensity": 4, "line": "The cargo. Now."}

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from canary.config.probe_set import ProbeSet
 from canary.core.contracts.tools import judge_tools
 from canary.core.model import Contract, Observation, Result, ToolCall, Transport
-from canary.probes import ProbeSet
 
 Obs = Callable[..., Observation]
 ARGS = {

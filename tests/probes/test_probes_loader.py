@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from canary.config.probe_set import ProbeDefinitionError, ProbeSet, load_probes
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.common import canonical_json
 from canary.core.model import Layer, Look
-from canary.probes import ProbeDefinitionError, ProbeSet, load_probes
-from canary.settings import SUPPORTED_LANGUAGES
 
 
 def _edit(path: Path, old: str, new: str) -> None:

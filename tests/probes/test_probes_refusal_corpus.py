@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from shared_data import CORPUS as SHARED_CORPUS
 
+from canary.config.probe_set import ProbeSet
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.refusal import find_refusal
-from canary.probes import ProbeSet
-from canary.settings import SUPPORTED_LANGUAGES
 
 CORPUS = SHARED_CORPUS.path / "lingua-sentences"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from canary.config.probe_set import ProbeSet, UnknownProbeLanguage, load_probes
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.refusal import judge_refusal
 from canary.core.model import Contract, Endpoint, Observation, Result
-from canary.probes import ProbeSet, UnknownProbeLanguage, load_probes
-from canary.settings import SUPPORTED_LANGUAGES
 
 EndpointOf = Callable[..., Endpoint]
 PROBES_DIR = Path(__file__).resolve().parents[2] / "probes"

@@ -14,12 +14,13 @@ import pytest
 from upstream import Misbehaviour, UpstreamThread, listing
 from wire_server import chunk, sse
 
+from canary.config.settings import ModelSettings, OpenRouterSettings, Settings
 from canary.core.model import Verdict
 from canary.core.plan import slot_of
 from canary.openrouter.client import OpenRouterClient
-from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, OpenRouterSettings, Settings
-from canary.wiring import Wiring, build_wiring
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import Wiring, build_wiring
 
 KEY = "sk-or-v1-ROUNDKEY-0123456789"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -188,7 +189,7 @@ def test_a_listing_with_overflowing_numbers_still_gives_a_round(
 def test_the_daemon_round_job_survives_a_misbehaving_upstream(
     up: UpstreamThread, tmp_path: Path
 ) -> None:
-    from canary.daemon import Daemon
+    from canary.service.daemon import Daemon
 
     model = "acme/daemon"
     up.add_listing("daemon", listing(model, {tag: tag.title() for tag in BAD}))

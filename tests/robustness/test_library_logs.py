@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import structlog
 
-from canary.logs import configure_logging, get_logger, register_secret
+from canary.service.logs import configure_logging, get_logger, register_secret
 
 SECRET = "sk-or-v1-library-logs-secret"
 

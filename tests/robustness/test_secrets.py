@@ -26,14 +26,14 @@ from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app as cli
+from canary.config.settings import ModelSettings, OpenRouterSettings, Settings, Webhook
 from canary.core.plan import slot_of
-from canary.ignorelist import IgnoreListService
-from canary.logs import configure_logging, scrub
-from canary.notify import Notifier
-from canary.runner import RoundRunner
-from canary.settings import ModelSettings, OpenRouterSettings, Settings, Webhook
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import build_wiring, openrouter_client
+from canary.service.ignore_list import IgnoreListService
+from canary.service.logs import configure_logging, scrub
+from canary.service.notify import Notifier
 from canary.sim.server import start_simulator
-from canary.wiring import build_wiring, openrouter_client
 
 KEY = "sk-or-v1-SECRETKEY123abcdef0123456789"
 WRONG_KEY = "sk-or-v1-WRONGKEY999fedcba9876543210"
@@ -309,7 +309,7 @@ def test_no_cli_output_holds_a_secret(sinks: Sinks) -> None:
 
 
 def test_scrub_masks_bearer_headers_url_passwords_and_registered_secrets() -> None:
-    from canary.logs import register_secret
+    from canary.service.logs import register_secret
 
     register_secret("registered-secret-789")
     text = (

@@ -15,7 +15,7 @@ import pytest
 
 from canary.core.model import Endpoint, EventKind, Exclusion, Layer, Mode, Pricing
 from canary.core.policy import PolicyRules
-from canary.deciding import ModelDecisions
+from canary.rounds.deciding import ModelDecisions
 from canary.store.repository import Store
 from canary.store.rows import ModelLayers
 

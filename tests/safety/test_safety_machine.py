@@ -66,7 +66,7 @@ from canary.core.model import (
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import QuarantineStart
 from canary.core.verdict import judge_round
-from canary.deciding import ModelDecisions
+from canary.rounds.deciding import ModelDecisions
 from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
 from canary.store._decode import quarantine_row

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from canary.definitions import ProbeDefinitionError, load_builtin_exclusions
-from canary.settings import SettingsError, load_settings
+from canary.config.definitions import ProbeDefinitionError, load_builtin_exclusions
+from canary.config.settings import SettingsError, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 UPPER = ["FilterHost", "deepinfra/FP8", "DEEPINFRA"]

@@ -19,8 +19,8 @@ import yaml
 from conftest import scenario
 from sim_helpers import MODEL, body, content, events, pin
 
-from canary.probes import NONCE, ProbeSet, load_probes
-from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
+from canary.config.probe_set import NONCE, ProbeSet, load_probes
+from canary.config.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.sim.server import RunningSimulator, start_simulator
 from canary.sim.text import ASKED_SENTENCES, TextBank, detect_language, split_sentences
 

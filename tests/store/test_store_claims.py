@@ -12,7 +12,7 @@ from racing import race
 
 from canary.core.events import event_of
 from canary.core.model import Contract, EndpointState, EventKind, Streak
-from canary.round_budget import DayBudget
+from canary.rounds.budget import DayBudget
 from canary.store import Store
 from canary.store._claims import RoundLost
 

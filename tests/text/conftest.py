@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from shared_data import CORPUS as SHARED_CORPUS
 
-from canary.probes import ProbeSet, load_probes
-from canary.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
+from canary.config.probe_set import ProbeSet, load_probes
+from canary.config.settings import PROJECT_ROOT, SUPPORTED_LANGUAGES
 from canary.text.detect import LanguageAnalyzer
 
 # The shared corpus (test data only, never copied in): beside the checkout or CANARY_TEST_CORPUS.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from damage import cp1252_residue, double_encoded
 
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.text.analysis import Anomaly, TextVerdict
 from canary.text.corpus import compose, load_sentences
 from canary.text.detect import LanguageAnalyzer, UnsupportedLanguage

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from canary.config.probe_set import ProbeSet
+from canary.config.settings import SUPPORTED_LANGUAGES
 from canary.core.contracts.evidence import prose_answers
 from canary.core.contracts.hygiene import hygiene_look, judge_hygiene
 from canary.core.model import Contract, Observation, Result, Transport
-from canary.probes import ProbeSet
-from canary.settings import SUPPORTED_LANGUAGES
 from canary.text.corpus import compose, load_sentences
 from canary.text.hygiene import (
     _SMALL_WINDOW_FITS,

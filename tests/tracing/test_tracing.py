@@ -16,8 +16,8 @@ pytest.importorskip("opentelemetry.sdk")  # the optional extra (installed by `ma
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from canary.drill import DrillResult, run_drill  # noqa: E402
-from canary.settings import ModelSettings, Settings  # noqa: E402
+from canary.config.settings import ModelSettings, Settings  # noqa: E402
+from canary.rounds.drill import DrillResult, run_drill  # noqa: E402
 from canary.tracing import RequestFacts  # noqa: E402
 from canary.tracing.attributes import SEMCONV_SCHEMA  # noqa: E402
 from canary.tracing.otel import OtelRoundTracer  # noqa: E402
@@ -178,8 +178,8 @@ def test_no_span_holds_prompt_or_answer_text_or_a_key(traced: Traced) -> None:
 def test_without_traces_configured_no_opentelemetry_code_is_imported(tmp_path: Path) -> None:
     program = (
         "import asyncio, sys\n"
-        "from canary.drill import run_drill\n"
-        "from canary.settings import ModelSettings, Settings\n"
+        "from canary.rounds.drill import run_drill\n"
+        "from canary.config.settings import ModelSettings, Settings\n"
         f"s = Settings(languages=('en',), models=(ModelSettings(id={MODEL!r}),))\n"
         f"asyncio.run(run_drill({_scenario()!r}, 1, s))\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"

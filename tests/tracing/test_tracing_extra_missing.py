@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from polling import wait_for
 
-from canary.net import free_port
+from canary.service.ports import free_port
 
 # each test starts `canary serve` in a fresh interpreter (the language models load before it listens)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]

@@ -18,17 +18,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode  # noqa: E402
 from structlog.testing import capture_logs  # noqa: E402
 
-from canary.drill import SIM_KEY  # noqa: E402
-from canary.logs import configure_logging  # noqa: E402
+from canary.config.settings import ModelSettings, OpenRouterSettings, Settings  # noqa: E402
 from canary.openrouter.client import OpenRouterClient  # noqa: E402
-from canary.runner import ModelRound, RoundRunner  # noqa: E402
-from canary.settings import ModelSettings, OpenRouterSettings, Settings  # noqa: E402
+from canary.rounds.drill import SIM_KEY  # noqa: E402
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner  # noqa: E402
+from canary.rounds.wiring import build_wiring  # noqa: E402
+from canary.service.logs import configure_logging  # noqa: E402
 from canary.sim.server import start_simulator  # noqa: E402
 from canary.store._claims import RoundLost  # noqa: E402
 from canary.store.repository import Store  # noqa: E402
 from canary.tracing import RoundTracer  # noqa: E402
 from canary.tracing.otel import OtelRoundTracer  # noqa: E402
-from canary.wiring import build_wiring  # noqa: E402
 
 MODEL = "acme/traced-rounds"
 AT = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)

@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from structlog.testing import capture_logs  # noqa: E402
 from trace_kit import collector, span_count, synthetic_round  # noqa: E402
 
-from canary.logs import configure_logging  # noqa: E402
-from canary.net import free_port  # noqa: E402
-from canary.settings import Settings  # noqa: E402
+from canary.config.settings import Settings  # noqa: E402
+from canary.service.logs import configure_logging  # noqa: E402
+from canary.service.ports import free_port  # noqa: E402
 from canary.tracing import RequestFacts, tracer_from_settings, wanted  # noqa: E402
 from canary.tracing.otel import OtelRoundTracer, otlp_exporter  # noqa: E402
 

@@ -21,8 +21,8 @@ from canary.core.model import (
     Usage,
     Verdict,
 )
-from canary.prober import EndpointProbing
-from canary.runner import ModelRound
+from canary.rounds.outcome import ModelRound
+from canary.rounds.prober import EndpointProbing
 
 MODEL = "acme/trace-kit"
 AT = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)

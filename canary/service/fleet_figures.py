@@ -4,7 +4,7 @@ Every replica reads the same store, so every replica exports the same endpoint s
 quarantines, latency and spend, whichever of them ran the round. :class:`StoreFigures` are read
 at most every :data:`REFRESH_EVERY` (a few indexed queries per model) and the last good ones are
 kept while the store is unreachable. :class:`ListFigures` describe the lists this replica serves
-(its in-memory :class:`canary.ignorelist.IgnoreListService`), read at each scrape.
+(its in-memory :class:`canary.service.ignore_list.IgnoreListService`), read at each scrape.
 
 Endpoints exported: those of each watched model's latest listing, plus one quarantined while
 unlisted (its quarantine is still published). Endpoints that left the listing are dropped
@@ -22,14 +22,14 @@ from datetime import datetime, timedelta
 from canary.core.budget import day_start
 from canary.core.controls import Controls
 from canary.core.model import Exclusion, Layer, Result
-from canary.ignorelist import IgnoreListService, ListUnavailable
-from canary.logs import get_logger
+from canary.service.ignore_list import IgnoreListService, ListUnavailable
+from canary.service.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
 from canary.views.latency import Latency
 from canary.views.providers import ProviderView, provider_views_of
 
-log = get_logger("canary.metrics")
+log = get_logger("canary.service.metrics")
 
 REFRESH_EVERY = timedelta(seconds=30)
 LAST_TTFT_WITHIN = timedelta(days=1)

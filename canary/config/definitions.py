@@ -1,6 +1,6 @@
 """Reading the definition files under ``probes/`` into frozen pydantic models, and the reviewed
 built-in exclusion list (operator commands read it through :func:`load_builtin_exclusions`
-without loading every probe definition; :func:`canary.probes.load_probes` reads it once too).
+without loading every probe definition; :func:`canary.config.probe_set.load_probes` reads it once too).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canary.config.validation import problems
 from canary.core.identity import TAG_PATTERN
 from canary.core.model import Exclusion, Layer, looks_of
-from canary.validation import problems
 
 BUILTIN_FILE = "builtin_exclusions.yaml"
 _M = TypeVar("_M", bound=BaseModel)

@@ -2,7 +2,7 @@
 
 Start-up, in this order: the listening socket is bound (a taken port fails here, before any
 round could start), the store is opened and migrated (retried with exponential backoff for
-``startup_wait_s``; both in :mod:`canary.startup`), the probe definitions and language models are
+``startup_wait_s``; both in :mod:`canary.service.startup`), the probe definitions and language models are
 loaded, the API starts serving, and only then the scheduler. Every start-up failure is one
 :class:`StartupError` line.
 
@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from canary.aio import run as run_to_completion
-from canary.heartbeat import ping_in_background
-from canary.logs import get_logger
-from canary.settings import Settings, redact_url
-from canary.startup import StartupError, listen, open_store
+from canary.config.settings import Settings, redact_url
+from canary.rounds.aio import run as run_to_completion
+from canary.service.heartbeat import ping_in_background
+from canary.service.logs import get_logger
+from canary.service.startup import StartupError, listen, open_store
 
 __all__ = [
     "HOUSEKEEPING_EVERY_S",
@@ -44,11 +44,11 @@ __all__ = [
 if TYPE_CHECKING:
     import uvicorn
 
-    from canary.deciding import ModelDecisions
-    from canary.runner import ModelRound
+    from canary.rounds.deciding import ModelDecisions
+    from canary.rounds.outcome import ModelRound
     from canary.store.repository import Store
 
-log = get_logger("canary.daemon")
+log = get_logger("canary.service.daemon")
 
 HOUSEKEEPING_EVERY_S = 15.0  # the list rebuilt from the store, due releases, notifications
 RETENTION_EVERY_S = 3600.0  # the store is pruned at most this often, by one replica at a time
@@ -69,10 +69,10 @@ class Daemon:
     def __init__(
         self, settings: Settings, *, store: Store | None = None, holder: str | None = None
     ) -> None:
-        from canary.ignorelist import IgnoreListService
-        from canary.notify import Notifier
-        from canary.runner import runner_id
-        from canary.wiring import build_wiring
+        from canary.rounds.runner import runner_id
+        from canary.rounds.wiring import build_wiring
+        from canary.service.ignore_list import IgnoreListService
+        from canary.service.notify import Notifier
 
         self.settings = settings
         self.wiring = build_wiring(settings, store=store, upgrade=store is None)
@@ -141,9 +141,9 @@ class Daemon:
 
     async def _round(self) -> tuple[bool, list[ModelRound] | None, datetime]:
         from canary.core.plan import slot_of
-        from canary.runner import RoundRunner
-        from canary.scheduler import round_turn
-        from canary.wiring import openrouter_client
+        from canary.rounds.runner import RoundRunner
+        from canary.rounds.scheduler import round_turn
+        from canary.rounds.wiring import openrouter_client
 
         current = asyncio.current_task()
         assert current is not None
@@ -180,7 +180,7 @@ class Daemon:
     def stop_round(self, grace_s: float) -> int:
         """Give a running round ``grace_s`` to finish, else cancel it; record what it left
         running as abandoned and free the round lease. Returns how many rounds were abandoned."""
-        from canary.scheduler import ROUND_LEASE
+        from canary.rounds.scheduler import ROUND_LEASE
 
         if not self._idle.wait(grace_s):
             with self._running_lock:
@@ -261,7 +261,7 @@ def keep_decisions(decisions: ModelDecisions, settings: Settings, now: datetime)
     """Between rounds: release quarantines whose end has come (their notifications go out now,
     not at the next round) and record what the floor does on the published lists. A store
     error is logged: the next tick tries again."""
-    from canary.deciding import DecisionConflict
+    from canary.rounds.deciding import DecisionConflict
     from canary.store.engine import STORE_ERRORS
 
     models = list(settings.model_ids)
@@ -336,7 +336,7 @@ def _serve(
     import uvicorn
 
     from canary.api.app import create_app
-    from canary.probes import ProbeDefinitionError
+    from canary.config.probe_set import ProbeDefinitionError
     from canary.tracing import TracingUnavailable
 
     log.info(
@@ -388,7 +388,7 @@ def _serve(
 
 
 def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.Event) -> None:
-    from canary.scheduler import build_scheduler
+    from canary.rounds.scheduler import build_scheduler
 
     scheduler = build_scheduler(
         settings.interval_minutes,

@@ -9,12 +9,12 @@ from collections.abc import Iterable
 
 import httpx
 
+from canary.config.settings import Heartbeat
 from canary.core.heartbeat import heartbeat_signal, heartbeat_url
 from canary.core.oneshot import RoundEnd
-from canary.logs import get_logger
-from canary.settings import Heartbeat
+from canary.service.logs import get_logger
 
-log = get_logger("canary.heartbeat")
+log = get_logger("canary.service.heartbeat")
 
 
 def ping(

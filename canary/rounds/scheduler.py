@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from canary.logs import get_logger
+from canary.service.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
 
-log = get_logger("canary.scheduler")
+log = get_logger("canary.rounds.scheduler")
 
 ROUND_LEASE = "round"
 LEASE_TTL_S = 90.0
@@ -151,14 +151,14 @@ def build_scheduler(
     retention_first_after_s: float = 60.0,
 ) -> BackgroundScheduler:
     """A background scheduler: rounds at every slot's start (on every replica at once, see
-    :class:`~canary.slot_trigger.SlotTrigger`) and, with ``run_now``, once at start-up; rounds
+    :class:`~canary.rounds.slot_trigger.SlotTrigger`) and, with ``run_now``, once at start-up; rounds
     never overlap, and missed rounds run once (coalesced);
     housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
     long prune never holds up the ignore list's refresh or the notifications."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.interval import IntervalTrigger
 
-    from canary.slot_trigger import SlotTrigger
+    from canary.rounds.slot_trigger import SlotTrigger
 
     scheduler = BackgroundScheduler(timezone=UTC)
     first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}

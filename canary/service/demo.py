@@ -3,7 +3,7 @@
 The rounds are dated so that the last one runs now (in the current slot): the store it leaves
 reads true on the real clock afterwards. Once the rounds are over the demo serves on as the daemon
 does, on the real clock, following its store whoever writes it: every
-:data:`~canary.daemon.HOUSEKEEPING_EVERY_S` it releases what has ended and rebuilds the list, so
+:data:`~canary.service.daemon.HOUSEKEEPING_EVERY_S` it releases what has ended and rebuilds the list, so
 an exclusion added with ``canary --config <its folder>/canary.toml exclude add ...`` reaches its
 ``/v1/ignore-list``. The store is kept in a folder of its own, beside a small settings file, so
 the operator commands can be pointed at it during the demo and after it.
@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from canary.config.settings import ModelSettings, Settings
 from canary.core.events import (
     FloorHeld,
     ModelWide,
@@ -36,18 +37,18 @@ from canary.core.events import (
 )
 from canary.core.model import Verdict, iso_utc
 from canary.core.plan import slot_of
-from canary.daemon import HOUSEKEEPING_EVERY_S
-from canary.drill import SIM_KEY, drill_settings
-from canary.ignorelist import utc_now
-from canary.net import free_port
-from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, Settings
+from canary.rounds.drill import SIM_KEY, drill_settings
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner
+from canary.service.daemon import HOUSEKEEPING_EVERY_S
+from canary.service.ignore_list import utc_now
+from canary.service.ports import free_port
 
 if TYPE_CHECKING:
-    from canary.ignorelist import IgnoreListService
-    from canary.wiring import Wiring
+    from canary.rounds.wiring import Wiring
+    from canary.service.ignore_list import IgnoreListService
 
-SHOWCASE = Path(__file__).parent / "sim" / "scenarios" / "showcase.yaml"
+SHOWCASE = Path(__file__).parents[1] / "sim" / "scenarios" / "showcase.yaml"
 CONTROL_HOST = "filterhost"
 
 
@@ -192,11 +193,11 @@ async def run_demo(
     following the store on ``real_clock`` every ``refresh_every_s``."""
     from canary.api.app import create_app
     from canary.api.page_data import next_slot
-    from canary.ignorelist import IgnoreListService
     from canary.openrouter.client import OpenRouterClient
+    from canary.rounds.wiring import build_wiring
+    from canary.service.ignore_list import IgnoreListService
     from canary.sim.scenario import load_scenario
     from canary.sim.server import start_simulator
-    from canary.wiring import build_wiring
 
     loaded = load_scenario(scenario)
     model_ids = [m.id for m in loaded.models]
@@ -330,7 +331,7 @@ def _follow_store(
     """What the daemon's housekeeping does between rounds, but the webhooks: release what has
     ended, record what the floor does, and rebuild the list from the store (which the operator
     commands may have written)."""
-    from canary.daemon import keep_decisions
+    from canary.service.daemon import keep_decisions
 
     keep_decisions(wiring.decisions, settings, now)
     ignore.refresh()  # a store error keeps the last good list, marked stale

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Protocol
 import httpx
 from pydantic import JsonValue
 
-from canary import metrics
 from canary.core.events import (
     Drifted,
     ModelWide,
@@ -45,14 +44,15 @@ from canary.core.events import (
     explanation,
 )
 from canary.core.model import Look, iso_utc, looks_json
-from canary.logs import get_logger, scrub
+from canary.service import metrics
+from canary.service.logs import get_logger, scrub
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from canary.store.log_rows import AuditRow
 
-log = get_logger("canary.notify")
+log = get_logger("canary.service.notify")
 
 NOTIFY_KINDS = (
     "quarantine",

@@ -9,7 +9,7 @@ Layout of the directory (see ``probes/`` in the repository)::
     builtin_exclusions.yaml  the reviewed built-in exclusion list
 
 Every file is read once into frozen pydantic models that reject unknown keys
-(:mod:`canary.definitions`); any problem raises :class:`ProbeDefinitionError` naming the file
+(:mod:`canary.config.definitions`); any problem raises :class:`ProbeDefinitionError` naming the file
 and the field. Each definition carries the sha256
 of its canonical content (comments and formatting do not count), recorded with every probe so a
 verdict says which version of the probe produced it.
@@ -30,17 +30,17 @@ from typing import Annotated, Literal
 from jsonschema.exceptions import SchemaError
 from pydantic import AfterValidator, Field, JsonValue, field_validator
 
-from canary.core.contracts.common import canonical_json, schema_validator
-from canary.core.contracts.refusal import find_refusal
-from canary.core.model import Contract, Endpoint, Exclusion
-from canary.definitions import (
+from canary.config.definitions import (
     BUILTIN_FILE,
     BuiltinExclusions,
     ProbeDefinitionError,
     Strict,
     parse_definition,
 )
-from canary.settings import SUPPORTED_LANGUAGES
+from canary.config.settings import SUPPORTED_LANGUAGES
+from canary.core.contracts.common import canonical_json, schema_validator
+from canary.core.contracts.refusal import find_refusal
+from canary.core.model import Contract, Endpoint, Exclusion
 
 __all__ = ["ProbeDefinitionError", "ProbeSet", "ProbeRequest", "load_probes"]
 

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from canary.config.probe_set import ProbeSet, capped_max_tokens
 from canary.core.contracts.confirm import RECHECKS
 from canary.core.contracts.endpoint import Judging, first_look, judge_endpoint
 from canary.core.contracts.evidence import PROSE
@@ -26,9 +27,8 @@ from canary.core.model import (
     Result,
 )
 from canary.core.plan import PlannedProbe, plan_endpoint
-from canary.dispatch import Dispatcher, provider_of
 from canary.openrouter.client import OpenRouterClient
-from canary.probes import ProbeSet, capped_max_tokens
+from canary.rounds.dispatch import Dispatcher, provider_of
 
 DEFAULT_REQUEST_S = 3.0  # one request's estimate when nothing is known of its endpoint
 TYPICAL_ANSWER_TOKENS = 150  # for an estimate from the listing's throughput
@@ -182,7 +182,7 @@ class Prober:
     async def _send(
         self, endpoint: Endpoint, planned: PlannedProbe, *, urgent: bool = False
     ) -> Observation:
-        """One request in one of the round's slots (:class:`canary.dispatch.Dispatcher`);
+        """One request in one of the round's slots (:class:`canary.rounds.dispatch.Dispatcher`);
         ``urgent``: a re-check, which the endpoint's judgement waits on."""
         nonce = secrets.token_hex(6)
         request = self._probes.request(

@@ -6,17 +6,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from canary.config.probe_set import ProbeSet, load_probes
+from canary.config.settings import ModelSettings, Settings
 from canary.core.cost import probe_cost
 from canary.core.model import Endpoint, Exclusion, Observation
 from canary.core.policy import PolicyRules, policy_version
-from canary.probes import ProbeSet, load_probes
-from canary.settings import ModelSettings, Settings
 from canary.store.repository import Store
 
 if TYPE_CHECKING:
-    from canary.deciding import ModelDecisions
-    from canary.metrics import ProcessMetrics
     from canary.openrouter.client import OpenRouterClient
+    from canary.rounds.deciding import ModelDecisions
+    from canary.service.metrics import ProcessMetrics
     from canary.text.analysis import TextAnalysis
     from canary.text.detect import LanguageAnalyzer
     from canary.tracing import RoundTracer
@@ -30,7 +30,7 @@ class Wiring:
 
     @cached_property
     def analyzer(self) -> LanguageAnalyzer:
-        from canary.settings import SUPPORTED_LANGUAGES
+        from canary.config.settings import SUPPORTED_LANGUAGES
         from canary.text.detect import LanguageAnalyzer
 
         # Probes rotate through the configured languages, but the detector must know every
@@ -62,7 +62,7 @@ class Wiring:
 
     @cached_property
     def decisions(self) -> ModelDecisions:
-        from canary.deciding import ModelDecisions
+        from canary.rounds.deciding import ModelDecisions
 
         return ModelDecisions(
             self.store,
@@ -74,7 +74,7 @@ class Wiring:
 
     @cached_property
     def metrics(self) -> ProcessMetrics:
-        from canary.metrics import PROCESS
+        from canary.service.metrics import PROCESS
 
         return PROCESS
 

@@ -12,13 +12,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from canary.logs import get_logger
-from canary.settings import Settings, redact_url
+from canary.config.settings import Settings, redact_url
+from canary.service.logs import get_logger
 
 if TYPE_CHECKING:
     from canary.store.repository import Store
 
-log = get_logger("canary.startup")
+log = get_logger("canary.service.startup")
 
 FIRST_RETRY_S = 0.5
 MAX_RETRY_S = 10.0
@@ -64,7 +64,7 @@ def open_store(
     not come back by waiting)."""
     from sqlalchemy.exc import DBAPIError, OperationalError
 
-    from canary.logs import first_line
+    from canary.service.logs import first_line
     from canary.store.migrate import MigrationsNotFound
     from canary.store.repository import Store
 

@@ -10,13 +10,18 @@ the first skip: the store records it with its audit row by compare-and-set on th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from canary.config.settings import ModelSettings
 from canary.core.alerts import budget_alert
-from canary.core.budget import BudgetCandidate, BudgetPlan, day_start, plan_budget
+from canary.core.budget import BudgetCandidate, BudgetPlan, day_start, plan_budget, priority_of
+from canary.core.cost import estimate_round_cost
 from canary.core.events import Event
+from canary.core.floor import Publication
+from canary.core.identity import Listed, excluded_by
+from canary.core.model import Endpoint, EndpointState, Layer
 from canary.store.repository import Store
 
 _ATTEMPTS = 20
@@ -84,3 +89,43 @@ class DayBudget:
             ):
                 return event
         raise BudgetContention(f"the budget alert of {self.day} kept changing while deciding")
+
+
+def affordable(
+    model: ModelSettings,
+    endpoints: Sequence[Endpoint],
+    states: Mapping[str, EndpointState],
+    published: Publication,
+    budget: DayBudget | None,
+    index: int,
+    *,
+    probes_of: Callable[[Endpoint], int],
+    max_tokens: int,
+) -> tuple[list[Endpoint], list[tuple[str, str]], float]:
+    """What this round can afford, and the estimate it reserved. The sample of unprotected
+    endpoints is seeded by the round's slot: the same on every replica, and a different one
+    every round, so no endpoint is skipped all day long."""
+    if budget is None:
+        return list(endpoints), [], 0.0
+    per_endpoint = {
+        e.tag: estimate_round_cost([e], probes_of(e), 250, max_tokens) for e in endpoints
+    }
+    human = [e for e in published.entries if e.layer in (Layer.builtin, Layer.runtime)]
+    candidates = [
+        BudgetCandidate(
+            model.id,
+            e.tag,
+            priority_of(
+                states.get(e.tag),
+                control=e.tag in model.positive_controls,
+                excluded=bool(excluded_by(human, Listed.of(e), published.at)),
+            ),
+            per_endpoint[e.tag],
+        )
+        for e in endpoints
+    ]
+    plan = budget.reserve(candidates, rng_seed=index)
+    chosen_tags = {tag for _, tag in plan.probe}
+    skipped = [(tag, reason) for _, tag, reason in plan.skipped]
+    reserved = sum(per_endpoint[t] for t in chosen_tags)
+    return [e for e in endpoints if e.tag in chosen_tags], skipped, reserved

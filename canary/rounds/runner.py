@@ -19,54 +19,50 @@ from asyncio import FIRST_COMPLETED
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from canary.config.settings import ModelSettings, Settings
 from canary.core.alerts import (
-    drift_audit,
-    drift_events,
     listing_alert,
     once_a_day,
     operator_alert,
 )
-from canary.core.budget import BudgetCandidate, priority_of
-from canary.core.cost import estimate_round_cost
-from canary.core.drift import diff_snapshots, snapshot_of
-from canary.core.events import ControlMissing, Drifted, Event
+from canary.core.events import ControlMissing, Event
 from canary.core.floor import Publication
-from canary.core.identity import Listed, excluded_by
+from canary.core.identity import Listed
 from canary.core.model import (
     DAY,
     Endpoint,
     EndpointState,
-    Layer,
     Look,
     RoundVerdict,
     Verdict,
 )
 from canary.core.plan import round_index, slot_of
-from canary.core.probing import Stopped, listing_stopped, round_stopped
-from canary.core.served import served_model, served_model_changes
+from canary.core.probing import listing_stopped, round_stopped
+from canary.core.served import served_model
 from canary.core.verdict import judge_round
-from canary.deciding import ACTOR
-from canary.dispatch import provider_of
-from canary.logs import get_logger
 from canary.openrouter.client import ListingError, OpenRouterClient
-from canary.prober import EndpointProbing, Prober
-from canary.round_budget import DayBudget
-from canary.settings import QUANTIZATION_ORDER, ModelSettings, Settings
+from canary.rounds.budget import DayBudget, affordable
+from canary.rounds.deciding import ACTOR
+from canary.rounds.dispatch import provider_of
+from canary.rounds.drift_records import record_identity, record_listing
+from canary.rounds.outcome import ModelRound
+from canary.rounds.prober import EndpointProbing, Prober
+from canary.rounds.wiring import Wiring
+from canary.service.logs import get_logger
 from canary.store import AuditRows
 from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
 from canary.store.rows import RoundRow, SkippedEndpoint
 from canary.tracing import TRACING_ERRORS
-from canary.wiring import Wiring
 
 if TYPE_CHECKING:
     from canary.tracing import RoundTracer
 
-log = get_logger("canary.runner")
+log = get_logger("canary.rounds.runner")
 # On a shared store a replica claims another model only while fewer requests than this many
 # times its concurrency wait: enough to keep every slot busy, and the rest left to the others.
 QUEUE_ROOM = 2
@@ -75,30 +71,6 @@ CLAIM_LOOK_S = 0.1  # how often a replica with models left to claim looks at its
 # Heartbeats have threads of their own: a default executor saturated by judging and store work
 # must never delay a beat past the lease TTL (a beat is one short UPDATE).
 HEARTBEAT_THREADS = 2
-
-
-@dataclass
-class ModelRound:
-    """What one model's round did, for the drill, the demo and the logs."""
-
-    model: str
-    round_id: int | None
-    at: datetime
-    status: str = "finished"
-    verdicts: dict[str, RoundVerdict] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    cost_usd: float = 0.0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    probings: list[EndpointProbing] = field(default_factory=list)
-    decided: bool = False  # the decision (states, quarantines, audit rows) was committed
-    extra: bool = False  # an extra round (``canary round --now``): it decides nothing
-    served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
-    error: str | None = None  # why the round failed, when it did
-    # a low-cardinality code of why: an exception's class name, "lost", "listing_<transport>"
-    error_type: str | None = None
-    duration_s: float | None = None  # this model's round, from its claim to its end
-    # every probe (or the listing) stopped at OpenRouter itself: not a successful round
-    stopped: Stopped | None = None
 
 
 @dataclass(frozen=True)
@@ -474,13 +446,17 @@ class RoundRunner:
     ) -> _Ready:
         """Before probing: drift, the list as published, the states, what the budget allows."""
         if self.decides:
-            report.events += self._record_drift(model, round_id, endpoints, now)
+            report.events += record_listing(
+                self.w.store, self.holder, self._audit_rows, model, round_id, endpoints, now
+            )
         published = self.w.decisions.publication(model.id, model.capacity_floor, now)
         states = self.w.store.load_states(model.id)
         index = round_index(slot, self.settings.interval_minutes)
-        chosen, skipped, reserved = self._apply_budget(
-            model, endpoints, states, published, budget, index
-        )
+        probes_of = lambda e: len(self.prober.plan(e, None, 0))  # noqa: E731
+        chosen, skipped, reserved = affordable(
+            model, endpoints, states, published, budget, index,
+            probes_of=probes_of, max_tokens=self.settings.openrouter.max_tokens,
+        )  # fmt: skip
         report.skipped = skipped
         return _Ready(published, states, index, chosen, skipped, reserved)
 
@@ -558,7 +534,9 @@ class RoundRunner:
             )
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
-        events += self._record_identity(model.id, round_id, served_before, served, now)
+        events += record_identity(
+            self.w.store, self.holder, model.id, round_id, served_before, served, now
+        )
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         report.events += events
         if budget is not None:
@@ -600,89 +578,8 @@ class RoundRunner:
         )
         return once_a_day(event, last, now)
 
-    def _record_identity(
-        self,
-        model: str,
-        round_id: int,
-        before: Mapping[str, str],
-        served: Mapping[str, str],
-        now: datetime,
-    ) -> list[Drifted]:
-        """What sits behind the model id: each endpoint's served model against its last one."""
-        changes = served_model_changes(model, before, served)
-        if not changes:
-            return []
-        self.w.store.record_drift(round_id, model, changes, now, holder=self.holder)
-        return drift_events(model, changes, Look.round(round_id, now))
-
-    def _record_drift(
-        self, model: ModelSettings, round_id: int, endpoints: Sequence[Endpoint], now: datetime
-    ) -> list[Drifted]:
-        store = self.w.store
-        before = store.latest_snapshot(model.id)
-        after = {e.tag: snapshot_of(e) for e in endpoints}
-        price = model.max_price
-        changes = diff_snapshots(
-            model.id,
-            before,
-            after,
-            max_price=(price.prompt, price.completion) if price else None,
-            min_quantization=model.min_quantization,
-            capacity_floor=model.capacity_floor,
-            quantization_order=QUANTIZATION_ORDER,
-        )
-        store.record_snapshots(round_id, model.id, endpoints, now, holder=self.holder)
-        # Before probing, apart from the decision (made after it): what the listing showed is
-        # recorded whatever the round then finds, with the audit rows of its alerts.
-        look = Look.round(round_id, now)
-        audit = self._audit_rows(drift_audit(model.id, changes, look))
-        store.record_drift(round_id, model.id, changes, now, holder=self.holder, audit=audit)
-        return drift_events(model.id, changes, look)
-
     def _audit_rows(self, events: Sequence[Event]) -> AuditRows:
         return AuditRows(events, ACTOR, self.w.policy_version)
 
-    # -- budget ------------------------------------------------------------------------------
 
-    def _apply_budget(
-        self,
-        model: ModelSettings,
-        endpoints: Sequence[Endpoint],
-        states: Mapping[str, EndpointState],
-        published: Publication,
-        budget: DayBudget | None,
-        index: int,
-    ) -> tuple[list[Endpoint], list[tuple[str, str]], float]:
-        """What this round can afford, and the estimate it reserved. The sample of unprotected
-        endpoints is seeded by the round's slot: the same on every replica, and a different one
-        every round, so no endpoint is skipped all day long."""
-        if budget is None:
-            return list(endpoints), [], 0.0
-        per_endpoint = {
-            e.tag: estimate_round_cost(
-                [e], len(self.prober.plan(e, None, 0)), 250, self.settings.openrouter.max_tokens
-            )
-            for e in endpoints
-        }
-        human = [e for e in published.entries if e.layer in (Layer.builtin, Layer.runtime)]
-        candidates = [
-            BudgetCandidate(
-                model.id,
-                e.tag,
-                priority_of(
-                    states.get(e.tag),
-                    control=e.tag in model.positive_controls,
-                    excluded=bool(excluded_by(human, Listed.of(e), published.at)),
-                ),
-                per_endpoint[e.tag],
-            )
-            for e in endpoints
-        ]
-        plan = budget.reserve(candidates, rng_seed=index)
-        chosen_tags = {tag for _, tag in plan.probe}
-        skipped = [(tag, reason) for _, tag, reason in plan.skipped]
-        reserved = sum(per_endpoint[t] for t in chosen_tags)
-        return [e for e in endpoints if e.tag in chosen_tags], skipped, reserved
-
-
-__all__ = ["ModelRound", "RoundRunner"]
+__all__ = ["RoundRunner"]

@@ -8,7 +8,7 @@ Two kinds, kept apart:
   methods.
 * per fleet, from :class:`FleetCollector`: what the store and the served lists say (endpoint
   states, the capacity floor, rounds, quarantines, latency, spend, the outbox), the same on every
-  replica, built at scrape time from :mod:`canary.metrics_store`.
+  replica, built at scrape time from :mod:`canary.service.fleet_figures`.
 
 Labels are bounded: contracts, results and states are enums, models come from the settings and
 providers from the latest endpoints list. README ("Metrics and alerts") counts the series.
@@ -33,7 +33,7 @@ from canary.core.model import Contract, Result, Transport
 from canary.views.providers import STATES
 
 if TYPE_CHECKING:
-    from canary.metrics_store import ListFigures, StoreFigures
+    from canary.service.fleet_figures import ListFigures, StoreFigures
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

@@ -33,9 +33,9 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as SourceError
 
-from canary.bundled import bundled_dir
+from canary.config.bundled import bundled_dir
+from canary.config.validation import Loc, problems, rule_broken
 from canary.core.identity import check_tag
-from canary.validation import Loc, problems, rule_broken
 
 if TYPE_CHECKING:
     from canary.core.controls import Controls
@@ -48,7 +48,7 @@ Quantization = Literal[
     "int4", "fp4", "mxfp4", "nvfp4", "fp6", "int8", "fp8", "mxfp8", "fp16", "bf16", "fp32",
 ]  # fmt: skip
 QUANTIZATION_ORDER: tuple[Quantization, ...] = get_args(Quantization)  # lowest first
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = Path("canary.toml")
 # Secrets that may come from a file instead (Docker and Kubernetes secrets): ``<NAME>_FILE``;
 # each is read as the variable beside it (the unprefixed OpenRouter key as CANARY_OPENROUTER_...).
@@ -148,7 +148,7 @@ class OpenRouterSettings(_Table):
 
 class Webhook(_Table):
     """A receiver of notifications. With a ``secret`` (or ``secret_file``, read at load), each
-    delivery is signed with HMAC-SHA256 (see :mod:`canary.notify`); without one, unsigned."""
+    delivery is signed with HMAC-SHA256 (see :mod:`canary.service.notify`); without one, unsigned."""
 
     url: str = Field(repr=False)  # a hook's URL often holds its token
     format: Literal["json", "slack"] = "json"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 if TYPE_CHECKING:
     from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-    from canary.settings import Settings
+    from canary.config.settings import Settings
 
 _SECRETS: set[str] = set()
 _SECRET_KEYS = re.compile(r"(api_key|token|authorization|password|secret)", re.I)

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue, SecretStr
 
+from canary.config.settings import ModelSettings, Settings, with_changes
 from canary.core.events import Event, VerdictEvent
 from canary.core.floor import Publication
 from canary.core.model import Contract, RoundVerdict, iso_utc, looks_json
 from canary.core.plan import slot_of
-from canary.runner import ModelRound, RoundRunner
-from canary.settings import ModelSettings, Settings, with_changes
-from canary.wiring import Wiring, build_wiring
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner
+from canary.rounds.wiring import Wiring, build_wiring
 
 if TYPE_CHECKING:
     from canary.sim.scenario import Scenario
