@@ -1,4 +1,4 @@
-"""Which endpoints a round can afford to probe under the daily budget (issue 8). Pure.
+"""Which endpoints a round can afford to probe under the daily budget. Pure.
 
 Positive controls are never skipped: without them the refusal probe proves nothing. Then, in
 order of protection: quarantined endpoints (priority 0, their recovery must be seen), suspects

@@ -76,7 +76,7 @@ _BURST_S = 0.002
 @functools.cache
 def _tls() -> ssl.SSLContext:
     """httpx's default TLS context (its CA bundle, or SSL_CERT_FILE/SSL_CERT_DIR), built once per
-    process and shared, as httpx advises: building one reads the bundle, 20 ms each time."""
+    process and shared, as httpx advises (building one reads the whole bundle)."""
     return httpx.create_ssl_context()
 
 

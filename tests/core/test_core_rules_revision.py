@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "ebab249d3a708ce634786f566c5e7b0a5a43196c868b104b055f8972a4a457b1")
+PINNED = (7, "e68a308ec616de0ead89bb9bce71a8fa573dc747fa18dcb9a30cba84822bc9b8")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
