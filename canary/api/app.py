@@ -289,7 +289,7 @@ def create_app(
     app.router.add_api_route(
         "/v1/ignore-list",
         IgnoreListEndpoint(ignore_service),
-        response_model=schemas.IgnoreList,
+        response_model=schemas.IgnoreList | schemas.IgnoreLists,
         responses={
             200: {"headers": {"ETag": {"description": ETAG, "schema": {"type": "string"}}}},
             304: {"description": "Not modified (If-None-Match matched the ETag, weakly)."},

@@ -11,9 +11,15 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
-from canary.api.common import ModelParam, error
+from canary.api.common import error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
-from canary.service.ignore_list import IgnoreListService, ListUnavailable, UnknownModel
+from canary.service.ignore_list import (
+    IgnoreListService,
+    ListUnavailable,
+    Published,
+    UnknownModel,
+)
+from canary.views.bodies import IgnoreListsAnswer, joined_answer
 
 CACHE_CONTROL = "public, max-age=15"
 NEEDS = (
@@ -24,9 +30,14 @@ NEEDS = (
     "(usable_endpoints, withheld and floor_breached are its own). Without it: the full list. An "
     "unknown need is a 400 naming the known ones."
 )
+MODELS = (
+    "OpenRouter model id, author/slug. Repeated (model=a&model=b): one list per model, in the "
+    'order asked (a repeat counts once), answered as {"lists": [...]} under one ETag; a single '
+    "model answers its list alone. An unknown one is a 404 naming the known ones."
+)
 ETAG = (
     "Weak, over everything the list says except generated_at: the same on every replica while "
-    "the list is unchanged."
+    "the list is unchanged. For several models, one tag over all of their lists."
 )
 
 
@@ -44,7 +55,7 @@ class IgnoreListRoute(APIRoute):
         async def handle(request: Request) -> Response:
             query = request.query_params
             return await endpoint(
-                model=query.get("model", ""),
+                model=query.getlist("model"),
                 needs=query.getlist("needs"),
                 if_none_match=request.headers.get("if-none-match"),
             )
@@ -53,43 +64,57 @@ class IgnoreListRoute(APIRoute):
 
 
 class IgnoreListEndpoint:
-    """The merged ignore list of a model, from memory (it fails static: while the store is
-    unreachable it serves the last good list, marked stale)."""
+    """The merged ignore list of one model or several, from memory (it fails static: while the
+    store is unreachable it serves the last good lists, marked stale)."""
 
     def __init__(self, ignore: IgnoreListService) -> None:
         self.ignore = ignore
         self._headers: dict[str, dict[str, str]] = {}  # by ETag
+        self._joined: dict[tuple[tuple[str, ...], frozenset[str]], IgnoreListsAnswer] = {}
 
     async def __call__(
         self,
-        model: ModelParam,
+        model: Annotated[list[str], Query(description=MODELS)],
         needs: Annotated[list[str] | None, Query(description=NEEDS)] = None,
         if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
-        model = model.strip()
-        if not model:
+        models = tuple(dict.fromkeys(m.strip() for m in model))
+        if not models or "" in models:
             return error(400, "the query parameter 'model' is required")
         try:
             wanted = parse_needs(",".join(needs or ()))  # every value given
         except UnknownNeed as exc:
             return error(400, str(exc), known=KNOWN_NEEDS)
         try:
-            published = self.ignore.published(model, wanted)
+            parts = tuple(self.ignore.published(m, wanted) for m in models)
         except UnknownModel as exc:
             return error(404, str(exc), known=exc.known)
         except ListUnavailable as exc:
             return error(503, str(exc))
-        headers = self._headers.get(published.etag)
+        if len(parts) == 1:  # the hot path: the published body as it is
+            body, etag = parts[0].body, parts[0].etag
+        else:
+            body, etag = self._join(models, wanted, parts)
+        headers = self._headers.get(etag)
         if headers is None:
             if len(self._headers) > 256:
                 self._headers.clear()
-            headers = self._headers[published.etag] = {
-                "etag": published.etag,
-                "cache-control": CACHE_CONTROL,
-            }
-        if _matches(if_none_match, published.etag):
+            headers = self._headers[etag] = {"etag": etag, "cache-control": CACHE_CONTROL}
+        if _matches(if_none_match, etag):
             return Response(status_code=304, headers=headers)
-        return Response(published.body, headers=headers, media_type="application/json")
+        return Response(body, headers=headers, media_type="application/json")
+
+    def _join(
+        self, models: tuple[str, ...], needs: frozenset[str], parts: tuple[Published, ...]
+    ) -> tuple[bytes, str]:
+        """Several lists in one body, joined once per set of publications."""
+        key = (models, needs)
+        cached = self._joined.get(key)
+        if cached is None or any(a is not b for a, b in zip(cached.parts, parts, strict=True)):
+            if len(self._joined) > 256:
+                self._joined.clear()
+            cached = self._joined[key] = joined_answer(parts)
+        return cached.body, cached.etag
 
 
 def _matches(header: str | None, etag: str) -> bool:

@@ -115,6 +115,12 @@ class IgnoreList(Answer):
     )
 
 
+class IgnoreLists(Answer):
+    """Several models' lists (model=a&model=b), in the order asked, under one ETag."""
+
+    lists: list[IgnoreList]
+
+
 # -- read views -------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from canary.cli.ops_base import (
 )
 
 if TYPE_CHECKING:
+    from canary.core.document import IgnoreDocument
     from canary.store.log_rows import AuditRow
 
 # -- quarantine -------------------------------------------------------------------------------
@@ -276,7 +277,15 @@ def exclude_remove(
 
 def ignore_list(
     ctx: typer.Context,
-    model: ModelOpt,
+    model: Annotated[
+        list[str],
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help="Model id, author/slug. Repeat it for several models (one list each).",
+        ),
+    ],
     needs: Annotated[
         str | None,
         typer.Option(
@@ -288,19 +297,28 @@ def ignore_list(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The published ignore list of a model: the same document as the API."""
+    """The published ignore list of a model (or of several): --json prints GET
+    /v1/ignore-list's body for the same models."""
     from canary.core.needs import UnknownNeed, parse_needs
+    from canary.views.bodies import ignore_lists_answer
 
     try:
         wanted = parse_needs(needs)
     except UnknownNeed as exc:
         fail(str(exc), code=2)
+    models = list(dict.fromkeys(model))
     with ops_context(ctx) as ops:
-        ops.check_model(model)
-        doc = ignore_service(ops, [model]).document(model, wanted)[0]
+        for name in models:
+            ops.check_model(name)
+        answer = ignore_lists_answer(ignore_service(ops, models), models, wanted)
     if as_json:
-        print_json(doc)
+        print_json(json.loads(answer.body))
         return
+    for part in answer.parts:
+        _show_list(part.model, part.document)
+
+
+def _show_list(model: str, doc: IgnoreDocument) -> None:
     needs_line = ", ".join(doc.get("needs") or ())  # the capabilities the list was cut for
     cut = f" for needs {needs_line}" if needs_line else ""
     show(

@@ -3,13 +3,16 @@
 ``GET /v1/quarantines`` answers :func:`quarantines_body` and ``canary quarantine list --json``
 prints it; likewise ``/v1/exclusions`` and ``exclude list``, ``/v1/audit`` and ``audit``,
 ``/v1/history`` and ``history``, ``/v1/providers`` and each model of ``status`` (beside its
-``ignore_list``, the ``/v1/ignore-list`` document). The tables of the CLI are drawn from the same
-records.
+``ignore_list``, the ``/v1/ignore-list`` document). ``GET /v1/ignore-list`` answers
+:func:`ignore_lists_answer` and ``canary ignore-list --json`` prints it. The tables of the CLI
+are drawn from the same records.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
@@ -31,6 +34,7 @@ from canary.views.records import (
 
 if TYPE_CHECKING:
     from canary.core.model import Exclusion
+    from canary.service.ignore_list import IgnoreListService, Published
     from canary.store.repository import Store
     from canary.views.providers import ProviderView
 
@@ -113,3 +117,32 @@ def providers_body(
         "providers": [v.as_json() for v in views],
         "cost": model_cost(spend, model),
     }
+
+
+@dataclass(frozen=True)
+class IgnoreListsAnswer:
+    """``GET /v1/ignore-list``'s body and weak ETag, for one model or several."""
+
+    body: bytes
+    etag: str
+    parts: tuple[Published, ...]  # what it was built from, in the order asked
+
+
+def ignore_lists_answer(
+    service: IgnoreListService, models: Sequence[str], needs: frozenset[str] = frozenset()
+) -> IgnoreListsAnswer:
+    """The published list of each of ``models`` (repeats count once, in the order first asked),
+    each cut for ``needs``. One model: its document as it is published. Several:
+    ``{"lists": [document, ...]}`` under one weak ETag over every document's own tag, so it
+    changes when any of them does. Raises UnknownModel or ListUnavailable for the first model
+    that has no list."""
+    parts = tuple(service.published(m, needs) for m in dict.fromkeys(models))
+    return joined_answer(parts)
+
+
+def joined_answer(parts: tuple[Published, ...]) -> IgnoreListsAnswer:
+    if len(parts) == 1:
+        return IgnoreListsAnswer(parts[0].body, parts[0].etag, parts)
+    body = b'{"lists":[' + b",".join(p.body for p in parts) + b"]}"
+    tags = "\n".join(p.etag for p in parts).encode()
+    return IgnoreListsAnswer(body, 'W/"' + hashlib.sha256(tags).hexdigest() + '"', parts)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
+from ops_seed import seed
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -37,6 +38,10 @@ def unstamped(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def api(fleet: Fleet) -> TestClient:
+    return serve(fleet)
+
+
+def serve(fleet: Fleet) -> TestClient:
     """canary serve's app over the fleet's store and settings."""
     settings = load_settings(fleet.config)
     wiring = build_wiring(settings, store=fleet.store, upgrade=False)
@@ -117,6 +122,33 @@ def test_ignore_list_prints_the_ignore_list_route_body(fleet: Fleet, api: TestCl
         assert unstamped(body) == unstamped(
             route(api, "/v1/ignore-list", model=fleet.model, **params)
         )
+
+
+def test_ignore_list_of_several_models_prints_the_routes_body_for_them(fleet: Fleet) -> None:
+    second = fleet.model + "-b"
+    seed(fleet.store, second, now=datetime.now(UTC))
+    with fleet.config.open("a", encoding="utf-8") as config:
+        config.write(f'[[models]]\nid = "{second}"\n')
+    api = serve(fleet)
+    for needs in ((), ("--needs", "tools")):
+        body = cli(fleet, "ignore-list", "-m", second, "-m", fleet.model, *needs)
+        query = f"model={second}&model={fleet.model}" + ("&needs=tools" if needs else "")
+        response = api.get("/v1/ignore-list?" + query)
+        assert response.status_code == 200, response.text
+        assert [unstamped(d) for d in body["lists"]] == [
+            unstamped(d) for d in response.json()["lists"]
+        ]
+    assert [d["model"] for d in body["lists"]] == [second, fleet.model]
+    table = runner.invoke(
+        app, ["--config", str(fleet.config), "ignore-list", "-m", fleet.model, "-m", second]
+    )
+    assert table.exit_code == 0, table.output
+    assert f"ignore list of {fleet.model}" in table.output
+    assert f"ignore list of {second}" in table.output
+    unknown = runner.invoke(
+        app, ["--config", str(fleet.config), "ignore-list", "-m", fleet.model, "-m", "acme/nope"]
+    )
+    assert unknown.exit_code != 0 and fleet.model in unknown.output
 
 
 def test_each_model_of_status_is_the_providers_route_body_and_its_list(
