@@ -77,6 +77,10 @@ class ExclusionRequest(ReleaseRequest):
 
 class IgnoreEntry(Answer):
     provider: str = Field(description="An endpoint tag or a provider slug.")
+    name: str | None = Field(
+        description="OpenRouter's display name (provider_name) of what it names, from the "
+        "latest listing; null when not listed, or when a slug names providers of several names."
+    )
     layer: Literal["builtin", "runtime", "quarantine", "control"]
     reason: str
     since: Time
@@ -181,6 +185,10 @@ class Ttft(Answer):
 
 class Provider(Answer):
     provider: str
+    name: str | None = Field(
+        description="OpenRouter's display name (provider_name) in the latest listing: what its "
+        "answers call the provider."
+    )
     state: Literal["healthy", "suspect", "quarantined", "excluded", "unknown"] = Field(
         description="Routing state. Latency has its own field and never changes it."
     )

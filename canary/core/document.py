@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from canary.core.floor import Publication
+from canary.core.identity import display_name
 from canary.core.layers import exclusion_key, iso_utc
 
 
@@ -18,6 +19,7 @@ class DocumentEntry(TypedDict):
     """One published entry: which layer put it there, why, and for how long."""
 
     provider: str  # an endpoint tag or a provider slug
+    name: str | None  # its display name in the latest listing (None: not listed, or several)
     layer: str  # builtin | runtime | quarantine | control
     reason: str
     since: str | None  # ISO-8601 UTC, "Z"
@@ -59,7 +61,8 @@ def ignore_document(
     full list.
     Times are ISO-8601 UTC strings with a ``Z`` suffix, null when missing. ``floor_breached`` is
     true exactly when fewer listed endpoints than the capacity floor are usable even with every
-    quarantine that would help withheld (``withheld`` names those).
+    quarantine that would help withheld (``withheld`` names those). Each entry carries the
+    display name of what it names in the latest listing (OpenRouter's ``provider_name``).
     """
     tags = publication.ignore
     return {
@@ -69,6 +72,7 @@ def ignore_document(
         "entries": [
             {
                 "provider": e.tag,
+                "name": display_name(e.tag, publication.listing),
                 "layer": e.layer.value,
                 "reason": e.reason,
                 "since": iso_utc(e.since),

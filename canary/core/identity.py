@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from canary.core.model import Endpoint, Exclusion, Layer
@@ -58,11 +58,17 @@ class Listed:
     tag: str
     service_tier: str | None = None
     capabilities: frozenset[str] = frozenset()  # the CAPABILITIES it advertises
+    # OpenRouter's display name (``provider_name``): what its answers call the provider. Shown
+    # beside the tag; never part of matching.
+    name: str | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, endpoint: Endpoint) -> Listed:
         return cls(
-            endpoint.tag, endpoint.service_tier, capabilities_of(endpoint.supported_parameters)
+            endpoint.tag,
+            endpoint.service_tier,
+            capabilities_of(endpoint.supported_parameters),
+            endpoint.provider_name or None,
         )
 
     def serves(self, needs: Iterable[str]) -> bool:
@@ -83,6 +89,14 @@ def matches(entry_tag: str, endpoint: Listed) -> bool:
         and endpoint.service_tier is None
         and base_slug(endpoint.tag) == entry_tag
     )
+
+
+def display_name(entry_tag: str, listing: Iterable[Listed] | None) -> str | None:
+    """The display name of what an entry names in ``listing``: the name of the endpoint of that
+    tag, or the one name every endpoint a provider slug matches shares (None when they differ,
+    or when nothing listed carries a name)."""
+    found = {e.name for e in listing or () if matches(entry_tag, e)}
+    return found.pop() if len(found) == 1 else None
 
 
 def names(entry: Exclusion, endpoint: Listed) -> bool:

@@ -152,7 +152,15 @@ def listing_of(snapshot: Snapshot | None) -> tuple[Listed, ...] | None:
     for tag, meta in sorted(snapshot.items()):
         tier, parameters = meta.get("service_tier"), meta.get("supported_parameters")
         capabilities = capabilities_of(map(str, parameters if isinstance(parameters, list) else ()))
-        listed.append(Listed(tag, tier if isinstance(tier, str) else None, capabilities))
+        name = meta.get("provider_name")  # the display name: shown beside the tag
+        listed.append(
+            Listed(
+                tag,
+                tier if isinstance(tier, str) else None,
+                capabilities,
+                name if isinstance(name, str) and name else None,
+            )
+        )
     return tuple(listed)
 
 

@@ -41,6 +41,7 @@ class MarkRecord(TypedDict):
 
 class ProviderRecord(TypedDict):
     provider: str
+    name: str | None  # OpenRouter's display name in the latest listing
     state: str
     failing_rounds: int
     failing_by_contract: dict[str, int]
@@ -68,6 +69,7 @@ class ProviderView:
     exclusions: tuple[Exclusion, ...]  # the built-in, runtime and control entries that name it
     results: Mapping[str, ResultMark]  # contract -> its latest result, detail and round
     latency: Latency  # information only: never part of the routing state
+    name: str | None = None  # OpenRouter's display name (provider_name) in the latest listing
 
     @property
     def exclusion_notes(self) -> list[str]:
@@ -93,6 +95,7 @@ class ProviderView:
     def as_json(self) -> ProviderRecord:
         return {
             "provider": self.provider,
+            "name": self.name,
             "state": self.state,
             "failing_rounds": self.failing_streak,
             "failing_by_contract": dict(self.failing),
@@ -201,6 +204,7 @@ def provider_views_of(
             quarantined_of[m],
             layered_of[m],
             latency_of[m],
+            {e.tag: e.name for e in listing_of[m] or ()},
         )
         for m in models
     }
@@ -234,6 +238,7 @@ def _views(
     quarantines: Mapping[str, QuarantineRow],
     layered: Mapping[str, list[Exclusion]],
     latency: Mapping[str, Latency],
+    display: Mapping[str, str | None],
 ) -> list[ProviderView]:
     views = []
     for tag in tags:
@@ -260,6 +265,7 @@ def _views(
                 exclusions=tuple(layered.get(tag, ())),
                 results=dict(sorted(latest.get(tag, {}).items())),
                 latency=latency[tag],
+                name=display.get(tag),
             )
         )
     views.sort(key=lambda v: (STATES.index(v.state), v.provider))

@@ -123,7 +123,7 @@ def test_adding_an_exclusion_answers_201_with_its_id_and_publishes_it(api: Api) 
     doc = api.client.get("/v1/ignore-list", params={"model": api.model}).json()
     alpha = [e for e in doc["entries"] if e["provider"] == "alpha"]
     assert alpha == [
-        {"provider": "alpha", "layer": "runtime", "reason": "incident 7",
+        {"provider": "alpha", "name": "Alpha", "layer": "runtime", "reason": "incident 7",
          "since": "2026-05-01T12:00:00Z", "until": "2026-05-03T00:00:00Z"}
     ]  # fmt: skip
     record = api.client.get("/v1/audit", params={"model": api.model}).json()["records"][0]

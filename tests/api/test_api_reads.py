@@ -44,6 +44,8 @@ def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: A
     ]
     bravo = doc["entries"][0]
     assert bravo["until"] == "2026-05-02T11:30:00Z" and bravo["since"] == "2026-05-01T11:30:00Z"
+    # each entry beside its tag: the display name OpenRouter's answers carry
+    assert [e["name"] for e in doc["entries"]] == ["Bravo", "Delta", "Echo"]
     assert doc["stale"] is False and doc["policy_version"] == POLICY
     assert doc["generated_at"] == "2026-05-01T12:00:00Z"
 
@@ -447,3 +449,9 @@ def test_quarantines_with_all_include_the_ended_ones(api: Api) -> None:
     assert bravo["released_at"] is not None
     bad = api.client.get("/v1/quarantines", params={**params, "all": "maybe"})
     assert bad.status_code == 400 and "all must be true or false" in bad.json()["error"]
+
+
+def test_providers_carry_the_display_name_of_the_latest_listing_beside_the_tag(api: Api) -> None:
+    body = api.client.get("/v1/providers", params={"model": api.model}).json()
+    named = {p["provider"]: p["name"] for p in body["providers"]}
+    assert named["charlie/fp8"] == "Charlie" and named["alpha"] == "Alpha"

@@ -46,8 +46,8 @@ def test_a_control_is_published_by_its_exact_tag_in_the_control_layer() -> None:
     assert published.ignore == ["ctl"] and published.usable == ("a", "b")
     document = ignore_document(published, generated_at=T0, stale=False, policy_version="p-1")
     assert document["entries"] == [
-        {"provider": "ctl", "layer": "control", "reason": CONTROL_REASON, "since": None,
-         "until": None}
+        {"provider": "ctl", "name": None, "layer": "control", "reason": CONTROL_REASON,
+         "since": None, "until": None}
     ]  # fmt: skip
     assert document["usable_endpoints"] == 2 and not document["floor_breached"]
 

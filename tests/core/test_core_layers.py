@@ -44,7 +44,7 @@ def test_an_entry_takes_the_layer_it_was_passed_in() -> None:
 def test_ignore_document_shape() -> None:
     publication = publish(
         MODEL,
-        [Listed(t) for t in ("a", "b", "c", "d")],
+        [Listed(t, name=t.upper()) for t in ("a", "b", "c", "d")],
         [ex("b", Layer.builtin)],
         [],
         [ex("a", Layer.quarantine, since=T0, until=T0 + timedelta(days=1), evidence=(3, 4)),
@@ -58,11 +58,11 @@ def test_ignore_document_shape() -> None:
         "ignore": ["a", "b"],
         "provider": {"ignore": ["a", "b"]},
         "entries": [
-            {"provider": "a", "layer": "quarantine", "reason": "quarantine a",
+            {"provider": "a", "name": "A", "layer": "quarantine", "reason": "quarantine a",
              "since": "2026-01-05T12:00:00Z", "until": "2026-01-06T12:00:00Z"},
-            {"provider": "b", "layer": "builtin", "reason": "builtin b", "since": None,
-             "until": None},
-            {"provider": "b", "layer": "quarantine", "reason": "quarantine b",
+            {"provider": "b", "name": "B", "layer": "builtin", "reason": "builtin b",
+             "since": None, "until": None},
+            {"provider": "b", "name": "B", "layer": "quarantine", "reason": "quarantine b",
              "since": "2026-01-05T12:00:00Z", "until": "2026-01-05T13:00:00Z"},
         ],
         "withheld": [],
@@ -97,3 +97,21 @@ def test_iso_utc_converts_offsets_and_takes_naive_as_utc() -> None:
     assert iso_utc(plus2) == "2026-01-05T14:00:00Z"
     assert iso_utc(datetime(2026, 1, 5, 12, 0)) == "2026-01-05T12:00:00Z"
     assert iso_utc(None) is None
+
+
+def test_an_entry_is_named_by_the_display_name_of_what_it_names() -> None:
+    from canary.core.identity import display_name
+
+    listing = [
+        Listed("deep/fp8", name="DeepInfra"),
+        Listed("deep/turbo", name="DeepInfra"),
+        Listed("mixed/a", name="Mixed A"),
+        Listed("mixed/b", name="Mixed B"),
+        Listed("bare"),
+    ]
+    assert display_name("deep/fp8", listing) == "DeepInfra"
+    assert display_name("deep", listing) == "DeepInfra"  # a slug: the one name they share
+    assert display_name("mixed", listing) is None  # several names: none is the slug's
+    assert display_name("gone", listing) is None and display_name("bare", listing) is None
+    assert display_name("deep", None) is None  # before the first listing
+    assert Listed("a", name="A") == Listed("a")  # the name is shown, never matched on

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "e68a308ec616de0ead89bb9bce71a8fa573dc747fa18dcb9a30cba84822bc9b8")
+PINNED = (7, "3d9bb19bec908a87a3dc0c023f08e9f233f5be2cec0ad435adf1e3bd13487e57")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
