@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 
 from canary.api.app import create_app
 from canary.service.ignore_list import IgnoreListService
-from canary.store.plain_reads import ModelLayers
 from canary.store.repository import Store
+from canary.store.rows import ModelLayers
 
 _n = itertools.count(1)
 
