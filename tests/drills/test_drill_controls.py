@@ -63,8 +63,8 @@ def test_a_filtering_control_is_never_quarantined_for_its_schema_and_is_publishe
     assert listed.exit_code == 0, listed.output
     document = json.loads(listed.stdout)
     assert document["entries"] == [
-        {"provider": "ctl", "layer": "control", "reason": "positive control: known to filter",
-         "since": None, "until": None}
+        {"provider": "ctl", "name": "Ctl", "layer": "control",
+         "reason": "positive control: known to filter", "since": None, "until": None}
     ]  # fmt: skip
     assert document["usable_endpoints"] == 3 and document["floor_breached"] is False
     status = cli.invoke(app, ["--config", str(config), "status", "-m", model, "--json"])
