@@ -23,11 +23,10 @@ import typer
 from pydantic import JsonValue
 
 from canary.cli.common import fail, print_json, to_second
+from canary.cli.ops_base import console as _console
 from canary.core.drift import PER_MILLION
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from canary.store.log_rows import DriftRow
     from canary.store.repository import Store
 
@@ -193,14 +192,6 @@ def _print_table(
     alerts = sum(1 for r in records if r["alert"])
     more = " (limit reached: older changes not shown, raise --limit)" if truncated else ""
     console.print(f"{len(records)} change(s), {alerts} alert(s){more}")
-
-
-def _console() -> Console:
-    import sys
-
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _when(text: str) -> datetime:

@@ -8,24 +8,26 @@ round, so it never loads every probe definition on its way (see :class:`Ops`).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 import typer
+from rich.text import Text
 
 from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
     STATE_STYLES,
     JsonOpt,
     OptModelOpt,
+    console,
     ignore_service,
     ops_context,
+    table_of,
 )
-from canary.cli.plain_table import Cell, Span, cell, colour_wanted, render, styled, write
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from canary.core.document import IgnoreDocument
     from canary.views.cost import CostDay, ModelCost
     from canary.views.latency import Latency
@@ -75,20 +77,17 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             }
         )
         return
-    colour = colour_wanted(sys.stdout)
-    chunks = []
+    shown = console()
     for o in out:
         doc = o.ignore
         ignored = json.dumps(doc["ignore"]) if doc["ignore"] else "[] (nothing ignored)"
-        chunks += [
-            providers_table(o.model, ops.settings.mode, o.providers, colour),
-            f"ignore list: {ignored}  policy {doc['policy_version']}",
-            styled(floor_line(doc), colour),
-            *([entries_table(doc, o.providers, colour)] if doc["entries"] else []),
-            styled(cost_line(o.cost), colour) + "\n",
-        ]
-    chunks.append(day_line(spend["day"]))
-    write("\n".join(chunks))
+        shown.print(providers_table(o.model, ops.settings.mode, o.providers))
+        shown.print(Text(f"ignore list: {ignored}  policy {doc['policy_version']}"))
+        shown.print(floor_line(doc))
+        if doc["entries"]:
+            shown.print(entries_table(doc, o.providers))
+        shown.print(cost_line(o.cost), end="\n\n")
+    shown.print(Text(day_line(spend["day"])))
 
 
 @dataclass(frozen=True)
@@ -99,44 +98,36 @@ class _ModelStatus:
     cost: ModelCost
 
 
-def floor_line(doc: IgnoreDocument) -> Cell:
+def floor_line(doc: IgnoreDocument) -> Text:
     """The capacity floor on the published list: red when breached."""
     usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
     if usable is None:
-        return cell(f"capacity floor {floor}: not listed yet")
+        return Text(f"capacity floor {floor}: not listed yet")
     withheld = doc["withheld"]
     held = f"; withheld to hold it: {', '.join(withheld)}" if withheld else ""
     if doc["floor_breached"]:
-        return (
-            Span("FLOOR BREACHED", "bold red"),
-            Span(f": {usable} usable endpoint(s), floor {floor}{held}"),
+        return Text.assemble(
+            ("FLOOR BREACHED", "bold red"), f": {usable} usable endpoint(s), floor {floor}{held}"
         )
-    return cell(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
+    return Text(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
 
 
-def entries_table(doc: IgnoreDocument, views: list[ProviderView], colour: bool) -> str:
+def entries_table(doc: IgnoreDocument, views: list[ProviderView]) -> Table:
     """The entries of the published list as entries: an entry is not an endpoint (a provider
     slug names endpoints, each shown in the table above as ``excluded``)."""
     from canary.views.providers import named_endpoints
 
-    rows = []
+    table = table_of("entries of the published list", "Entry", "Layer", "Names", "Reason", "Until")
     for e in doc["entries"]:
         names = named_endpoints(e["provider"], e["layer"], views)
-        rows.append(
-            (
-                cell(e["provider"]),
-                cell(e["layer"]),
-                cell(", ".join(names)) if names else cell("no endpoint known", "dim"),
-                cell(e["reason"]),
-                cell(to_second(e["until"]) if e["until"] else ""),
-            )
+        table.add_row(
+            Text(e["provider"]),
+            Text(e["layer"]),
+            Text(", ".join(names)) if names else Text("no endpoint known", "dim"),
+            Text(e["reason"]),
+            Text(to_second(e["until"]) if e["until"] else ""),
         )
-    return render(
-        "entries of the published list",
-        ("Entry", "Layer", "Names", "Reason", "Until"),
-        rows,
-        colour,
-    )
+    return table
 
 
 RESULT_STYLES = {
@@ -151,43 +142,30 @@ COLUMNS = (
 )  # fmt: skip
 
 
-# Each result's mark and each contract's label, made once: a table of 2,000 endpoints shows
-# the same dozen of them 12,000 times.
-_MARKS = {result: Span(mark, style) for result, (mark, style) in RESULT_STYLES.items()}
-_UNKNOWN_MARK = Span("·")
-
-
-@cache
-def _label(contract: str, first: bool) -> Span:
-    return Span(f"{contract} " if first else f" {contract} ")
-
-
-def providers_table(model: str, mode: str, views: list[ProviderView], colour: bool) -> str:
-    rows = []
+def providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
+    table = table_of(f"{model}  (mode {mode})", *COLUMNS)
     for v in views:
-        marks: list[Span] = []
+        marks = Text()
         for c, r in v.results.items():
-            marks.append(_label(c, not marks))
-            marks.append(_MARKS.get(r.result, _UNKNOWN_MARK))
+            marks.append(f" {c} " if marks else f"{c} ")
+            marks.append(*RESULT_STYLES.get(r.result, ("·", "")))
         day = v.ttft_24h
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
         notes.extend(v.exclusion_notes)
-        rows.append(
-            (
-                cell(v.provider),
-                cell(v.state, STATE_STYLES.get(v.state, "")),
-                cell(str(v.failing_streak)),
-                marks if v.results else cell("none yet", "dim"),
-                cell(
-                    f"{seconds(day.get('p50'))} / {seconds(day.get('p95'))} / {seconds(day.get('p99'))}"
-                ),
-                latency_cell(v.latency),
-                cell("; ".join(notes)),
-            )
+        table.add_row(
+            Text(v.provider),
+            Text(v.state, STATE_STYLES.get(v.state, "")),
+            Text(str(v.failing_streak)),
+            marks if v.results else Text("none yet", "dim"),
+            Text(
+                f"{seconds(day.get('p50'))} / {seconds(day.get('p95'))} / {seconds(day.get('p99'))}"
+            ),
+            latency_cell(v.latency),
+            Text("; ".join(notes)),
         )
-    return render(f"{model}  (mode {mode})", COLUMNS, rows, colour)
+    return table
 
 
 def seconds(value: float | None) -> str:
@@ -198,7 +176,7 @@ def usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
-def latency_cell(latency: Latency) -> Cell:
+def latency_cell(latency: Latency) -> Text:
     """``degraded (7d p95 6.10, peers p95 1.00, OR p50 0.64)``: the state and its context, in
     seconds like every time in the tables (OpenRouter's figures come in milliseconds)."""
     beside = [f"7d p95 {seconds(latency.week.get('p95'))}"]
@@ -206,26 +184,27 @@ def latency_cell(latency: Latency) -> Cell:
         beside.append(f"peers p95 {latency.peers_p95_24h_s:.2f}")
     if latency.openrouter_ms and "p50" in latency.openrouter_ms:
         beside.append(f"OR p50 {seconds(latency.openrouter_ms['p50'] / 1000)}")
-    return (
-        Span(latency.state, LATENCY_STYLES.get(latency.state, "")),
-        Span(f" ({', '.join(beside)})"),
+    return Text.assemble(
+        (latency.state, LATENCY_STYLES.get(latency.state, "")), f" ({', '.join(beside)})"
     )
 
 
-def cost_line(cost: ModelCost) -> Cell:
+def cost_line(cost: ModelCost) -> Text:
     last = cost["last_round"]
     parts = [
         f"last round {usd(last['cost_usd']) if last else '– (no round yet)'}",
         f"last 24 h {usd(cost['last_24h_usd'])}",
         f"today {usd(cost['today_usd'])}",
     ]
-    spans = [Span("probe cost: " + ", ".join(parts))]
+    line = Text("probe cost: " + ", ".join(parts))
     skipped = last["skipped"] if last else []
     if skipped:
         names = ", ".join(str(s["provider"]) for s in skipped)
         why = skipped[0]["reason"] or "?"
-        spans += [Span("\n"), Span("skipped last round", "dark_orange"), Span(f": {names} ({why})")]
-    return spans
+        line.append_tokens(
+            [("\n", ""), ("skipped last round", "dark_orange"), (f": {names} ({why})", "")]
+        )
+    return line
 
 
 def day_line(day: CostDay) -> str:
