@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from canary.core.model import Endpoint
-from canary.core.stats import window_figures
 
 PRESENCE = "presence"
 CAPACITY = "capacity"
@@ -209,18 +208,6 @@ def _capacity_change(model: str, was: int, now: int, floor: int) -> DriftChange 
         return None
     reason = f"{now} endpoints < capacity floor {floor}" if now < floor else None
     return DriftChange(model, None, CAPACITY, was, now, False, reason)
-
-
-def ttft_health(
-    histogram: Mapping[int, tuple[int, float]], bound_p95_s: float, *, min_samples: int = 1
-) -> tuple[str, dict[str, float | int | None]]:
-    """Our own time-to-first-token figures for one endpoint over a window, and a state
-    (:func:`ttft_state`). The window's samples come as a latency histogram
-    (:func:`canary.core.stats.histogram_of`); percentiles are nearest-rank over it
-    (:func:`canary.core.stats.histogram_percentiles`).
-    """
-    figures = window_figures(histogram)
-    return ttft_state(figures, bound_p95_s, min_samples=min_samples), figures
 
 
 def ttft_state(

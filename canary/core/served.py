@@ -85,14 +85,3 @@ def served_model_changes(
         )
         for tag, old, new in changed
     )
-
-
-def unexpected(
-    served: Mapping[str, str], requested: str, permaslugs: Mapping[str, str | None]
-) -> dict[str, str]:
-    """The endpoints whose served model is none of the expected ids, with what they served."""
-    return {
-        tag: value
-        for tag, value in sorted(served.items())
-        if not is_expected(value, requested, permaslugs.get(tag))
-    }

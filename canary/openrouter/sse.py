@@ -101,9 +101,3 @@ class SSEParser:
         raw = data[0] if len(data) == 1 else b"\n".join(data)
         data.clear()
         return SSEEvent(data=raw.decode("utf-8", errors="replace"), event=event, id=self._id)
-
-
-def parse_all(body: bytes) -> list[SSEEvent]:
-    """Parse a complete body at once (fixtures, tests)."""
-    parser = SSEParser()
-    return parser.feed(body) + parser.close()

@@ -20,7 +20,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
-from canary.core.classify import classify_status, error_message, error_of
+from canary.core.classify import error_message, error_of
 from canary.core.model import ToolCall, Transport, Usage
 from canary.openrouter.shapes import JSONObject, JSONValue, as_int, as_object, as_text
 from canary.openrouter.sse import DONE
@@ -148,7 +148,7 @@ class StreamAssembler:
                     self._choice(choice, at)
 
     def _choice(self, choice: JSONObject, at: float) -> None:
-        # a streaming choice has a delta; a non-streaming one (assemble_completion) a message
+        # a streaming choice has a delta; a chunk shaped as a whole completion, a message
         delta = as_object(choice.get("delta"))
         if delta is None:
             delta = as_object(choice.get("message"))
@@ -238,14 +238,3 @@ class StreamAssembler:
             done=self.done,
             events=self._events,
         )
-
-
-def assemble_completion(body: JSONObject) -> StreamOutcome:
-    """A non-streaming chat completion body read with the same rules (times are all zero)."""
-    status_class = classify_status(200, body)
-    if status_class is not Transport.ok:
-        return StreamOutcome(transport=status_class, error=error_message(200, body))
-    assembler = StreamAssembler()
-    assembler.feed_chunk(body, 0.0)
-    assembler.done = True
-    return assembler.finish()

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from canary.config.probe_set import ProbeSet, load_probes
-from canary.config.settings import ModelSettings, Settings
+from canary.config.settings import Settings
 from canary.core.cost import probe_cost
 from canary.core.model import Endpoint, Exclusion, Observation
 from canary.core.policy import PolicyRules, policy_version
@@ -45,9 +45,6 @@ class Wiring:
         return PolicyRules.of(
             self.settings.policy, self.settings.mode, self.settings.interval_minutes
         )
-
-    def rules_for(self, model: ModelSettings) -> PolicyRules:
-        return self.rules
 
     @cached_property
     def policy_version(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from pydantic import JsonValue
 
 from canary.sim.scenario import Provider
@@ -175,10 +173,6 @@ ERROR_TYPES = {
 
 def error_type(code: int) -> str:
     return ERROR_TYPES.get(code, "server" if code >= 500 else "invalid_request")
-
-
-def sse(obj: dict[str, JsonValue]) -> bytes:
-    return b"data: " + json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
 KEEPALIVE = b": OPENROUTER PROCESSING\n\n"

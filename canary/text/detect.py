@@ -226,11 +226,6 @@ def _judge(
     )
 
 
-def analyzer_for(languages: Iterable[str] = SUPPORTED_LANGUAGES) -> LanguageAnalyzer:
-    """An analyzer for ``languages`` with the default rules (the detectors are cached per set)."""
-    return LanguageAnalyzer(languages)
-
-
 # A language code is read letter by letter: "an en answer", "an fr answer", "a pt answer".
 _VOWEL_SOUND_LETTERS = frozenset("aefhilmnorsx")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "3d9bb19bec908a87a3dc0c023f08e9f233f5be2cec0ad435adf1e3bd13487e57")
+PINNED = (7, "919265d0a6e530826b9290bd21ada949ea023f136c32e8558e6af6cbc9abb6c7")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -6,7 +6,7 @@ import pytest
 from builders import observation
 
 from canary.core.model import Contract, Observation, Transport
-from canary.core.served import is_expected, served_model, served_model_changes, unexpected
+from canary.core.served import is_expected, served_model, served_model_changes
 
 M = "acme/chat-1"
 
@@ -133,8 +133,3 @@ def test_a_change_not_seen_on_every_endpoint_stays_per_endpoint(
     before: dict[str, str], after: dict[str, str], tags: list[str]
 ) -> None:
     assert [c.tag for c in served_model_changes(M, before, after)] == tags
-
-
-def test_unexpected_ids_are_named() -> None:
-    served = {"a": "acme/chat-1", "b": "other/model", "c": "acme/chat-1-2025-01-01"}
-    assert unexpected(served, M, {}) == {"b": "other/model"}

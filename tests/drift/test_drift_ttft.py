@@ -1,4 +1,5 @@
-"""ttft_health: percentiles checked against known inputs, and the healthy/degraded/unknown state."""
+"""Time-to-first-token figures of a window: percentiles checked against known inputs, and the
+healthy/degraded/unknown state."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import math
 
 import pytest
 
-from canary.core.drift import ttft_health as health_of_histogram
-from canary.core.stats import histogram_of
+from canary.core.drift import ttft_state
+from canary.core.stats import histogram_of, window_figures
 
 
 def ttft_health(samples: list[float], **kw: float) -> tuple[str, dict[str, float | int | None]]:
-    return health_of_histogram(histogram_of(samples), **kw)  # type: ignore[arg-type]
+    figures = window_figures(histogram_of(samples))
+    return ttft_state(figures, **kw), figures  # type: ignore[arg-type]
 
 
 def test_percentiles_of_one_to_hundred() -> None:

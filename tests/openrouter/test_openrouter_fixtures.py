@@ -13,8 +13,15 @@ from wire_server import FIXTURES
 from canary.core.classify import classify_status
 from canary.core.model import Transport
 from canary.openrouter.endpoints import parse_endpoints
-from canary.openrouter.sse import SSEParser, parse_all
-from canary.openrouter.stream import StreamAssembler, StreamOutcome, assemble_completion
+from canary.openrouter.sse import SSEEvent, SSEParser
+from canary.openrouter.stream import StreamAssembler, StreamOutcome
+
+
+def parse_all(body: bytes) -> list[SSEEvent]:
+    """A complete body parsed at once."""
+    parser = SSEParser()
+    return parser.feed(body) + parser.close()
+
 
 pytestmark = pytest.mark.skipif(not CAPTURES.present, reason=CAPTURES.reason)
 
@@ -211,28 +218,6 @@ def test_every_error_fixture_classifies(path: Path) -> None:
     assert classify_status(status, body) is expected
 
 
-@pytest.mark.parametrize("path", files("completion", "*.json"), ids=lambda p: p.name)
-def test_every_completion_fixture_reads(path: Path) -> None:
-    raw = path.read_bytes()
-    body = json.loads(raw)  # leading whitespace (a keep-alive) is valid JSON whitespace
-    outcome = assemble_completion(body)
-    assert outcome.transport is Transport.ok
-    assert outcome.served_by == body["provider"]
-    assert outcome.finish_reason == body["choices"][0]["finish_reason"]
-    if outcome.finish_reason == "tool_calls":
-        assert outcome.tool_calls and outcome.tool_calls[0].name
-        json.loads(outcome.tool_calls[0].arguments)
-    else:
-        assert outcome.content
-
-
 def test_leading_whitespace_completion_fixtures_really_start_with_whitespace() -> None:
     leading = [p for p in files("completion") if "leading-whitespace" in p.name]
     assert leading and all(p.read_bytes()[:1] == b"\n" for p in leading)
-
-
-def test_an_error_in_a_200_completion_is_classified() -> None:
-    (path,) = [p for p in files("error") if "inside-http-200" in p.name]
-    outcome = assemble_completion(json.loads(path.read_text()))
-    assert outcome.transport is Transport.rate_limited
-    assert outcome.error is not None and "Provider returned error (Google)" in outcome.error

@@ -4,7 +4,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canary.openrouter.sse import SSEError, SSEEvent, SSEParser, parse_all
+from canary.openrouter.sse import SSEError, SSEEvent, SSEParser
+
+
+def parse_all(body: bytes) -> list[SSEEvent]:
+    """A complete body parsed at once."""
+    parser = SSEParser()
+    return parser.feed(body) + parser.close()
+
 
 BODY = (
     b": OPENROUTER PROCESSING\n\n"

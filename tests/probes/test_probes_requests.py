@@ -200,9 +200,9 @@ def test_english_refusal_is_caught_whatever_the_probe_language(
 
 def test_prompts_are_written_in_their_language(probe_set: ProbeSet) -> None:
     """The real detector (lingua, via canary.text) reads each prompt as its own language."""
-    from canary.text.detect import analyzer_for
+    from canary.text.detect import LanguageAnalyzer
 
-    analyze = analyzer_for(SUPPORTED_LANGUAGES)
+    analyze = LanguageAnalyzer(SUPPORTED_LANGUAGES)
     for language in SUPPORTED_LANGUAGES:
         prompts = probe_set.prompts[language]
         for text in (prompts.system, prompts.refusal, prompts.language):

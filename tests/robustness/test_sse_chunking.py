@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canary.openrouter.sse import SSEEvent, SSEParser, parse_all
+from canary.openrouter.sse import SSEEvent, SSEParser
+
+
+def parse_all(body: bytes) -> list[SSEEvent]:
+    """A complete body parsed at once."""
+    parser = SSEParser()
+    return parser.feed(body) + parser.close()
+
 
 FRAGMENTS = st.sampled_from(
     [
