@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import orjson
 import typer
 
 from canary.core.model import iso_utc
@@ -79,21 +79,9 @@ def first_line(exc: BaseException) -> str:
     return line(exc)
 
 
-# JSON as the standard library writes it (times, dataclasses and anything else it cannot encode
-# as their str(), named tuples as arrays, keys that are not text as text), only compact and about
-# ten times faster: `canary status --json` at 2,000 endpoints is 1.6 MB, 28 ms through json.dumps.
-# A NaN, invalid JSON there, is null here.
-_JSON_OPTIONS = (
-    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-)
-
-
-def _json_default(value: object) -> object:
-    return list(value) if isinstance(value, tuple) else str(value)
-
-
 def print_json(value: Any) -> None:
-    text = orjson.dumps(value, default=_json_default, option=_JSON_OPTIONS).decode()
+    """``value`` as compact JSON on one line; what JSON cannot encode is written as its str()."""
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
     sys.stdout.write(text + "\n")
 
 
