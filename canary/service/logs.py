@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+import structlog
+
 if TYPE_CHECKING:
     from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
@@ -78,7 +80,6 @@ class _Config:
 
 
 _config = _Config()
-_applied = False
 _stdlib_formatter: logging.Formatter | None = None
 LIBRARY_LEVEL = logging.WARNING
 
@@ -89,8 +90,6 @@ class _LibraryHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            if not _applied:
-                _apply()
             assert _stdlib_formatter is not None
             print(_stdlib_formatter.format(record), file=_config.stream or sys.stderr, flush=True)
         except Exception:  # noqa: BLE001  # logging's contract: a record never raises (closed stream too)
@@ -113,8 +112,7 @@ def _route_library_logs() -> None:
 def configure_logging(
     settings: Settings | None = None, stream: TextIO | None = None, level: int = logging.INFO
 ) -> None:
-    """Remember how to log; structlog itself is imported when the first line is logged."""
-    global _applied
+    """Set how canary and the libraries it uses log."""
     if settings is not None:
         register_secret(settings.openrouter.api_key.get_secret_value())
         register_secret(settings.admin_token.get_secret_value())
@@ -122,16 +120,12 @@ def configure_logging(
             register_secret(hook.secret.get_secret_value())
     _config.fmt = settings.log_format if settings is not None else "auto"
     _config.stream, _config.level = stream, level
-    _applied = False
     _route_library_logs()
-    if "structlog" in sys.modules:
-        _apply()
+    _apply()
 
 
 def _apply() -> None:
-    global _applied, _stdlib_formatter
-    import structlog
-
+    global _stdlib_formatter
     stream, fmt = _config.stream, _config.fmt
     if fmt == "auto":
         fmt = "console" if getattr(stream or sys.stderr, "isatty", lambda: False)() else "json"
@@ -169,23 +163,11 @@ def _apply() -> None:
         ),
         cache_logger_on_first_use=False,
     )
-    _applied = True
 
 
-class _LazyLogger:
-    """A logger that imports and configures structlog on its first use (keeps start-up fast)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        if not _applied:
-            _apply()
-        import structlog
-
-        return getattr(structlog.get_logger(self._name), attribute)
+_apply()  # until configure_logging: the defaults of _Config
 
 
 def get_logger(name: str = "canary") -> FilteringBoundLogger:
-    """A structlog logger, made on its first use (:class:`_LazyLogger` stands in until then)."""
-    return cast("FilteringBoundLogger", _LazyLogger(name))
+    """A structlog logger (structlog binds it to the configuration on its first use)."""
+    return cast("FilteringBoundLogger", structlog.get_logger(name))
