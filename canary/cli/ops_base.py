@@ -154,8 +154,9 @@ def _readable_errors(
         fail(store_problem(f"cannot {action}", redact_url(settings.database_url), problem), code=1)
 
 
-# what the drivers say of a schema that is not there (SQLite; PostgreSQL)
-_NO_SCHEMA = ("no such table", "undefinedtable", "does not exist")
+# what the drivers say of a table that is not there (SQLite; PostgreSQL's UndefinedTable). A
+# PostgreSQL database that does not exist is not one `canary db upgrade` would create.
+_NO_SCHEMA = ("no such table", "undefinedtable")
 
 
 def store_problem(doing: str, where: str, problem: str) -> str:

@@ -6,19 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from builders import endpoints, observation
 from metrics_fleet import POLICY, fleet_client, scraped
 
-from canary.core.model import (
-    Contract,
-    ContractResult,
-    Endpoint,
-    Observation,
-    Pricing,
-    Result,
-    RoundVerdict,
-    Transport,
-    Verdict,
-)
+from canary.core.model import Contract, ContractResult, Result, RoundVerdict, Verdict
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -31,32 +22,15 @@ def _round(
     verdicts: dict[str, tuple[ContractResult, ...]],
     model: str = MODEL,
 ) -> None:
+    """A finished round of ``model`` at ``at``: ``verdicts``' tags listed and judged, and one
+    first-token sample of alpha (later rounds, slower samples)."""
     rid = store.claim_round(model, at, "t", POLICY, {}, started_at=at)
     assert rid is not None
-    store.record_snapshots(
-        rid,
-        MODEL,
-        [
-            Endpoint(model=MODEL, tag=t, provider_name=t, pricing=Pricing(1e-7, 2e-7))
-            for t in verdicts
-        ],
-        at,
+    store.record_snapshots(rid, model, endpoints(model, *verdicts), at)
+    sample = observation(
+        ttft_s=0.8 + (at - NOW).total_seconds() / 36_000, nonce=f"{rid}-alpha", attempt=1
     )
-    store.record_observations(
-        rid,
-        model,
-        [
-            Observation(
-                contract=Contract.ttft,
-                tag="alpha",
-                transport=Transport.ok,
-                ttft_s=0.8 + (at - NOW).total_seconds() / 36_000,
-                nonce=f"{rid}-alpha",
-                attempt=1,
-            )
-        ],
-        at,
-    )
+    store.record_observations(rid, model, [sample], at)
     store.record_verdicts(
         rid,
         model,
