@@ -206,7 +206,7 @@ def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> N
 def _refresh_and_notify(wiring: Wiring) -> None:
     from canary.service.notify import Notifier
 
-    Notifier(wiring.store, wiring.settings.webhooks).send_pending()
+    Notifier(wiring.store, wiring.settings.webhooks, wiring.settings.notifiers).send_pending()
 
 
 def serve(

@@ -36,6 +36,7 @@ from pydantic_settings import SettingsError as SourceError
 from canary.config.bundled import bundled_dir
 from canary.config.validation import Loc, problems, rule_broken
 from canary.core.identity import check_tag
+from canary.core.model import NOTIFY_KINDS, NotifyKind
 
 if TYPE_CHECKING:
     from canary.core.controls import Controls
@@ -165,14 +166,11 @@ class Webhook(_Table):
         return {**data, "secret": read_secret_file(Path(data["secret_file"]), "secret_file")}
 
 
-class Heartbeat(_Table):
-    """A dead-man's switch (healthchecks.io's convention, which Cronitor and others accept): the
-    URL is pinged after each slot's round, with ``/fail`` appended when the round was not done.
-    The URL holds the check's secret: ``url_file`` reads it from a file, and it is never shown."""
+class _SecretUrl(_Table):
+    """A URL that holds a secret: ``url_file`` reads it from a file, and it is never shown."""
 
     url: SecretStr = SecretStr("")
     url_file: Path | None = None
-    timeout_s: Positive = 10.0
 
     @model_validator(mode="before")
     @classmethod
@@ -182,6 +180,32 @@ class Heartbeat(_Table):
         if data.get("url"):
             raise ValueError("set url or url_file, not both")
         return {**data, "url": read_secret_file(Path(data["url_file"]), "url_file")}
+
+
+class Heartbeat(_SecretUrl):
+    """A dead-man's switch (healthchecks.io's convention, which Cronitor and others accept): the
+    URL is pinged after each slot's round, with ``/fail`` appended when the round was not done."""
+
+    timeout_s: Positive = 10.0
+
+
+class AppriseNotifier(_SecretUrl):
+    """An Apprise target (``slack://…``, ``mailto://…``, ``ntfy://…``: one URL) that the outbox
+    sends ``events`` to. Named in logs and in the audit by ``name``, else by its place and scheme."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=64)
+    events: tuple[NotifyKind, ...] = Field(default=NOTIFY_KINDS, min_length=1)
+    timeout_s: Positive = 30.0
+
+    @model_validator(mode="after")
+    def _an_apprise_url(self) -> Self:
+        scheme, sep, _ = self.url.get_secret_value().partition("://")
+        if not (sep and scheme.isalnum()):  # the URL itself is never shown
+            raise ValueError("url (or url_file) must hold an Apprise URL, scheme://…")
+        return self
+
+    def label(self, index: int) -> str:
+        return self.name or f"notifiers[{index}]:{self.url.get_secret_value().partition(':')[0]}"
 
 
 class OtelSettings(_Table):
@@ -248,6 +272,7 @@ class Settings(BaseSettings, _Table):
     models: tuple[ModelSettings, ...] = ()
     webhooks: tuple[Webhook, ...] = ()
     heartbeat: Heartbeat = Heartbeat()
+    notifiers: tuple[AppriseNotifier, ...] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -293,6 +318,9 @@ class Settings(BaseSettings, _Table):
                 f"{gap:g} min is longer than interval_minutes ({self.interval_minutes:g} min); "
                 "rounds on schedule would never count",
             )
+        labels = [n.label(i) for i, n in enumerate(self.notifiers)]
+        if len(set(labels)) < len(labels):
+            raise rule_broken("notifiers", "two notifiers have the same name")
         return self
 
     @property

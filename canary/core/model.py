@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Literal, get_args
 
 from pydantic import JsonValue
 
@@ -87,6 +88,15 @@ class EventKind(StrEnum):
     floor_restored = "floor_restored"  # closes it: usable >= floor again
     republished = "republished"  # a quarantine held back by the floor is published again
     not_counted = "not_counted"  # a look too close to the previous counted one: nothing moved
+
+
+# the kinds the outbox sends (webhooks, and Apprise notifiers unless their ``events`` say less)
+NotifyKind = Literal[
+    "quarantine", "would_quarantine", "release", "floor_held", "probe_weak", "model_wide",
+    "operator_alert", "budget", "drift", "floor_breached", "floor_restored", "control_missing",
+    "exclusion_added", "exclusion_removed",
+]  # fmt: skip
+NOTIFY_KINDS: tuple[NotifyKind, ...] = get_args(NotifyKind)
 
 
 class LookKind(StrEnum):

@@ -86,7 +86,7 @@ class Daemon:
             floor_of=lambda model: self.settings.model(model).capacity_floor,
             controls_of=lambda model: self.settings.model(model).controls,
         )
-        self.notifier = Notifier(self.wiring.store, settings.webhooks)
+        self.notifier = Notifier(self.wiring.store, settings.webhooks, settings.notifiers)
         self.stopping = threading.Event()
         self._idle = threading.Event()
         self._idle.set()

@@ -118,6 +118,8 @@ def configure_logging(
         register_secret(settings.admin_token.get_secret_value())
         for hook in settings.webhooks:
             register_secret(hook.secret.get_secret_value())
+        for target in (settings.heartbeat, *settings.notifiers):
+            register_secret(target.url.get_secret_value())
     _config.fmt = settings.log_format if settings is not None else "auto"
     _config.stream, _config.level = stream, level
     _route_library_logs()

@@ -1,15 +1,16 @@
-"""Sends important audit rows (the outbox) to the configured webhooks.
+"""Sends important audit rows (the outbox) to the configured webhooks and Apprise notifiers.
 
 The audit table is the outbox: a decision and its audit row are written in one transaction, and
-this module sends the rows whose kind matters to operators. A row is marked notified once every
-webhook accepted it; on a failure it is put back with an exponential backoff
-(``mark_notify_failed``) and tried again later; after ``max_attempts`` it is given up (marked,
-and logged loudly). The store's claim keeps two notifiers from taking the same row.
+this module sends the rows whose kind matters to operators. Each target (a webhook, or an Apprise
+URL with the ``events`` it takes) that accepts a row is recorded on the row by its label, never
+its URL (``delivered_to``); the row is marked notified once every target that takes its kind has
+it. On a failure it is put back with an exponential backoff (``mark_notify_failed``) and the
+retry skips the targets that have it; after ``max_attempts`` it is given up (marked, and logged
+loudly). The store's claim keeps two notifiers from taking the same row.
 
-Delivery is at least once. When one webhook fails and another accepted, the retry skips the one
-that accepted, but only this process remembers that: a restart, a crash between sending and
-marking, or another replica's retry can repeat a delivery. Each delivery carries the audit id
-(``id`` in the body and the ``X-Canary-Event-Id`` header) for the receiver to drop repeats.
+Delivery is at least once: a crash between sending and recording, or a claim that ran out while
+a target was slow, can repeat one. Each delivery carries the audit id (``id`` in the body and the
+``X-Canary-Event-Id`` header of a webhook, ``#<id>`` in an Apprise body) to drop repeats by.
 
 A webhook with a ``secret`` is signed: ``X-Canary-Timestamp: <unix seconds>`` and
 ``X-Canary-Signature: sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` under the secret,
@@ -26,10 +27,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import httpx
@@ -37,37 +41,26 @@ from pydantic import JsonValue
 
 from canary.core.events import (
     Drifted,
+    ExclusionAdded,
+    ExclusionRemoved,
     ModelWide,
     QuarantineStarted,
     Released,
     alerts,
     explanation,
 )
-from canary.core.model import Look, iso_utc, looks_json
+from canary.core.model import NOTIFY_KINDS, Look, iso_utc, looks_json
 from canary.service import metrics
 from canary.service.logs import get_logger, scrub
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
+    from canary.config.settings import AppriseNotifier
     from canary.store.log_rows import AuditRow
 
 log = get_logger("canary.service.notify")
 
-NOTIFY_KINDS = (
-    "quarantine",
-    "would_quarantine",
-    "release",
-    "floor_held",
-    "probe_weak",
-    "model_wide",
-    "operator_alert",
-    "budget",
-    "drift",
-    "floor_breached",  # one per episode
-    "floor_restored",
-    "control_missing",  # alerted at most once a day
-)
 TITLES = {
     "quarantine": ":no_entry: quarantined",
     "would_quarantine": ":eyes: would quarantine (observe mode)",
@@ -81,6 +74,8 @@ TITLES = {
     "floor_breached": ":rotating_light: capacity floor breached",
     "floor_restored": ":white_check_mark: capacity floor met again",
     "control_missing": ":warning: positive control missing from the listing",
+    "exclusion_added": ":no_entry_sign: operator exclusion added",
+    "exclusion_removed": ":leftwards_arrow_with_hook: operator exclusion removed",
 }
 
 
@@ -90,6 +85,8 @@ class Outbox(Protocol):
     ) -> Sequence[AuditRow]: ...
 
     def mark_notified(self, audit_id: int, at: datetime) -> None: ...
+
+    def mark_delivered(self, audit_id: int, targets: Collection[str]) -> None: ...
 
     def mark_notify_failed(self, audit_id: int, next_attempt_at: datetime) -> None: ...
 
@@ -130,16 +127,18 @@ def summary(row: AuditRow) -> str:
     event = row.decided
     who = f"`{row.tag}` of `{row.model}`" if row.tag else f"`{row.model or 'canary'}`"
     parts = [f"{TITLES.get(row.event, row.event)}: {who}"]
-    if isinstance(event, QuarantineStarted) and event.until is not None:
-        parts.append(
-            f"until {iso_utc(event.until)}" + (f" (step {event.step})" if event.step else "")
-        )
+    if isinstance(event, QuarantineStarted | ExclusionAdded) and event.until is not None:
+        parts.append(f"until {iso_utc(event.until)}")
+        if isinstance(event, QuarantineStarted) and event.step:
+            parts.append(f"(step {event.step})")
     elif isinstance(event, Released) and event.why:
         parts.append(f"({event.why})")
     elif isinstance(event, ModelWide):
         parts.append(f"contract {event.contract}")
     elif isinstance(event, Drifted) and event.field:
         parts.append(f"{event.field}: {_listed(event.old)} → {_listed(event.new)}")
+    if isinstance(event, ExclusionAdded | ExclusionRemoved):
+        parts.append(f"by {row.actor}")
     reason = explanation(event)
     if isinstance(event, Released) and reason == event.why:
         reason = ""  # said in brackets above
@@ -199,13 +198,48 @@ def should_send(row: AuditRow) -> bool:
     return alerts(row.decided)
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the outbox sends: a label that names it in logs and on the row (never its URL), the
+    kinds it takes, and how one row is sent (``None`` when accepted, else what went wrong)."""
+
+    label: str
+    kinds: frozenset[str]
+    send: Callable[[AuditRow], str | None]
+
+
+def send_apprise(notifier: AppriseNotifier, row: AuditRow) -> str | None:
+    """One row to one Apprise URL. Apprise blocks: it runs on a thread of its own, waited for at
+    most ``timeout_s`` (a hung service's thread is left to finish, and the row is retried)."""
+    import apprise  # a second of imports and plugin loading: only when a notifier sends
+
+    logging.getLogger("apprise").propagate = False  # its lines may hold the URL
+    sender = apprise.Apprise()
+    if not sender.add(notifier.url.get_secret_value()):
+        return "not a URL Apprise knows"
+    title = f"canary: {TITLES[row.event].partition(' ')[2]}"
+    body = f"{summary(row)}\n\n{row.event} #{row.id} at {iso_utc(row.at)}"
+    sent: list[bool] = []
+    thread = threading.Thread(
+        target=lambda: sent.append(bool(sender.notify(body=body, title=title))),
+        name="apprise",
+        daemon=True,
+    )
+    thread.start()
+    thread.join(notifier.timeout_s)
+    if thread.is_alive():
+        return f"no answer within {notifier.timeout_s:g} s"
+    return None if sent == [True] else "not delivered"
+
+
 class Notifier:
-    """Sends pending outbox rows to every webhook, with retries and backoff (at least once)."""
+    """Sends pending outbox rows to every target, with retries and backoff (at least once)."""
 
     def __init__(
         self,
         store: Outbox,
         webhooks: Sequence[WebhookLike],
+        notifiers: Sequence[AppriseNotifier] = (),
         *,
         client: httpx.Client | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -217,7 +251,15 @@ class Notifier:
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.webhooks = tuple(webhooks)
+        every = frozenset(NOTIFY_KINDS)
+        self.targets = (
+            *(Target(f"webhooks[{i}]", every, partial(self._deliver, w)) for i, w in enumerate(webhooks)),
+            *(
+                Target(n.label(i), frozenset(n.events), partial(send_apprise, n))
+                for i, n in enumerate(notifiers)
+            ),
+        )  # fmt: skip
+        self.kinds = sorted(frozenset[str]().union(*(t.kinds for t in self.targets)))
         # made on the first delivery: its TLS context costs tens of milliseconds of CPU, and most
         # passes (no webhook, nothing due) send nothing
         self._client = client
@@ -230,7 +272,6 @@ class Notifier:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self._rng = rng or random.Random()
-        self._delivered: dict[int, set[int]] = {}  # audit id -> webhooks that already have it
 
     def close(self) -> None:
         with self._client_lock:
@@ -251,27 +292,28 @@ class Notifier:
         return timedelta(seconds=base * self._rng.uniform(0.8, 1.2))
 
     def send_pending(self) -> int:
-        """Send one batch of due rows; returns how many rows were delivered to every webhook."""
-        if not self.webhooks:
+        """Send one batch of due rows; returns how many rows every target now has."""
+        if not self.targets:
             return 0
         now = self.clock()
-        rows = self.store.pending_notifications(now, self.batch, NOTIFY_KINDS)
+        rows = self.store.pending_notifications(now, self.batch, self.kinds)
         delivered = 0
         for row in rows:
             if not should_send(row):
                 self.store.mark_notified(row.id, now)
                 continue
-            done = self._delivered.setdefault(row.id, set())
-            failures = []
-            for i, hook in enumerate(self.webhooks):
-                if i in done:
-                    continue  # this process already delivered it there: a retry skips that hook
-                if error := self._deliver(hook, row):
-                    failures.append(error)
+            done, failures = set(row.delivered_to), []
+            for target in self.targets:
+                if target.label in done or row.event not in target.kinds:
+                    continue  # it has the row (an earlier try), or does not take its kind
+                error = target.send(row)
+                metrics.PROCESS.observe_notification(error is None)
+                if error:
+                    failures.append(f"{target.label}: {error}")
                 else:
-                    done.add(i)
+                    done.add(target.label)
+                    self.store.mark_delivered(row.id, done)
             if not failures:
-                self._delivered.pop(row.id, None)
                 self.store.mark_notified(row.id, self.clock())
                 delivered += 1
                 continue
@@ -284,7 +326,6 @@ class Notifier:
                     attempts=attempts,
                     errors=failures,
                 )
-                self._delivered.pop(row.id, None)
                 self.store.mark_notified(row.id, self.clock())
                 continue
             retry_at = self.clock() + self.backoff(attempts)
@@ -306,18 +347,5 @@ class Notifier:
                 hook.url, content=body, headers=signed_headers(hook, row.id, body, self.clock())
             )
         except httpx.HTTPError as exc:
-            metrics.PROCESS.observe_notification(False)
-            return f"{_host(hook.url)}: {type(exc).__name__}"
-        if response.is_success:
-            metrics.PROCESS.observe_notification(True)
-            return None
-        metrics.PROCESS.observe_notification(False)
-        return f"{_host(hook.url)}: HTTP {response.status_code}"
-
-
-def _host(url: str) -> str:
-    """Only the host of a webhook URL is logged: Slack-style URLs carry a secret in the path."""
-    try:
-        return httpx.URL(url).host or "webhook"
-    except httpx.InvalidURL:
-        return "webhook"
+            return type(exc).__name__
+        return None if response.is_success else f"HTTP {response.status_code}"

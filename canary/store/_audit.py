@@ -103,6 +103,13 @@ class AuditMixin(StoreBase):
                 .values(notified_at=at, notify_attempts=c.notify_attempts + 1, next_attempt_at=None)
             )
 
+    def mark_delivered(self, audit_id: int, targets: Collection[str]) -> None:
+        """Record the targets (labels) that accepted the row so far."""
+        with self._write() as conn:
+            conn.execute(
+                update(t.audit).where(t.audit.c.id == audit_id).values(delivered_to=sorted(targets))
+            )
+
     def mark_notify_failed(self, audit_id: int, next_attempt_at: datetime) -> None:
         c = t.audit.c
         with self._write() as conn:

@@ -167,4 +167,6 @@ def listing_of(snapshot: Snapshot | None) -> tuple[Listed, ...] | None:
 def audit_row(row: RowMapping) -> AuditRow:
     detail, evidence = dict(row["detail"] or {}), looks_of(row["evidence"])
     decided = event_of(row["event"], row["model"], row["tag"], detail, evidence)
-    return AuditRow(**{**row, "detail": detail, "evidence": evidence, "decided": decided})
+    delivered = tuple(row["delivered_to"] or ())
+    fields = {"detail": detail, "evidence": evidence, "delivered_to": delivered}
+    return AuditRow(**{**row, **fields, "decided": decided})

@@ -118,6 +118,7 @@ class AuditRow:
     notified_at: datetime | None
     notify_attempts: int
     next_attempt_at: datetime | None
+    delivered_to: tuple[str, ...]  # the labels of the targets that accepted it
     decided: Event  # the row read as its event (fields, not keys)
 
 

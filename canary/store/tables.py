@@ -373,6 +373,8 @@ audit = Table(
     _when("notified_at", null=True),
     _int("notify_attempts"),
     _when("next_attempt_at", null=True),
+    # the labels of the targets that accepted the row (never a URL): a retry skips them
+    _json("delivered_to", null=True),
     Index(None, "model", "at"),
     Index(None, "notified_at", "next_attempt_at"),
 )

@@ -13,8 +13,8 @@ from notify_receiver import Receiver
 
 from canary.config.settings import Webhook
 from canary.core.events import event_of
-from canary.core.model import EventKind, Look, looks_json
-from canary.service.notify import NOTIFY_KINDS, Notifier
+from canary.core.model import NOTIFY_KINDS, EventKind, Look, looks_json
+from canary.service.notify import TITLES, Notifier
 from canary.store.repository import Store
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -117,15 +117,17 @@ def test_every_important_kind_is_sent_and_operator_records_are_not(
         "floor_breached",
         "floor_restored",
         "control_missing",
+        "exclusion_added",
+        "exclusion_removed",
     ]
     for kind in important:
         _record(store, EventKind(kind))
-    for kind in (EventKind.verdict, EventKind.exclusion_added, EventKind.not_counted):
+    for kind in (EventKind.verdict, EventKind.republished, EventKind.not_counted):
         _record(store, kind)
     notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], client=client, clock=Clock())
     assert notifier.send_pending() == len(important)
     assert sorted(b["event"] for b in receiver.bodies("/json")) == sorted(important)
-    assert set(important) <= set(NOTIFY_KINDS)
+    assert set(important) <= set(NOTIFY_KINDS) == set(TITLES)
 
 
 def test_only_drift_that_breaks_routing_is_sent(
