@@ -194,7 +194,7 @@ class AppriseNotifier(_SecretUrl):
     sends ``events`` to. Named in logs and in the audit by ``name``, else by its place and scheme."""
 
     name: str | None = Field(default=None, min_length=1, max_length=64)
-    events: tuple[NotifyKind, ...] = Field(default=NOTIFY_KINDS, min_length=1)
+    events: tuple[NotifyKind, ...] = NOTIFY_KINDS
     timeout_s: Positive = 30.0
 
     @model_validator(mode="after")

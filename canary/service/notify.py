@@ -213,7 +213,11 @@ def send_apprise(notifier: AppriseNotifier, row: AuditRow) -> str | None:
     most ``timeout_s`` (a hung service's thread is left to finish, and the row is retried)."""
     import apprise  # a second of imports and plugin loading: only when a notifier sends
 
-    logging.getLogger("apprise").propagate = False  # its lines may hold the URL
+    for name in ("apprise", "urllib3", "requests_oauthlib"):  # their lines may hold the URL
+        quiet = logging.getLogger(name)
+        quiet.propagate = False
+        if not quiet.handlers:  # none, and logging's last resort would print to stderr
+            quiet.addHandler(logging.NullHandler())
     sender = apprise.Apprise()
     if not sender.add(notifier.url.get_secret_value()):
         return "not a URL Apprise knows"

@@ -14,11 +14,14 @@ class Receiver:
         self.raw: list[bytes] = []  # each body exactly as received
         self.fail_next = 0  # answer 500 to this many requests
         self.status = 200
+        self.released = threading.Event()  # cleared: requests wait (a hung service) until set
+        self.released.set()
         self._lock = threading.Lock()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                receiver.released.wait(10)
                 length = int(self.headers.get("Content-Length", "0"))
                 raw = self.rfile.read(length)
                 body = json.loads(raw or b"null")

@@ -26,7 +26,13 @@ from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app as cli
-from canary.config.settings import ModelSettings, OpenRouterSettings, Settings, Webhook
+from canary.config.settings import (
+    AppriseNotifier,
+    ModelSettings,
+    OpenRouterSettings,
+    Settings,
+    Webhook,
+)
 from canary.core.plan import slot_of
 from canary.rounds.runner import RoundRunner
 from canary.rounds.wiring import build_wiring, openrouter_client
@@ -39,10 +45,11 @@ KEY = "sk-or-v1-SECRETKEY123abcdef0123456789"
 WRONG_KEY = "sk-or-v1-WRONGKEY999fedcba9876543210"
 TOKEN = "admin-SECRET-TOKEN-456"
 HOOK_SECRET = "whsec-SECRET-HOOK-789"
+APPRISE_TOKEN = "apprise-SECRET-TOKEN-321"  # the secret part of an Apprise URL, as Slack's are
 # Distinctive pieces too, so a truncated or re-encoded leak is caught as well.
 NEEDLES = (
     KEY, TOKEN, "SECRETKEY123", "SECRET-TOKEN-456", WRONG_KEY, "WRONGKEY999", HOOK_SECRET,
-    "SECRET-HOOK-789",
+    "SECRET-HOOK-789", APPRISE_TOKEN, "SECRET-TOKEN-321",
 )  # fmt: skip
 MODEL = "acme/secret-1"
 START = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
@@ -73,6 +80,7 @@ class Sinks:
     tables: dict[str, list[str]] = field(default_factory=dict)
     audit: list[str] = field(default_factory=list)
     webhooks: list[str] = field(default_factory=list)
+    notifiers: list[str] = field(default_factory=list)  # what Apprise sent (bodies and labels)
     api: list[str] = field(default_factory=list)
     cli: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
@@ -83,7 +91,7 @@ def leaks(text: str) -> list[str]:
     return [needle for needle in NEEDLES if needle in text]
 
 
-def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
+def settings_for(sim_url: str, db: Path, hook: str, apprise: str) -> Settings:
     return Settings(
         database_url=f"sqlite:///{db}",
         mode="enforce",
@@ -94,6 +102,7 @@ def settings_for(sim_url: str, db: Path, hook: str) -> Settings:
         log_format="json",
         models=(ModelSettings(id=MODEL),),
         webhooks=(Webhook(url=hook, secret=SecretStr(HOOK_SECRET)),),
+        notifiers=(AppriseNotifier(url=SecretStr(apprise)),),
         openrouter=OpenRouterSettings(
             base_url=sim_url, api_key=KEY, first_token_timeout_s=5, stream_timeout_s=10
         ),
@@ -111,7 +120,7 @@ def run_rounds(settings: Settings, sinks: Sinks) -> Any:
     for k, s in enumerate((settings, settings, wrong)):  # two failing rounds, then a 401 round
         asyncio.run(go(s, START + timedelta(minutes=30 * k)))
     sinks.quarantined = [q.tag for q in wiring.store.quarantines(MODEL, active_only=False)]
-    Notifier(wiring.store, settings.webhooks).send_pending()
+    Notifier(wiring.store, settings.webhooks, settings.notifiers).send_pending()
     return wiring
 
 
@@ -238,9 +247,11 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        with start_simulator(SCENARIO) as sim, Receiver() as receiver:
+        with start_simulator(SCENARIO) as sim, Receiver() as receiver, Receiver() as apprise:
             hook = f"{receiver.url}/hook"
-            settings = settings_for(sim.base_url, db, hook)
+            # the token travels where it belongs (the path Apprise posts to), and nowhere else
+            target = apprise.url.replace("http://", "json://") + f"/{APPRISE_TOKEN}"
+            settings = settings_for(sim.base_url, db, hook, target)
             configure_logging(settings, stream=log_stream)
             wiring = run_rounds(settings, out)
             try:
@@ -249,6 +260,9 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
                 wiring.store.dispose()
             call_cli(sim.base_url, db, hook, out)
             out.webhooks = [json.dumps([p, h, b]) for p, h, b in receiver.requests]
+            out.notifiers = [
+                json.dumps(b) for p, _, b in apprise.requests if p == f"/{APPRISE_TOKEN}"
+            ]
         dump_tables(db, out)
     finally:
         root.removeHandler(handler)
@@ -265,6 +279,8 @@ def test_the_run_used_the_secrets_and_produced_evidence(sinks: Sinks) -> None:
     assert any('"auth_config"' in row or "auth_config" in row for row in sinks.tables["probes"])
     assert len(sinks.webhooks) >= 2
     assert all("X-Canary-Signature" in delivery for delivery in sinks.webhooks)  # signed with it
+    assert len(sinks.notifiers) >= 2  # the Apprise URL was used, token and all
+    assert any("notifiers[0]:json" in row for row in sinks.audit)  # named by its label
     admin = [(call, status) for call, right, status in sinks.statuses if right]
     assert ("post /v1/exclusions", 201) in admin and ("post /v1/quarantines/release", 200) in admin
     assert ("delete /v1/exclusions/1", 200) in admin
@@ -295,7 +311,7 @@ def test_no_column_of_any_table_holds_a_secret(sinks: Sinks) -> None:
 def test_no_audit_record_or_notification_holds_a_secret(sinks: Sinks) -> None:
     assert sinks.audit
     assert [row for row in sinks.audit if leaks(row)] == []
-    assert [body for body in sinks.webhooks if leaks(body)] == []
+    assert [body for body in sinks.webhooks + sinks.notifiers if leaks(body)] == []
 
 
 def test_no_api_answer_holds_a_secret(sinks: Sinks) -> None:
