@@ -30,11 +30,11 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import JsonValue
@@ -54,12 +54,15 @@ from canary.service import metrics
 from canary.service.logs import get_logger, scrub
 
 if TYPE_CHECKING:
-    from pydantic import SecretStr
-
-    from canary.config.settings import AppriseNotifier
+    from canary.config.settings import AppriseNotifier, Webhook
     from canary.store.log_rows import AuditRow
+    from canary.store.repository import Store
 
 log = get_logger("canary.service.notify")
+# Apprise and the HTTP stack under it log URLs (a path, a password): their lines are not heard
+for _name in ("apprise", "urllib3", "requests_oauthlib"):
+    logging.getLogger(_name).propagate = False
+logging.getLogger("apprise").addHandler(logging.NullHandler())  # else logging's last resort prints
 
 TITLES = {
     "quarantine": ":no_entry: quarantined",
@@ -79,36 +82,13 @@ TITLES = {
 }
 
 
-class Outbox(Protocol):
-    def pending_notifications(
-        self, now: datetime, limit: int, kinds: Sequence[str]
-    ) -> Sequence[AuditRow]: ...
-
-    def mark_notified(self, audit_id: int, at: datetime) -> None: ...
-
-    def mark_delivered(self, audit_id: int, targets: Collection[str]) -> None: ...
-
-    def mark_notify_failed(self, audit_id: int, next_attempt_at: datetime) -> None: ...
-
-
-class WebhookLike(Protocol):
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def format(self) -> str: ...
-
-    @property
-    def secret(self) -> SecretStr: ...
-
-
 def signature(secret: str, timestamp: str, body: bytes) -> str:
     """``sha256=<hex>``: HMAC-SHA256 of ``<timestamp>.<body>`` under ``secret``."""
     digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
     return f"sha256={digest.hexdigest()}"
 
 
-def signed_headers(hook: WebhookLike, row_id: int, body: bytes, now: datetime) -> dict[str, str]:
+def signed_headers(hook: Webhook, row_id: int, body: bytes, now: datetime) -> dict[str, str]:
     headers = {
         "Content-Type": "application/json",
         "X-Canary-Event-Id": str(row_id),
@@ -213,23 +193,17 @@ def send_apprise(notifier: AppriseNotifier, row: AuditRow) -> str | None:
     most ``timeout_s`` (a hung service's thread is left to finish, and the row is retried)."""
     import apprise  # a second of imports and plugin loading: only when a notifier sends
 
-    for name in ("apprise", "urllib3", "requests_oauthlib"):  # their lines may hold the URL
-        quiet = logging.getLogger(name)
-        quiet.propagate = False
-        if not quiet.handlers:  # none, and logging's last resort would print to stderr
-            quiet.addHandler(logging.NullHandler())
     sender = apprise.Apprise()
     if not sender.add(notifier.url.get_secret_value()):
         return "not a URL Apprise knows"
     title = f"canary: {TITLES[row.event].partition(' ')[2]}"
     body = f"{summary(row)}\n\n{row.event} #{row.id} at {iso_utc(row.at)}"
     sent: list[bool] = []
-    thread = threading.Thread(
-        target=lambda: sent.append(bool(sender.notify(body=body, title=title))),
-        name="apprise",
-        daemon=True,
-    )
-    thread.start()
+
+    def send() -> None:
+        sent.append(bool(sender.notify(body=body, title=title)))
+
+    (thread := threading.Thread(target=send, name="apprise", daemon=True)).start()
     thread.join(notifier.timeout_s)
     if thread.is_alive():
         return f"no answer within {notifier.timeout_s:g} s"
@@ -241,8 +215,8 @@ class Notifier:
 
     def __init__(
         self,
-        store: Outbox,
-        webhooks: Sequence[WebhookLike],
+        store: Store,
+        webhooks: Sequence[Webhook],
         notifiers: Sequence[AppriseNotifier] = (),
         *,
         client: httpx.Client | None = None,
@@ -343,7 +317,7 @@ class Notifier:
             self.store.mark_notify_failed(row.id, retry_at)
         return delivered
 
-    def _deliver(self, hook: WebhookLike, row: AuditRow) -> str | None:
+    def _deliver(self, hook: Webhook, row: AuditRow) -> str | None:
         document = slack_body(row) if hook.format == "slack" else json_body(row)
         body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         try:
