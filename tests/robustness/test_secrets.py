@@ -1,7 +1,8 @@
 """Secrets in every sink: after a run that used them (real rounds against the simulator, which
 demands the key; a round with a wrong key; admin calls with right and wrong tokens; notifications;
 CLI commands), the OpenRouter key and the admin token appear in no log line (structlog and stdlib),
-no column of any table, no audit record, no webhook body, no API body or header, no CLI output.
+no column of any table, no audit record, no webhook or Apprise body, no API body or header, no
+CLI output; nor does an Apprise URL (its token) anywhere but the request Apprise sends.
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
             wiring = run_rounds(settings, out)
             try:
                 call_api(settings, wiring, out)
+                # the admin calls' exclusion_added and exclusion_removed, to both targets
+                Notifier(wiring.store, settings.webhooks, settings.notifiers).send_pending()
             finally:
                 wiring.store.dispose()
             call_cli(sim.base_url, db, hook, out)
@@ -280,6 +283,8 @@ def test_the_run_used_the_secrets_and_produced_evidence(sinks: Sinks) -> None:
     assert len(sinks.webhooks) >= 2
     assert all("X-Canary-Signature" in delivery for delivery in sinks.webhooks)  # signed with it
     assert len(sinks.notifiers) >= 2  # the Apprise URL was used, token and all
+    sent = " ".join(sinks.notifiers)
+    assert "operator exclusion added" in sent and "operator exclusion removed" in sent
     assert any("notifiers[0]:json" in row for row in sinks.audit)  # named by its label
     admin = [(call, status) for call, right, status in sinks.statuses if right]
     assert ("post /v1/exclusions", 201) in admin and ("post /v1/quarantines/release", 200) in admin
