@@ -73,7 +73,7 @@ class ProcessMetrics:
         )
         self.notifications = Counter(
             "canary_notifications",
-            "Webhook deliveries by this process, by outcome (sent, failed).",
+            "Deliveries to webhooks and notifiers by this process, by outcome (sent, failed).",
             ("outcome",),
             registry=registry,
         )
@@ -321,7 +321,7 @@ class FleetCollector(Collector):
             )
         yield GaugeMetricFamily(
             "canary_webhook_failing_deliveries",
-            "Outbox rows whose webhook delivery was tried and failed and that are not yet "
+            "Outbox rows whose delivery (webhook or notifier) was tried and failed, not yet "
             "delivered (retried with backoff).",
             value=store.failing_deliveries,
         )
