@@ -195,7 +195,7 @@ class AppriseNotifier(_SecretUrl):
 
     name: str | None = Field(default=None, min_length=1, max_length=64)
     events: tuple[NotifyKind, ...] = NOTIFY_KINDS
-    timeout_s: Positive = 30.0
+    timeout_s: Positive = 10.0
 
     @model_validator(mode="after")
     def _an_apprise_url(self) -> Self:
