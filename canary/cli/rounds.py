@@ -90,7 +90,9 @@ def round_now(
         if not ran:
             fail("another replica holds the round lease: it runs the rounds now", code=1)
         reports = result or []
-        _refresh_and_notify(wiring)
+        from canary.service.notify import Notifier
+
+        Notifier(wiring.store, settings.webhooks, settings.notifiers).send_pending()
         # a slot another replica (or an earlier run) claimed: its round, found by the slot
         elsewhere = [r.model for r in reports if r.round_id is None]
         earlier = (
@@ -201,12 +203,6 @@ def _print_already_ran(model: str, row: RoundRow | None, json_output: bool) -> N
         + (f" at {to_second(row.finished_at)}" if row.finished_at else "")
         + "; the next round runs at the next slot"
     )
-
-
-def _refresh_and_notify(wiring: Wiring) -> None:
-    from canary.service.notify import Notifier
-
-    Notifier(wiring.store, wiring.settings.webhooks, wiring.settings.notifiers).send_pending()
 
 
 def serve(

@@ -173,11 +173,6 @@ def slack_body(row: AuditRow) -> dict[str, JsonValue]:
     }
 
 
-def should_send(row: AuditRow) -> bool:
-    """See :func:`canary.core.events.alerts`."""
-    return alerts(row.decided)
-
-
 @dataclass(frozen=True)
 class Target:
     """Where the outbox sends: a label that names it in logs and on the row (never its URL), the
@@ -277,7 +272,7 @@ class Notifier:
         rows = self.store.pending_notifications(now, self.batch, self.kinds)
         delivered = 0
         for row in rows:
-            if not should_send(row):
+            if not alerts(row.decided):
                 self.store.mark_notified(row.id, now)
                 continue
             done, failures = set(row.delivered_to), []
