@@ -19,7 +19,7 @@ over the body's bytes exactly as sent. Without a secret, deliveries are unsigned
 Which rows alert is decided by the core and recorded with the row: a row whose detail says
 ``"alert": false`` (a drift change that cannot break routing, a ``floor_held`` after the first of
 its streak, a ``control_missing`` within a day of the last alert) is marked without being sent;
-every other row of the kinds below is sent.
+every other row of the notified kinds (:data:`canary.core.model.NOTIFY_KINDS`) is sent.
 """
 
 from __future__ import annotations
