@@ -1,4 +1,5 @@
-"""Admin calls: bearer-token auth (constant-time), manual release, runtime exclusions.
+"""Admin calls: bearer-token auth (constant-time), manual release, runtime exclusions,
+maintenance windows.
 
 Each call is audited by the store with its reason and actor ``api``, and republishes the ignore
 list at once.
@@ -7,6 +8,7 @@ list at once.
 from __future__ import annotations
 
 import hmac
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Path, Query
@@ -18,17 +20,22 @@ from canary.api.schemas import (
     MAX_REASON,
     Added,
     ExclusionRequest,
+    MaintenanceRequest,
     Released,
     ReleaseRequest,
     Removed,
+    Window,
 )
 from canary.core.identity import InvalidTag
-from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion
+from canary.core.model import Layer
+from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion, WindowInForce
 from canary.views.known import require_model, require_provider
 from canary.views.records import iso, names
 
 BEARER = HTTPBearer(auto_error=False, scheme_name="bearerAuth")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+EntryId = Annotated[int, Path(alias="id")]
+RemoveReason = Annotated[str | None, Query(max_length=MAX_REASON)]
 
 
 class AdminHandlers(Handlers):
@@ -61,18 +68,26 @@ class AdminHandlers(Handlers):
         await self._refresh()
         return Released(released=True, model=model, provider=tag, at=iso(now))
 
-    async def add_exclusion(self, body: ExclusionRequest) -> Added:
-        """Add a runtime exclusion (audited with its reason)."""
-        model, tag = body.model, body.provider
+    async def _checked(
+        self, body: MaintenanceRequest | ExclusionRequest, extra: list[str]
+    ) -> datetime:
+        """``now``, once the request's end is in the future and its model and provider (a tag or
+        a base slug, see :func:`canary.views.known.require_provider`) are known."""
         now = self.clock()
         if body.until is not None and body.until <= now:
             raise ApiError(422, "until must be in the future")
-        await self._store(require_model, self.settings.model_ids, self.store, model)
-        builtin = [e for e in self.ignore.builtin if e.model == model]
+        await self._store(require_model, self.settings.model_ids, self.store, body.model)
         try:
-            await self._store(require_provider, self.store, model, tag, [e.tag for e in builtin])
+            await self._store(require_provider, self.store, body.model, body.provider, extra)
         except InvalidTag as exc:
             raise ApiError(422, str(exc)) from None
+        return now
+
+    async def add_exclusion(self, body: ExclusionRequest) -> Added:
+        """Add a runtime exclusion (audited with its reason)."""
+        model, tag = body.model, body.provider
+        builtin = [e for e in self.ignore.builtin if e.model == model]
+        now = await self._checked(body, [e.tag for e in builtin])
         floor = self.settings.model(model).capacity_floor
         try:
             added = await self._store(
@@ -104,24 +119,55 @@ class AdminHandlers(Handlers):
             floor=floor,
         )
 
-    async def remove_exclusion(
-        self,
-        exclusion_id: Annotated[int, Path(alias="id")],
-        reason: Annotated[str | None, Query(max_length=MAX_REASON)] = None,
-    ) -> Removed:
+    async def remove_exclusion(self, exclusion_id: EntryId, reason: RemoveReason = None) -> Removed:
         """Remove a runtime exclusion (audited with its reason)."""
-        if not 0 < exclusion_id < 2**63:
-            raise ApiError(404, f"no active runtime exclusion with id {exclusion_id}")
+        await self._remove(exclusion_id, reason, Layer.runtime)
+        await self._refresh()
+        return Removed(id=exclusion_id, removed=True)
+
+    async def add_maintenance(self, body: MaintenanceRequest) -> Window:
+        """Put a provider (a tag or a base slug) under planned maintenance until a time (audited
+        with its reason): it is still probed, but its results change no count, start or release
+        no quarantine and raise no notification, and it stays usable capacity."""
+        now = await self._checked(body, [])
         try:
+            new_id = await self._store(
+                self.store.add_maintenance,
+                body.model,
+                body.provider,
+                body.reason,
+                "api",
+                body.until,
+                now,
+                policy_version=self.ignore.policy_version,
+            )
+        except WindowInForce as exc:
+            raise ApiError(409, str(exc)) from None
+        return Window(
+            id=new_id,
+            model=body.model,
+            provider=body.provider,
+            reason=body.reason,
+            until=iso(body.until),
+        )
+
+    async def remove_maintenance(self, window_id: EntryId, reason: RemoveReason = None) -> Removed:
+        """End a maintenance window now (audited with its reason)."""
+        await self._remove(window_id, reason, Layer.maintenance)
+        return Removed(id=window_id, removed=True)
+
+    async def _remove(self, entry_id: int, reason: str | None, layer: Layer) -> None:
+        try:
+            if not 0 < entry_id < 2**63:
+                raise UnknownExclusion(entry_id, layer)
             await self._store(
                 self.store.remove_exclusion,
-                exclusion_id,
+                entry_id,
                 "api",
                 (reason or "").strip() or "removed through the API",
                 self.clock(),
                 policy_version=self.ignore.policy_version,
+                layer=layer,
             )
-        except UnknownExclusion:
-            raise ApiError(404, f"no active runtime exclusion with id {exclusion_id}") from None
-        await self._refresh()
-        return Removed(id=exclusion_id, removed=True)
+        except UnknownExclusion as exc:
+            raise ApiError(404, str(exc)) from None

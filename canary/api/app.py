@@ -39,12 +39,14 @@ from canary.views.bodies import (
     AuditBody,
     ExclusionsBody,
     HistoryBody,
+    MaintenanceBody,
     ProvidersBody,
     QuarantinesBody,
     RoundsBody,
     audit_body,
     exclusions_body,
     history_body,
+    maintenance_body,
     providers_body,
     quarantines_body,
     rounds_body,
@@ -135,6 +137,11 @@ class _Api(AdminHandlers, Handlers):
         return await self._store(
             exclusions_body, self.store, self.ignore.builtin, wanted, self.clock()
         )
+
+    async def maintenance(self, model: OptionalModel = None) -> MaintenanceBody:
+        """The maintenance windows in force (read-only, no token)."""
+        wanted = await self._optional_model(model)
+        return await self._store(maintenance_body, self.store, wanted, self.clock())
 
     async def quarantines(
         self,
@@ -321,18 +328,23 @@ def create_app(
         responses=errors(*written),
         route_class_override=CappedRoute,
     )
-    app.router.add_api_route(
-        "/v1/exclusions",
-        api.add_exclusion,
-        methods=["POST"],
-        status_code=201,
-        dependencies=admin,
-        responses=errors(*written, 409),
-        route_class_override=CappedRoute,
-    )
-    app.delete(
-        "/v1/exclusions/{id}", dependencies=admin, responses=errors(400, 401, 403, 404, 422, 503)
-    )(api.remove_exclusion)
+    get("/v1/maintenance", response_model=schemas.Maintenance, responses=reads)(api.maintenance)
+    for path, add, remove in (
+        ("/v1/exclusions", api.add_exclusion, api.remove_exclusion),
+        ("/v1/maintenance", api.add_maintenance, api.remove_maintenance),
+    ):
+        app.router.add_api_route(
+            path,
+            add,
+            methods=["POST"],
+            status_code=201,
+            dependencies=admin,
+            responses=errors(*written, 409),
+            route_class_override=CappedRoute,
+        )
+        app.delete(
+            f"{path}/{{id}}", dependencies=admin, responses=errors(400, 401, 403, 404, 422, 503)
+        )(remove)
     app.add_middleware(HeadAsGet)
     app.state.api = api
     return app

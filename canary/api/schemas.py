@@ -67,6 +67,10 @@ class ReleaseRequest(BaseModel):
     reason: Reason
 
 
+class MaintenanceRequest(ReleaseRequest):
+    until: When = Field(description="When the window ends (ISO-8601, in the future).")
+
+
 class ExclusionRequest(ReleaseRequest):
     until: When | None = Field(None, description="When it ends (ISO-8601, in the future).")
     force: StrictBool = Field(False, description="Exclude it even below the capacity floor.")
@@ -327,6 +331,14 @@ class Exclusions(Answer):
     exclusions: list[Exclusion] = Field(description="Runtime entries, then built-in ones.")
 
 
+class Maintenance(Answer):
+    model: str | None
+    at: Time
+    maintenance: list[Exclusion] = Field(
+        description="The maintenance windows in force (layer maintenance)."
+    )
+
+
 class AuditRecord(Answer):
     id: int | None
     at: Time
@@ -353,12 +365,20 @@ class Released(Answer):
     at: Time
 
 
-class Added(Answer):
+class Window(Answer):
+    """A maintenance window added: the endpoints it names are probed, but their results decide
+    nothing until it ends."""
+
     id: int
     model: str
     provider: str
     reason: str
     until: Time
+
+
+class Added(Window):
+    """A runtime exclusion added."""
+
     force: bool
     usable_before: int | None
     usable_after: int | None

@@ -1,4 +1,5 @@
-"""Operator commands: status, quarantines, runtime exclusions, the ignore list, history, audit.
+"""Operator commands: status, quarantines, runtime exclusions, maintenance windows, the ignore
+list, history, audit.
 
 They act on the store directly (no daemon needed) and are audited like the API, with the actor
 ``cli:<user>``. Everything heavy is imported inside the commands, so a read command starts fast.
@@ -9,6 +10,8 @@ They act on the store directly (no daemon needed) and are audited like the API, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -33,8 +36,10 @@ from canary.cli.ops_base import (
 )
 
 if TYPE_CHECKING:
+    from canary.cli.ops_base import Ops
     from canary.core.document import IgnoreDocument
     from canary.store.log_rows import AuditRow
+    from canary.views.records import ExclusionRecord
 
 # -- quarantine -------------------------------------------------------------------------------
 
@@ -170,15 +175,18 @@ def quarantine_release(
 # -- exclude ----------------------------------------------------------------------------------
 
 
+UntilOpt = Annotated[
+    str | None,
+    typer.Option("--until", metavar="TIME", help="End, ISO-8601 (default: until removed)."),
+]
+
+
 def exclude_add(
     ctx: typer.Context,
     model: ModelOpt,
     provider: ProviderOpt,
     reason: ReasonOpt,
-    until: Annotated[
-        str | None,
-        typer.Option("--until", metavar="TIME", help="End, ISO-8601 (default: until removed)."),
-    ] = None,
+    until: UntilOpt = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -191,26 +199,17 @@ def exclude_add(
     """Add a runtime exclusion (audited with the reason). A provider slug ("deepinfra")
     excludes every endpoint of that provider; a tag ("deepinfra/fp8") one endpoint. Refused
     (exit 4) when it would leave fewer usable endpoints than the capacity floor, unless --force."""
-    from canary.core.identity import InvalidTag
     from canary.store.rows import FloorRefused
 
-    if not reason.strip():
-        fail("--reason must not be empty")
     end = when(until, "--until") if until else None
     with ops_context(ctx) as ops:
-        if end is not None and end <= ops.now:
-            fail(f"--until {until} is not in the future")
-        ops.check_model(model)
         builtin = [e for e in ops.builtin() if e.model == model]
-        try:
-            ops.check_provider(model, provider, extra=[e.tag for e in builtin])
-        except InvalidTag as exc:
-            fail(str(exc), code=2)
+        why = _checked(ops, model, provider, reason, end, extra=[e.tag for e in builtin])
         try:
             added = ops.store.add_exclusion(
                 model,
                 provider,
-                reason.strip(),
+                why,
                 actor(),
                 end,
                 ops.now,
@@ -229,6 +228,31 @@ def exclude_add(
     )
 
 
+def _checked(
+    ops: Ops,
+    model: str,
+    provider: str,
+    reason: str,
+    end: datetime | None,
+    *,
+    extra: Sequence[str] = (),
+) -> str:
+    """The reason of an operator's entry, once it is not empty, the end is in the future, the
+    model is known and the provider is a known tag or base slug (exit 2 when not a slug)."""
+    from canary.core.identity import InvalidTag
+
+    if not reason.strip():
+        fail("--reason must not be empty")
+    if end is not None and end <= ops.now:
+        fail(f"--until {to_second(end.isoformat())} is not in the future")
+    ops.check_model(model)
+    try:
+        ops.check_provider(model, provider, extra=extra)
+    except InvalidTag as exc:
+        fail(str(exc), code=2)
+    return reason.strip()
+
+
 def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Active exclusions: the runtime layer and the reviewed built-in list; --json prints
     GET /v1/exclusions's body."""
@@ -241,35 +265,102 @@ def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt
     if as_json:
         print_json(body)
         return
-    records = body["exclusions"]
+    _entries("exclusions", body["exclusions"], "no exclusion in force")
+
+
+def _entries(title: str, records: Sequence[ExclusionRecord], empty: str) -> None:
     show(
-        "exclusions",
+        title,
         ("Id", "Layer", "Model", "Provider", "Reason", "Since", "Until"),
         [
             [r["id"], r["layer"], r["model"], r["provider"], r["reason"], r["since"], r["until"]]
             for r in records
         ],
-        "no exclusion in force",
+        empty,
     )
 
 
+IdArg = Annotated[int, typer.Argument(metavar="ID", help="Id shown by its `list` command.")]
+RemoveReasonOpt = Annotated[
+    str, typer.Option("--reason", "-r", metavar="REASON", help="Why; kept in the audit log.")
+]
+
+
 def exclude_remove(
-    ctx: typer.Context,
-    exclusion_id: Annotated[int, typer.Argument(metavar="ID", help="Id shown by `exclude list`.")],
-    reason: Annotated[
-        str, typer.Option("--reason", "-r", metavar="REASON", help="Why; kept in the audit log.")
-    ] = "removed by an operator",
+    ctx: typer.Context, exclusion_id: IdArg, reason: RemoveReasonOpt = "removed by an operator"
 ) -> None:
     """Remove a runtime exclusion (audited)."""
+    _remove(ctx, exclusion_id, reason, maintenance=False)
+
+
+def _remove(ctx: typer.Context, entry_id: int, reason: str, *, maintenance: bool) -> None:
+    from canary.core.model import Layer
     from canary.store.rows import UnknownExclusion
 
+    layer = Layer.maintenance if maintenance else Layer.runtime
     with ops_context(ctx) as ops:
         try:
-            removed = ops.store.remove_exclusion(exclusion_id, actor(), reason, ops.now)
-        except UnknownExclusion:
-            ids = [str(e.id) for e in ops.store.active_exclusions(None, ops.now)]
-            fail(f"no active runtime exclusion with id {exclusion_id} (active: {names(ids)})")
-    typer.echo(f"removed exclusion {exclusion_id} ({removed.tag} of {removed.model})")
+            removed = ops.store.remove_exclusion(entry_id, actor(), reason, ops.now, layer=layer)
+        except UnknownExclusion as exc:
+            ids = [str(e.id) for e in ops.store.active_exclusions(None, ops.now, layer)]
+            fail(f"{exc} (active: {names(ids)})")
+    what = "maintenance window" if maintenance else "exclusion"
+    typer.echo(f"removed {what} {entry_id} ({removed.tag} of {removed.model})")
+
+
+# -- maintenance ------------------------------------------------------------------------------
+
+
+def maintenance_add(
+    ctx: typer.Context,
+    model: ModelOpt,
+    provider: ProviderOpt,
+    reason: ReasonOpt,
+    until: Annotated[
+        str, typer.Option("--until", metavar="TIME", help="When the window ends, ISO-8601.")
+    ],
+) -> None:
+    """Put a provider under planned maintenance until TIME (audited with the reason): it is
+    still probed and recorded, but its results change no count, start or release no
+    quarantine and raise no notification; it stays usable capacity. A provider slug names
+    every endpoint of that provider, a tag one endpoint. Refused (exit 4) while a window for
+    the same provider is in force."""
+    from canary.store.rows import WindowInForce
+
+    end = when(until, "--until")
+    with ops_context(ctx) as ops:
+        why = _checked(ops, model, provider, reason, end)
+        try:
+            new_id = ops.store.add_maintenance(
+                model, provider, why, actor(), end, ops.now,
+                policy_version=ops.quick_policy_version(),
+            )  # fmt: skip
+        except WindowInForce as exc:
+            fail(f"refused: {exc}", code=4)
+    typer.echo(f"{provider} of {model} is under maintenance until {to_second(until)} (id {new_id})")
+
+
+def maintenance_list(
+    ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Maintenance windows in force; --json prints GET /v1/maintenance's body."""
+    from canary.views.bodies import maintenance_body
+
+    with ops_context(ctx) as ops:
+        if model:
+            ops.check_model(model)
+        body = maintenance_body(ops.store, model, ops.now)
+    if as_json:
+        print_json(body)
+        return
+    _entries("maintenance windows", body["maintenance"], "no maintenance window in force")
+
+
+def maintenance_remove(
+    ctx: typer.Context, window_id: IdArg, reason: RemoveReasonOpt = "ended by an operator"
+) -> None:
+    """End a maintenance window now (audited): the provider's results count again."""
+    _remove(ctx, window_id, reason, maintenance=True)
 
 
 # -- ignore list, history, audit --------------------------------------------------------------
@@ -426,3 +517,10 @@ def register(app: typer.Typer) -> None:
     exclude.command("list")(exclude_list)
     exclude.command("remove")(exclude_remove)
     app.add_typer(exclude, name="exclude")
+    maintenance = typer.Typer(
+        help="Planned maintenance windows: add, list, remove.", no_args_is_help=True
+    )
+    maintenance.command("add")(maintenance_add)
+    maintenance.command("list")(maintenance_list)
+    maintenance.command("remove")(maintenance_remove)
+    app.add_typer(maintenance, name="maintenance")

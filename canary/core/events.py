@@ -234,6 +234,25 @@ class ExclusionRemoved(EventBase):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MaintenanceAdded(EventBase):
+    """A maintenance window: until it ends, the endpoints it names are probed but their results
+    decide nothing (:func:`canary.core.quarantine.decide_model`)."""
+
+    kind = EventKind.maintenance_added
+    id: int | None = None
+    reason: str = ""
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenanceRemoved(EventBase):
+    kind = EventKind.maintenance_removed
+    id: int | None = None
+    reason: str = ""
+    was: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ControlMissing(EventBase):
     kind = EventKind.control_missing
     contract: Contract = Contract.refusal
@@ -301,6 +320,8 @@ Event = (
     | BudgetSkipped
     | ExclusionAdded
     | ExclusionRemoved
+    | MaintenanceAdded
+    | MaintenanceRemoved
     | ControlMissing
     | FloorBreached
     | FloorRestored

@@ -111,6 +111,13 @@ def excluded_by(entries: Iterable[Exclusion], endpoint: Listed, now: datetime) -
     return [e for e in entries if e.active(now) and names(e, endpoint)]
 
 
+def named_tags(
+    entries: Iterable[Exclusion], listing: Iterable[Listed], now: datetime
+) -> frozenset[str]:
+    """The listed endpoints that an entry active at ``now`` names."""
+    return frozenset(e.tag for e in listing if excluded_by(entries, e, now))
+
+
 def usable(
     listing: Sequence[Listed], entries: Sequence[Exclusion], now: datetime
 ) -> tuple[str, ...]:

@@ -64,6 +64,9 @@ class Layer(StrEnum):
     runtime = "runtime"
     quarantine = "quarantine"
     control = "control"  # a positive control: a host known to filter, never usable capacity
+    # a planned maintenance window: never an exclusion, it freezes what the endpoint's results
+    # decide (canary.core.quarantine) and keeps it out of the model-wide rule
+    maintenance = "maintenance"
 
 
 # The layers no floor withholds: human decisions (built-in, runtime) and the positive controls.
@@ -88,6 +91,8 @@ class EventKind(StrEnum):
     floor_restored = "floor_restored"  # closes it: usable >= floor again
     republished = "republished"  # a quarantine held back by the floor is published again
     not_counted = "not_counted"  # a look too close to the previous counted one: nothing moved
+    maintenance_added = "maintenance_added"
+    maintenance_removed = "maintenance_removed"
 
 
 # the kinds the outbox sends (webhooks, and Apprise notifiers unless their ``events`` say less)

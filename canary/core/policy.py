@@ -32,7 +32,9 @@ from canary.core.model import Mode
 # stored as looks); a filtered answer is a refusal look, its own probe's contract inconclusive;
 # positive controls never usable capacity (the control layer); a needs list counts only the
 # endpoints that advertise its needs.
-RULES_REVISION = 7
+# 8: an endpoint in a maintenance window is frozen (its results decide nothing) and left out of
+# the model-wide rule.
+RULES_REVISION = 8
 
 DEFAULT_LOOK_GAP_MINUTES = 10.0  # the gap's default, at most: half the interval when shorter
 

@@ -20,6 +20,9 @@ round the candidate is held, alerted once per contract streak); in observe mode 
 ``would_quarantine`` once per contract streak and changes no quarantine. A streak's ``warned``
 flag records that operators were told of it, by either event.
 
+An endpoint in a maintenance window is frozen for the look, as one skipped by the budget: its
+results move nothing (only time does: a quarantine still ends on time).
+
 Between rounds, :func:`expire_due` releases the quarantines whose end has come and drops pending
 languages older than the max age (what the passage of time alone decides).
 
@@ -36,7 +39,7 @@ from datetime import datetime, timedelta
 from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.events import Event, Released
 from canary.core.floor import publish
-from canary.core.identity import Listed
+from canary.core.identity import Listed, named_tags
 from canary.core.model import (
     Contract,
     EndpointState,
@@ -251,6 +254,7 @@ def decide_model(
     quarantines: Sequence[Exclusion] = (),
     skipped: Collection[str] = (),
     controls: Controls = NO_CONTROLS,
+    maintenance: Sequence[Exclusion] = (),
 ) -> Decision:
     """Decide one look (a round) of one model.
 
@@ -260,13 +264,16 @@ def decide_model(
     endpoints this round. ``human``: the built-in and runtime entries; ``quarantines``: the
     quarantine entries as published before this round (the floor is counted on the published
     list, see :mod:`canary.core.floor`); ``controls``: the model's positive controls (never
-    usable capacity).
+    usable capacity). ``maintenance``: the model's maintenance windows; an endpoint one names
+    while it is in force (``until`` after ``now``) is frozen like a skipped one, whatever its
+    verdict: no count moves, no quarantine starts or is released by its results, no event is
+    raised for it (its quarantine still ends on time, and it still counts as usable capacity).
 
     Returns the next state of every tag considered (``changed`` lists those that differ) and the
     events: release, not_counted, quarantine, floor_held (enforce), would_quarantine (observe).
     """
     tags = sorted({e.tag for e in listing} | set(states) | set(verdicts) | set(skipped))
-    nothing = frozenset(skipped)
+    nothing = frozenset(skipped) | named_tags(maintenance, listing, now)
     nexts: dict[str, EndpointState] = {}
     releases: list[QuarantineEnd] = []
     candidates: list[Candidate] = []

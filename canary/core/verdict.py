@@ -50,6 +50,7 @@ def judge_round(
     look: Look | None = None,
     listed: Collection[str] | None = None,
     usable: Collection[str] | None = None,
+    maintenance: Collection[str] = (),
 ) -> RoundOutcome:
     """Apply the round-level rules to every endpoint's contract results, then aggregate.
 
@@ -57,8 +58,9 @@ def judge_round(
     probed at all (budget) are simply absent: they get no verdict here (the caller marks them
     skipped). ``listed``: the tags of this round's listing (controls are checked against it).
     ``usable``: the endpoints no published entry names (None: every endpoint with results), the
-    only ones the model-wide rule counts (never a positive control). ``look``, when given (the
-    round), is the evidence of the events.
+    only ones the model-wide rule counts (never a positive control, nor an endpoint in
+    ``maintenance``: the tags in a maintenance window). ``look``, when given (the round), is the
+    evidence of the events.
     """
     adjusted: Results = {tag: list(rs) for tag, rs in results.items()}
     controls = frozenset(positive_controls)
@@ -71,7 +73,7 @@ def judge_round(
     else:
         adjusted, weak = apply_positive_control(model, adjusted, controls, evidence=evidence)
         events.extend(weak)
-    counted = frozenset(adjusted) if usable is None else frozenset(usable)
+    counted = frozenset(adjusted if usable is None else usable) - frozenset(maintenance)
     adjusted, wide = apply_model_wide(model, adjusted, controls, rules, counted, evidence=evidence)
     events.extend(wide)
     verdicts = {tag: aggregate(model, tag, rs) for tag, rs in sorted(adjusted.items())}

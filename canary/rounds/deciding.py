@@ -17,7 +17,7 @@ from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.events import Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed
-from canary.core.model import Exclusion, Look, RoundVerdict
+from canary.core.model import Exclusion, Layer, Look, RoundVerdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import Decision, decide_model, expire_due
 from canary.store.repository import Store
@@ -78,6 +78,7 @@ class ModelDecisions:
             guard = self.store.guard_version(model)
             before = self.store.load_states(model)
             layers = self.store.model_layers([model], now)[model]
+            windows = self.store.active_exclusions(model, now, Layer.maintenance)
             decision = decide_model(
                 model,
                 before,
@@ -91,6 +92,7 @@ class ModelDecisions:
                 quarantines=layers.quarantines,
                 skipped=skipped,
                 controls=self.controls_for(model),
+                maintenance=windows,
             )
             if self.store.apply_decision(
                 round_id=round_id,

@@ -31,11 +31,12 @@ from canary.core.alerts import (
 )
 from canary.core.events import ControlMissing, Event
 from canary.core.floor import Publication
-from canary.core.identity import Listed
+from canary.core.identity import Listed, named_tags
 from canary.core.model import (
     DAY,
     Endpoint,
     EndpointState,
+    Layer,
     Look,
     RoundVerdict,
     Verdict,
@@ -495,6 +496,8 @@ class RoundRunner:
                 error=report.stopped.error,
             )
 
+        listing = [Listed.of(e) for e in endpoints]
+        windows = store.active_exclusions(model.id, now, Layer.maintenance)
         outcome = judge_round(
             model.id,
             {p.endpoint.tag: p.results for p in probings},
@@ -503,6 +506,7 @@ class RoundRunner:
             look=Look.round(round_id, now),
             listed=[e.tag for e in endpoints],
             usable=ready.published.usable,
+            maintenance=named_tags(windows, listing, now),
         )
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
@@ -551,7 +555,7 @@ class RoundRunner:
         decision = decisions.decide_round(
             model.id,
             round_id=round_id,
-            listing=[Listed.of(e) for e in endpoints],
+            listing=listing,
             verdicts={t: v for t, v in verdicts.items() if v.verdict is not Verdict.skipped},
             skipped=[t for t, _ in skipped],
             round_events=events,

@@ -133,11 +133,12 @@ def endpoint_state(row: RowMapping) -> EndpointState:
     )
 
 
-def runtime_exclusion(row: RowMapping) -> Exclusion:
+def runtime_exclusion(row: RowMapping, layer: Layer = Layer.runtime) -> Exclusion:
+    """A row of an operator's entries: a runtime exclusion, or a maintenance window."""
     return Exclusion(
         model=row["model"],
         tag=row["tag"],
-        layer=Layer.runtime,
+        layer=layer,
         reason=row["reason"],
         since=row["created_at"],
         until=row["until"],

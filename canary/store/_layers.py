@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pydantic import JsonValue
-from sqlalchemy import ColumnElement, Connection, RowMapping, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, RowMapping, Table, insert, or_, select, update
 
 from canary.core.controls import NO_CONTROLS, Controls
-from canary.core.events import Event
+from canary.core.events import Event, MaintenanceAdded, MaintenanceRemoved
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
@@ -27,7 +27,7 @@ from canary.core.floor import (
     reconcile,
 )
 from canary.core.identity import Listed
-from canary.core.model import Exclusion, Layer
+from canary.core.model import Exclusion, Layer, iso_utc
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
 from canary.store._decode import listing_of, quarantine_exclusion, quarantine_row, runtime_exclusion
@@ -35,7 +35,13 @@ from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store._snapshots import latest_snapshots
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.log_rows import ExclusionRow
-from canary.store.rows import FloorRefused, ModelLayers, QuarantineRow, UnknownExclusion
+from canary.store.rows import (
+    FloorRefused,
+    ModelLayers,
+    QuarantineRow,
+    UnknownExclusion,
+    WindowInForce,
+)
 
 
 @dataclass(frozen=True)
@@ -79,17 +85,24 @@ def floor_episode_row(row: RowMapping) -> FloorEpisodeRow:
 
 
 _x = t.exclusions.c
+# the operator's entries: runtime exclusions, and maintenance windows (never an exclusion)
+_TABLES = {Layer.runtime: t.exclusions, Layer.maintenance: t.maintenance}
 
 
-def _active_runtime(now: datetime) -> tuple[ColumnElement[bool], ...]:
-    return _x.removed_at.is_(None), or_(_x.until.is_(None), _x.until > now)
+def _active_runtime(now: datetime, table: Table = t.exclusions) -> tuple[ColumnElement[bool], ...]:
+    c = table.c
+    return c.removed_at.is_(None), or_(c.until.is_(None), c.until > now)
 
 
-def active_runtime(conn: Connection, model: str | None, now: datetime) -> list[Exclusion]:
-    stmt = select(t.exclusions).where(*_active_runtime(now)).order_by(_x.model, _x.tag, _x.id)
+def active_runtime(
+    conn: Connection, model: str | None, now: datetime, layer: Layer = Layer.runtime
+) -> list[Exclusion]:
+    table = _TABLES[layer]
+    c = table.c
+    stmt = select(table).where(*_active_runtime(now, table)).order_by(c.model, c.tag, c.id)
     if model is not None:
-        stmt = stmt.where(_x.model == model)
-    return [runtime_exclusion(row) for row in conn.execute(stmt).mappings()]
+        stmt = stmt.where(c.model == model)
+    return [runtime_exclusion(row, layer) for row in conn.execute(stmt).mappings()]
 
 
 def model_layers(conn: Connection, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
@@ -144,9 +157,13 @@ class LayersMixin(StoreBase):
         with self._read() as conn:
             return {m: listing_of(s) for m, s in latest_snapshots(conn, models).items()}
 
-    def active_exclusions(self, model: str | None, now: datetime) -> list[Exclusion]:
+    def active_exclusions(
+        self, model: str | None, now: datetime, layer: Layer = Layer.runtime
+    ) -> list[Exclusion]:
+        """The runtime exclusions in force at ``now`` (the maintenance windows with
+        ``Layer.maintenance``)."""
         with self._read() as conn:
-            return active_runtime(conn, model, now)
+            return active_runtime(conn, model, now, layer)
 
     def exclusion_rows(
         self, model: str | None = None, active_only: bool = True, now: datetime | None = None
@@ -207,13 +224,7 @@ class LayersMixin(StoreBase):
             check = check_exclusion(before, entry, force=force, now=now)
             if not check.allowed:
                 raise FloorRefused(model, tag, check.message)
-            new_id: int = conn.execute(
-                insert(t.exclusions)
-                .values(
-                    model=model, tag=tag, reason=reason, actor=actor, created_at=now, until=until
-                )
-                .returning(t.exclusions.c.id)
-            ).scalar_one()
+            new_id = _insert(conn, t.exclusions, entry, actor)
             admitted = admit_exclusion(
                 before,
                 layers.record,
@@ -229,6 +240,36 @@ class LayersMixin(StoreBase):
             bump_guard(conn, model)
         return ExclusionAdded(new_id, check)
 
+    def add_maintenance(
+        self,
+        model: str,
+        tag: str,
+        reason: str,
+        actor: str,
+        until: datetime,
+        now: datetime,
+        *,
+        policy_version: str | None = None,
+    ) -> int:
+        """Add a maintenance window (its ``maintenance_added`` row in the same transaction).
+        Never weighed against the floor: the endpoints it names stay usable capacity. Written
+        under the model's guard, so a round deciding meanwhile decides again with it. Raises
+        :class:`WindowInForce` when one for the same tag or slug is in force already."""
+        entry = Exclusion(model, tag, Layer.maintenance, reason, since=now, until=until)
+        with self._write() as conn:
+            lock_guard(conn, model)
+            for window in active_runtime(conn, model, now, Layer.maintenance):
+                if window.tag == tag:
+                    raise WindowInForce(
+                        f"{tag} of {model} is under maintenance until {iso_utc(window.until)} "
+                        f"already (id {window.id}): remove that window first"
+                    )
+            new_id = _insert(conn, t.maintenance, entry, actor)
+            added = MaintenanceAdded(model=model, tag=tag, id=new_id, reason=reason, until=until)
+            write_audit(conn, [added], actor, policy_version, now)
+            bump_guard(conn, model)
+        return new_id
+
     def remove_exclusion(
         self,
         exclusion_id: int,
@@ -237,18 +278,21 @@ class LayersMixin(StoreBase):
         now: datetime,
         *,
         policy_version: str | None = None,
+        layer: Layer = Layer.runtime,
     ) -> Exclusion:
         """Removals are always allowed: they only give capacity back (the row is
-        :func:`canary.core.floor.exclusion_removed`'s)."""
-        c = t.exclusions.c
+        :func:`canary.core.floor.exclusion_removed`'s). With ``Layer.maintenance``, the
+        maintenance window of that id ends now (a ``maintenance_removed`` row)."""
+        table = _TABLES[layer]
+        c = table.c
         with self._write() as conn:
             model = conn.execute(select(c.model).where(c.id == exclusion_id)).scalar_one_or_none()
             if model is None:
-                raise UnknownExclusion(exclusion_id)
+                raise UnknownExclusion(exclusion_id, layer)
             lock_guard(conn, model)  # the guard first, as every writer of the layers takes it
             row = (
                 conn.execute(
-                    select(t.exclusions)
+                    select(table)
                     .where(c.id == exclusion_id, c.removed_at.is_(None))
                     .with_for_update()
                 )
@@ -256,17 +300,22 @@ class LayersMixin(StoreBase):
                 .one_or_none()
             )
             if row is None:
-                raise UnknownExclusion(exclusion_id)
+                raise UnknownExclusion(exclusion_id, layer)
             conn.execute(
-                update(t.exclusions)
+                update(table)
                 .where(c.id == exclusion_id)
                 .values(removed_at=now, removed_by=actor, remove_reason=reason)
             )
-            removed = runtime_exclusion(row)
-            write_audit(
-                conn, [exclusion_removed(removed, reason=reason)], actor, policy_version, now
+            removed = runtime_exclusion(row, layer)
+            event: Event = (
+                exclusion_removed(removed, reason=reason)
+                if layer is Layer.runtime
+                else MaintenanceRemoved(
+                    model=model, tag=removed.tag, id=removed.id, reason=reason, was=removed.reason
+                )
             )
-            bump_guard(conn, row["model"])
+            write_audit(conn, [event], actor, policy_version, now)
+            bump_guard(conn, model)
         return removed
 
     def sync_floor(
@@ -316,6 +365,13 @@ class LayersMixin(StoreBase):
             return []
         with self._write() as conn:
             return _apply_floor(conn, model, changes, now, actor, policy_version)
+
+
+def _insert(conn: Connection, table: Table, entry: Exclusion, actor: str) -> int:
+    values = {"model": entry.model, "tag": entry.tag, "reason": entry.reason, "actor": actor}
+    stmt = insert(table).values(created_at=entry.since, until=entry.until, **values)
+    new_id: int = conn.execute(stmt.returning(table.c.id)).scalar_one()
+    return new_id
 
 
 def _apply_floor(

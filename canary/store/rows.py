@@ -17,16 +17,21 @@ from pydantic import JsonValue
 from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.floor import FloorRecord, Publication, publish
 from canary.core.identity import Listed
-from canary.core.model import Exclusion, Look
+from canary.core.model import Exclusion, Layer, Look
 
 # A model's endpoint listing as a snapshot keeps it: each endpoint's published fields by tag.
 Snapshot = dict[str, dict[str, JsonValue]]
 
 
 class UnknownExclusion(LookupError):
-    def __init__(self, exclusion_id: int) -> None:
-        super().__init__(f"no active runtime exclusion with id {exclusion_id}")
+    def __init__(self, exclusion_id: int, layer: Layer = Layer.runtime) -> None:
+        what = "maintenance window" if layer is Layer.maintenance else "runtime exclusion"
+        super().__init__(f"no active {what} with id {exclusion_id}")
         self.exclusion_id = exclusion_id
+
+
+class WindowInForce(ValueError):
+    """A maintenance window for the same model and provider is in force already."""
 
 
 class FloorRefused(ValueError):

@@ -340,21 +340,31 @@ model_guards = Table(
     _int("version"),
 )
 
-exclusions = Table(
-    "exclusions",
-    metadata,
-    _id(),
-    _str("model"),
-    _str("tag"),
-    _text("reason"),
-    _str("actor"),
-    _when("created_at"),
-    _when("until", null=True),
-    _when("removed_at", null=True),
-    _str("removed_by", null=True),
-    _text("remove_reason", null=True),
-    Index(None, "model", "removed_at"),
-)
+
+def _operator_entries(name: str, *, open_ended: bool) -> Table:
+    """An operator's entries by tag or provider slug: who added and removed each, and why."""
+    return Table(
+        name,
+        metadata,
+        _id(),
+        _str("model"),
+        _str("tag"),
+        _text("reason"),
+        _str("actor"),
+        _when("created_at"),
+        _when("until", null=open_ended),
+        _when("removed_at", null=True),
+        _str("removed_by", null=True),
+        _text("remove_reason", null=True),
+        Index(None, "model", "removed_at"),
+    )
+
+
+# The runtime layer of the ignore list.
+exclusions = _operator_entries("exclusions", open_ended=True)
+# Planned maintenance windows: the endpoints one names are probed, but their results decide
+# nothing until ``until`` (canary.core.quarantine).
+maintenance = _operator_entries("maintenance", open_ended=False)
 
 # The audit log and the notification outbox in one: one row per decision.
 audit = Table(

@@ -1,7 +1,8 @@
 """The bodies of the read routes, built once for the API and the CLI: one view, one shape.
 
 ``GET /v1/quarantines`` answers :func:`quarantines_body` and ``canary quarantine list --json``
-prints it; likewise ``/v1/exclusions`` and ``exclude list``, ``/v1/audit`` and ``audit``,
+prints it; likewise ``/v1/exclusions`` and ``exclude list``, ``/v1/maintenance`` and
+``maintenance list``, ``/v1/audit`` and ``audit``,
 ``/v1/history`` and ``history``, ``/v1/providers`` and each model of ``status`` (beside its
 ``ignore_list``, the ``/v1/ignore-list`` document). ``GET /v1/ignore-list`` answers
 :func:`ignore_lists_answer` and ``canary ignore-list --json`` prints it. The tables of the CLI
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
+from canary.core.model import Layer
 from canary.views.cost import CostView, ModelCost, model_cost
 from canary.views.providers import ProviderRecord
 from canary.views.records import (
@@ -49,6 +51,12 @@ class ExclusionsBody(TypedDict):
     model: str | None
     at: str | None
     exclusions: list[ExclusionRecord]  # runtime, then built-in
+
+
+class MaintenanceBody(TypedDict):
+    model: str | None
+    at: str | None
+    maintenance: list[ExclusionRecord]  # the windows in force, layer maintenance
 
 
 class AuditBody(TypedDict):
@@ -90,6 +98,12 @@ def exclusions_body(
     reviewed = [e for e in builtin if (model is None or e.model == model) and e.active(now)]
     records = [exclusion_json(e) for e in (*runtime, *reviewed)]
     return {"model": model, "at": iso(now), "exclusions": records}
+
+
+def maintenance_body(store: Store, model: str | None, now: datetime) -> MaintenanceBody:
+    """The maintenance windows in force at ``now``."""
+    windows = store.active_exclusions(model, now, Layer.maintenance)
+    return {"model": model, "at": iso(now), "maintenance": [exclusion_json(e) for e in windows]}
 
 
 def audit_body(store: Store, model: str | None, since: datetime | None, limit: int) -> AuditBody:

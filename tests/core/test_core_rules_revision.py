@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (7, "919265d0a6e530826b9290bd21ada949ea023f136c32e8558e6af6cbc9abb6c7")
+PINNED = (8, "373efb86ec7be7250f36fef21a977f1a07624770005f7af97df1bbf8ffe27953")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
