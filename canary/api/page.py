@@ -53,6 +53,8 @@ EVENT_LABELS = {
     "operator_alert": "operator alert",
     "exclusion_added": "exclusion added",
     "exclusion_removed": "exclusion removed",
+    "maintenance_added": "maintenance window added",
+    "maintenance_removed": "maintenance window ended",
 }
 
 

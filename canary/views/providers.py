@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from canary.core.identity import Listed
-from canary.core.model import EndpointState, Exclusion
+from canary.core.model import EndpointState, Exclusion, Layer
 
 if TYPE_CHECKING:
     from canary.core.controls import Controls
@@ -66,17 +66,20 @@ class ProviderView:
     quarantine_step: int | None
     quarantine_causes: tuple[str, ...]
     withheld: bool  # its quarantine is held back from the published list by the capacity floor
-    exclusions: tuple[Exclusion, ...]  # the built-in, runtime and control entries that name it
+    # the built-in, runtime and control entries that name it, and its maintenance window
+    exclusions: tuple[Exclusion, ...]
     results: Mapping[str, ResultMark]  # contract -> its latest result, detail and round
     latency: Latency  # information only: never part of the routing state
     name: str | None = None  # OpenRouter's display name (provider_name) in the latest listing
 
     @property
     def exclusion_notes(self) -> list[str]:
-        """Each entry that excludes it, as ``layer: reason`` (``layer entry: reason`` when the
-        entry is a provider slug naming this endpoint among others)."""
+        """Each entry that names it, as ``layer: reason`` (``layer entry: reason`` when the
+        entry is a provider slug naming this endpoint among others; a maintenance window says
+        when it ends)."""
         return [
-            f"{e.layer.value}{'' if e.tag == self.provider else ' ' + e.tag}: {e.reason}"
+            f"{e.layer.value}{'' if e.tag == self.provider else ' ' + e.tag}"
+            f"{f' until {iso(e.until)}' if e.layer is Layer.maintenance else ''}: {e.reason}"
             for e in self.exclusions
         ]
 
@@ -179,6 +182,7 @@ def provider_views_of(
     latest_of = store.latest_marks_of(models)
     active = store.quarantines(model=None, active_only=True, now=now)
     runtime = store.active_exclusions(None, now)
+    windows = store.active_exclusions(None, now, Layer.maintenance)
     known_of = store.known_tags_of(models)
     listing_of = store.latest_listings(models)
     quarantined_of: dict[str, dict[str, QuarantineRow]] = {m: {} for m in models}
@@ -186,7 +190,7 @@ def provider_views_of(
         if q.model in quarantined_of:
             quarantined_of[q.model][q.tag] = q
     shown = [e for m, c in (controls or {}).items() if m in quarantined_of for e in c.entries(m)]
-    human = [e for e in (*builtin, *runtime, *shown) if e.active(now)]
+    human = [e for e in (*builtin, *runtime, *shown, *windows) if e.active(now)]
     tags_of = {
         m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m]}) for m in models
     }
@@ -250,7 +254,7 @@ def _views(
                 provider=tag,
                 state=_state_of(
                     quarantined=quarantine is not None,
-                    excluded=tag in layered,
+                    excluded=any(e.layer is not Layer.maintenance for e in layered.get(tag, ())),
                     failing=state.failing_streak if state else 0,
                     seen=bool(latest.get(tag)) or state is not None,
                 ),

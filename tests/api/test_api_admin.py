@@ -12,6 +12,8 @@ ADMIN_CALLS = [
     ("post", "/v1/quarantines/release", {"model": "acme/x", "provider": "bravo", "reason": "r"}),
     ("post", "/v1/exclusions", {"model": "acme/x", "provider": "bravo", "reason": "r"}),
     ("delete", "/v1/exclusions/1", None),
+    ("post", "/v1/maintenance", {"model": "acme/x", "provider": "bravo", "reason": "r"}),
+    ("delete", "/v1/maintenance/1", None),
 ]
 
 

@@ -3,7 +3,7 @@ records themselves from tests/builders.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from builders import result as contract_result
@@ -87,6 +87,11 @@ def runtime(*tags: str, model: str = MODEL) -> tuple[Exclusion, ...]:
     return tuple(Exclusion(model, t, Layer.runtime, "operator") for t in tags)
 
 
+def window(tag: str, until: datetime, *, model: str = MODEL) -> Exclusion:
+    """A maintenance window of ``tag`` (a tag or a provider slug) until ``until``."""
+    return Exclusion(model, tag, Layer.maintenance, "planned upgrade", since=T0, until=until)
+
+
 def quarantine_entries(states: Mapping[str, EndpointState], now: datetime) -> list[Exclusion]:
     """The quarantine layer as the store would publish it for these states."""
     return [
@@ -137,6 +142,7 @@ class Fleet:
         verdicts: Mapping[str, Verdict | RoundVerdict] | None = None,
         *,
         skipped: Collection[str] = (),
+        maintenance: Sequence[Exclusion] = (),
     ) -> Decision:
         """One round at ``self.now``: unnamed tags pass; then the clock moves one interval."""
         self.round_id += 1
@@ -157,6 +163,7 @@ class Fleet:
             human=runtime(*sorted(self.other_excluded)),
             quarantines=quarantine_entries(self.states, self.now),
             skipped=skipped,
+            maintenance=maintenance,
         )
         self.states = dict(decision.states)
         self.decisions.append(decision)
