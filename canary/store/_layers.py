@@ -1,5 +1,6 @@
-"""The runtime layer (operators' exclusions, weighed against the floor), listings, and what the
-store remembers of each model's floor (withheld quarantines, floor episodes).
+"""The runtime layer (operators' exclusions, weighed against the floor) and maintenance windows,
+listings, and what the store remembers of each model's floor (withheld quarantines, floor
+episodes).
 
 The floor rules are canary.core.floor's; an operator's exclusion is checked and inserted under
 the model's guard row (see :mod:`canary.store._guard`), so no round's decision interleaves, and

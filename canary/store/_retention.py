@@ -3,8 +3,9 @@
 Pruned: probes, contract results and round verdicts (by their round's scheduled time; each
 endpoint's latest verdict is pointed again at what is left of its verdicts), endpoint
 snapshots (each model keeps its latest one, the baseline the next round's drift is diffed
-against) and the hourly latency histograms. Kept: rounds, states, quarantines, exclusions, audit
-and drift rows, which are small and are the record of what was decided and why.
+against) and the hourly latency histograms. Kept: rounds, states, quarantines, exclusions,
+maintenance windows, audit and drift rows, which are small and are the record of what was
+decided and why.
 
 Each batch is one short transaction, so rounds and reads go on while a large backlog is pruned.
 A lease row (``retention``) lets one replica prune at a time; it is kept after the run until it
