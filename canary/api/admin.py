@@ -132,24 +132,15 @@ class AdminHandlers(Handlers):
         now = await self._checked(body, [])
         try:
             new_id = await self._store(
-                self.store.add_maintenance,
-                body.model,
-                body.provider,
-                body.reason,
-                "api",
-                body.until,
-                now,
-                policy_version=self.ignore.policy_version,
-            )
+                self.store.add_maintenance, body.model, body.provider, body.reason, "api",
+                body.until, now, policy_version=self.ignore.policy_version,
+            )  # fmt: skip
         except WindowInForce as exc:
             raise ApiError(409, str(exc)) from None
         return Window(
-            id=new_id,
-            model=body.model,
-            provider=body.provider,
-            reason=body.reason,
+            id=new_id, model=body.model, provider=body.provider, reason=body.reason,
             until=iso(body.until),
-        )
+        )  # fmt: skip
 
     async def remove_maintenance(self, window_id: EntryId, reason: RemoveReason = None) -> Removed:
         """End a maintenance window now (audited with its reason)."""

@@ -175,18 +175,15 @@ def quarantine_release(
 # -- exclude ----------------------------------------------------------------------------------
 
 
-UntilOpt = Annotated[
-    str | None,
-    typer.Option("--until", metavar="TIME", help="End, ISO-8601 (default: until removed)."),
-]
-
-
 def exclude_add(
     ctx: typer.Context,
     model: ModelOpt,
     provider: ProviderOpt,
     reason: ReasonOpt,
-    until: UntilOpt = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="TIME", help="End, ISO-8601 (default: until removed)."),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -281,13 +278,10 @@ def _entries(title: str, records: Sequence[ExclusionRecord], empty: str) -> None
 
 
 IdArg = Annotated[int, typer.Argument(metavar="ID", help="Id shown by its `list` command.")]
-RemoveReasonOpt = Annotated[
-    str, typer.Option("--reason", "-r", metavar="REASON", help="Why; kept in the audit log.")
-]
 
 
 def exclude_remove(
-    ctx: typer.Context, exclusion_id: IdArg, reason: RemoveReasonOpt = "removed by an operator"
+    ctx: typer.Context, exclusion_id: IdArg, reason: ReasonOpt = "removed by an operator"
 ) -> None:
     """Remove a runtime exclusion (audited)."""
     _remove(ctx, exclusion_id, reason, maintenance=False)
@@ -337,7 +331,7 @@ def maintenance_add(
             )  # fmt: skip
         except WindowInForce as exc:
             fail(f"refused: {exc}", code=4)
-    typer.echo(f"{provider} of {model} is under maintenance until {to_second(until)} (id {new_id})")
+    typer.echo(f"{provider} of {model} is under maintenance until {to_second(end)} (id {new_id})")
 
 
 def maintenance_list(
@@ -357,7 +351,7 @@ def maintenance_list(
 
 
 def maintenance_remove(
-    ctx: typer.Context, window_id: IdArg, reason: RemoveReasonOpt = "ended by an operator"
+    ctx: typer.Context, window_id: IdArg, reason: ReasonOpt = "ended by an operator"
 ) -> None:
     """End a maintenance window now (audited): the provider's results count again."""
     _remove(ctx, window_id, reason, maintenance=True)

@@ -245,11 +245,8 @@ class MaintenanceAdded(EventBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaintenanceRemoved(EventBase):
+class MaintenanceRemoved(ExclusionRemoved):
     kind = EventKind.maintenance_removed
-    id: int | None = None
-    reason: str = ""
-    was: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,6 +41,7 @@ from canary.core.events import (
     ExclusionRemoved,
     FloorBreached,
     FloorRestored,
+    MaintenanceRemoved,
     QuarantineWithheld,
     Republished,
 )
@@ -371,7 +372,7 @@ def admit_exclusion(
 
 
 def exclusion_removed(entry: Exclusion, *, reason: str) -> ExclusionRemoved:
-    """The row of a runtime exclusion's removal: always allowed, it only gives capacity back."""
-    return ExclusionRemoved(
-        model=entry.model, tag=entry.tag, id=entry.id, reason=reason, was=entry.reason
-    )
+    """The row of a runtime exclusion's removal (or a maintenance window's): always allowed, it
+    only gives capacity back."""
+    removed = MaintenanceRemoved if entry.layer is Layer.maintenance else ExclusionRemoved
+    return removed(model=entry.model, tag=entry.tag, id=entry.id, reason=reason, was=entry.reason)

@@ -17,7 +17,7 @@ from pydantic import JsonValue
 from sqlalchemy import ColumnElement, Connection, RowMapping, Table, insert, or_, select, update
 
 from canary.core.controls import NO_CONTROLS, Controls
-from canary.core.events import Event, MaintenanceAdded, MaintenanceRemoved
+from canary.core.events import Event, MaintenanceAdded
 from canary.core.floor import (
     ExclusionCheck,
     FloorChanges,
@@ -308,13 +308,7 @@ class LayersMixin(StoreBase):
                 .values(removed_at=now, removed_by=actor, remove_reason=reason)
             )
             removed = runtime_exclusion(row, layer)
-            event: Event = (
-                exclusion_removed(removed, reason=reason)
-                if layer is Layer.runtime
-                else MaintenanceRemoved(
-                    model=model, tag=removed.tag, id=removed.id, reason=reason, was=removed.reason
-                )
-            )
+            event = exclusion_removed(removed, reason=reason)
             write_audit(conn, [event], actor, policy_version, now)
             bump_guard(conn, model)
         return removed

@@ -35,6 +35,9 @@ def test_a_window_is_added_listed_and_shown_but_never_published(api: Api) -> Non
     [alpha] = [p for p in providers if p["provider"] == "alpha"]
     assert alpha["state"] != "excluded"
     assert [e["layer"] for e in alpha["exclusions"]] == ["maintenance"]
+    page = api.client.get("/").text
+    assert f"maintenance until {UNTIL}: planned upgrade" in page
+    assert "maintenance window added" in page  # the latest decisions
     record = api.client.get("/v1/audit", params={"model": api.model}).json()["records"][0]
     assert (record["event"], record["actor"], record["provider"]) == (
         "maintenance_added", "api", "alpha",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "373efb86ec7be7250f36fef21a977f1a07624770005f7af97df1bbf8ffe27953")
+PINNED = (8, "2af69d11b64d510da077849ce47f4929ffd9e668ec1dcf497c9d6c2b57dd7d88")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
