@@ -28,6 +28,9 @@ Alerts (the changes that can break routing):
   quantization that is ``None``, ``"unknown"`` or not in the order never alerts on its own;
 - an endpoint that vanished.
 
+A change of an endpoint in a maintenance window in force is recorded but alerts nobody
+(:func:`quieted`), the changes of what sits behind the model id (canary.core.served) too.
+
 With no previous snapshots (the first round ever) there are no changes, and diffing a snapshot
 against itself gives none: a change is reported once, in the round it happened.
 
@@ -36,12 +39,14 @@ Pure: no I/O, no clock. Snapshots are plain JSON-ready dicts so the store can ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from pydantic import JsonValue
 
-from canary.core.model import Endpoint
+from canary.core.identity import Listed, excluded_by
+from canary.core.model import Endpoint, Exclusion
 
 PRESENCE = "presence"
 CAPACITY = "capacity"
@@ -75,6 +80,23 @@ class DriftChange:
             "alert": self.alert,
             "reason": self.reason,
         }
+
+
+def quieted(
+    changes: Iterable[DriftChange],
+    windows: Sequence[Exclusion],
+    listing: Iterable[Listed],
+    now: datetime,
+) -> tuple[DriftChange, ...]:
+    """``changes``, those of an endpoint that a maintenance window in force names marked to alert
+    nobody (an endpoint no longer in ``listing`` is named by its tag alone)."""
+    listed = {e.tag: e for e in listing}
+    return tuple(
+        replace(c, alert=False)
+        if c.tag and excluded_by(windows, listed.get(c.tag) or Listed(c.tag), now)
+        else c
+        for c in changes
+    )
 
 
 def snapshot_of(endpoint: Endpoint) -> dict[str, JsonValue]:

@@ -9,9 +9,10 @@ from datetime import datetime
 
 from canary.config.settings import QUANTIZATION_ORDER, ModelSettings
 from canary.core.alerts import drift_audit, drift_events
-from canary.core.drift import diff_snapshots, snapshot_of
+from canary.core.drift import diff_snapshots, quieted, snapshot_of
 from canary.core.events import Drifted, Event
-from canary.core.model import Endpoint, Look
+from canary.core.identity import Listed
+from canary.core.model import Endpoint, Exclusion, Look
 from canary.core.served import served_model_changes
 from canary.store import AuditRows
 from canary.store.repository import Store
@@ -25,9 +26,12 @@ def record_identity(
     before: Mapping[str, str],
     served: Mapping[str, str],
     now: datetime,
+    windows: Sequence[Exclusion] = (),
+    listing: Sequence[Listed] = (),
 ) -> list[Drifted]:
-    """What sits behind the model id: each endpoint's served model against its last one."""
-    changes = served_model_changes(model, before, served)
+    """What sits behind the model id: each endpoint's served model against its last one (no
+    alert for an endpoint in a maintenance window)."""
+    changes = quieted(served_model_changes(model, before, served), windows, listing, now)
     if not changes:
         return []
     store.record_drift(round_id, model, changes, now, holder=holder)
@@ -42,14 +46,15 @@ def record_listing(
     round_id: int,
     endpoints: Sequence[Endpoint],
     now: datetime,
+    windows: Sequence[Exclusion] = (),
 ) -> list[Drifted]:
     """The listing's snapshot and its drift. Before probing, apart from the decision (made after
     it): what the listing showed is recorded whatever the round then finds, with the audit rows
-    of its alerts."""
+    of its alerts (none for an endpoint in a maintenance window)."""
     before = store.latest_snapshot(model.id)
     after = {e.tag: snapshot_of(e) for e in endpoints}
     price = model.max_price
-    changes = diff_snapshots(
+    drifted = diff_snapshots(
         model.id,
         before,
         after,
@@ -58,6 +63,7 @@ def record_listing(
         capacity_floor=model.capacity_floor,
         quantization_order=QUANTIZATION_ORDER,
     )
+    changes = quieted(drifted, windows, map(Listed.of, endpoints), now)
     store.record_snapshots(round_id, model.id, endpoints, now, holder=holder)
     look = Look.round(round_id, now)
     store.record_drift(

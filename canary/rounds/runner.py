@@ -36,6 +36,7 @@ from canary.core.model import (
     DAY,
     Endpoint,
     EndpointState,
+    Exclusion,
     Layer,
     Look,
     RoundVerdict,
@@ -84,6 +85,7 @@ class _Ready:
     chosen: list[Endpoint]
     skipped: list[tuple[str, str]]
     reserved: float  # of the day's budget
+    windows: list[Exclusion]  # the maintenance windows in force
 
 
 def _last_beat(row: RoundRow) -> datetime:
@@ -446,10 +448,12 @@ class RoundRunner:
         budget: DayBudget | None,
     ) -> _Ready:
         """Before probing: drift, the list as published, the states, what the budget allows."""
+        windows = self.w.store.active_exclusions(model.id, now, Layer.maintenance)
         if self.decides:
             report.events += record_listing(
-                self.w.store, self.holder, self._audit_rows, model, round_id, endpoints, now
-            )
+                self.w.store, self.holder, self._audit_rows, model, round_id, endpoints, now,
+                windows,
+            )  # fmt: skip
         published = self.w.decisions.publication(model.id, model.capacity_floor, now)
         states = self.w.store.load_states(model.id)
         index = round_index(slot, self.settings.interval_minutes)
@@ -459,7 +463,7 @@ class RoundRunner:
             probes_of=probes_of, max_tokens=self.settings.openrouter.max_tokens,
         )  # fmt: skip
         report.skipped = skipped
-        return _Ready(published, states, index, chosen, skipped, reserved)
+        return _Ready(published, states, index, chosen, skipped, reserved, windows)
 
     def _conclude(
         self,
@@ -497,7 +501,6 @@ class RoundRunner:
             )
 
         listing = [Listed.of(e) for e in endpoints]
-        windows = store.active_exclusions(model.id, now, Layer.maintenance)
         outcome = judge_round(
             model.id,
             {p.endpoint.tag: p.results for p in probings},
@@ -506,7 +509,7 @@ class RoundRunner:
             look=Look.round(round_id, now),
             listed=[e.tag for e in endpoints],
             usable=ready.published.usable,
-            maintenance=named_tags(windows, listing, now),
+            maintenance=named_tags(ready.windows, listing, now),
         )
         verdicts = dict(outcome.verdicts)
         for tag, _reason in skipped:
@@ -539,8 +542,9 @@ class RoundRunner:
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
         events += record_identity(
-            self.w.store, self.holder, model.id, round_id, served_before, served, now
-        )
+            self.w.store, self.holder, model.id, round_id, served_before, served, now,
+            ready.windows, listing,
+        )  # fmt: skip
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
         report.events += events
         if budget is not None:

@@ -9,6 +9,8 @@ from core_builders import ENFORCE, INTERVAL, MODEL, OBSERVE, T0, Fleet, cr, wind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from canary.core.drift import DriftChange, quieted
+from canary.core.identity import Listed
 from canary.core.model import Contract, EventKind, Result, Verdict
 from canary.core.policy import PolicyRules
 from canary.core.verdict import judge_round
@@ -65,6 +67,18 @@ def test_an_endpoint_in_a_window_is_left_out_of_the_model_wide_rule() -> None:
     assert wide.verdicts["a"].verdict is Verdict.inconclusive
     out = judge_round(MODEL, results, positive_controls=(), rules=ENFORCE, maintenance={"b"})
     assert out.events == () and out.verdicts["a"].verdict is Verdict.fail
+
+
+def test_drift_of_an_endpoint_in_a_window_is_recorded_but_alerts_nobody() -> None:
+    tags = ("a/fp8", "a/flex", "b", "gone")
+    changes = [DriftChange(MODEL, t, "served_model", "x", "y", True, "r") for t in tags]
+    listing = (Listed("a/fp8"), Listed("a/flex", service_tier="flex"), Listed("b"))
+    windows = [window("a", T0 + timedelta(hours=1)), window("gone", T0 + timedelta(hours=1))]
+    # a slug names no service-tier endpoint; one that left the listing is named by its tag
+    assert [(c.tag, c.alert) for c in quieted(changes, windows, listing, T0)] == [
+        ("a/fp8", False), ("a/flex", True), ("b", True), ("gone", False),
+    ]  # fmt: skip
+    assert quieted(changes, windows, listing, T0 + timedelta(hours=1)) == tuple(changes)
 
 
 steps = st.lists(

@@ -38,3 +38,21 @@ def test_a_failing_provider_in_maintenance_for_two_rounds_is_judged_again_from_i
             ("quarantine", "delta", True)
         ]
         assert [h.verdict for h in store.history(MODEL, "delta", 10)] == ["fail"] * 4
+
+
+def test_a_provider_leaving_the_listing_in_its_window_alerts_nobody(tmp_path: Path) -> None:
+    url = migrated_sqlite(tmp_path / "drill.db")
+    with Store(url) as store:
+        store.add_maintenance(MODEL, "echo", "moving", "cli:ops", DRILL_START + 4 * INTERVAL,
+                              DRILL_START)  # fmt: skip
+    fleet = scenario(
+        *(provider(t) for t in ("alpha", "bravo", "charlie", "delta", "echo")),
+        timeline=[{"round": 2, "model": MODEL, "provider": t, "remove": True}
+                  for t in ("delta", "echo")],
+    )  # fmt: skip
+    result = drill(fleet, 2, database_url=url)
+    vanished = {e["provider"]: e["alert"] for e in result.of_kind("drift")}
+    assert vanished == {"delta": True, "echo": False}  # recorded both; only delta alerts
+    with Store(url) as store:
+        sent = store.pending_notifications(DRILL_START + 2 * INTERVAL, 100, NOTIFY_KINDS)
+        assert [(r.event, r.tag) for r in sent] == [("drift", "delta")]
