@@ -35,7 +35,6 @@ from canary.store._decode import listing_of, quarantine_exclusion, quarantine_ro
 from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store._snapshots import latest_snapshots
 from canary.store.engine import StoreBase, insert_ignoring_conflict
-from canary.store.log_rows import ExclusionRow
 from canary.store.rows import (
     FloorRefused,
     ModelLayers,
@@ -165,21 +164,6 @@ class LayersMixin(StoreBase):
         ``Layer.maintenance``)."""
         with self._read() as conn:
             return active_runtime(conn, model, now, layer)
-
-    def exclusion_rows(
-        self, model: str | None = None, active_only: bool = True, now: datetime | None = None
-    ) -> list[ExclusionRow]:
-        """Runtime exclusions with who added/removed them, newest first."""
-        c = t.exclusions.c
-        stmt = select(t.exclusions).order_by(c.created_at.desc(), c.id.desc())
-        if model is not None:
-            stmt = stmt.where(c.model == model)
-        if active_only:
-            stmt = stmt.where(c.removed_at.is_(None))
-            if now is not None:
-                stmt = stmt.where(or_(c.until.is_(None), c.until > now))
-        with self._read() as conn:
-            return [ExclusionRow(**row) for row in conn.execute(stmt).mappings()]
 
     def floor_episodes(self, model: str | None = None) -> list[FloorEpisodeRow]:
         """Floor episodes, oldest first."""

@@ -1,4 +1,4 @@
-"""The store's other rows: probes, history, exclusions, the audit log, drift, leases, as
+"""The store's other rows: probes, history, the audit log, drift, leases, as
 plain frozen dataclasses.
 
 They are kept apart from :mod:`canary.store.rows` (rounds, results, quarantines: what the
@@ -87,20 +87,6 @@ class HistoryRow:
     results: tuple[ContractResultRow, ...] = ()
     round_status: str = "finished"  # running | finished | abandoned: only a finished one counts
     extra: bool = False  # an extra round (`canary round --now`): judged, but it decides nothing
-
-
-@dataclass(frozen=True)
-class ExclusionRow:
-    id: int
-    model: str
-    tag: str
-    reason: str
-    actor: str
-    created_at: datetime
-    until: datetime | None
-    removed_at: datetime | None
-    removed_by: str | None
-    remove_reason: str | None
 
 
 @dataclass(frozen=True)
