@@ -99,7 +99,7 @@ class EventKind(StrEnum):
 NotifyKind = Literal[
     "quarantine", "would_quarantine", "release", "floor_held", "probe_weak", "model_wide",
     "operator_alert", "budget", "drift", "floor_breached", "floor_restored", "control_missing",
-    "exclusion_added", "exclusion_removed",
+    "exclusion_added", "exclusion_removed", "maintenance_added", "maintenance_removed",
 ]  # fmt: skip
 NOTIFY_KINDS: tuple[NotifyKind, ...] = get_args(NotifyKind)
 

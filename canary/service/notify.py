@@ -43,6 +43,7 @@ from canary.core.events import (
     Drifted,
     ExclusionAdded,
     ExclusionRemoved,
+    MaintenanceAdded,
     ModelWide,
     QuarantineStarted,
     Released,
@@ -79,6 +80,8 @@ TITLES = {
     "control_missing": ":warning: positive control missing from the listing",
     "exclusion_added": ":no_entry_sign: operator exclusion added",
     "exclusion_removed": ":leftwards_arrow_with_hook: operator exclusion removed",
+    "maintenance_added": ":construction: maintenance window: its results count for nothing",
+    "maintenance_removed": ":leftwards_arrow_with_hook: maintenance window ended early",
 }
 
 
@@ -107,7 +110,7 @@ def summary(row: AuditRow) -> str:
     event = row.decided
     who = f"`{row.tag}` of `{row.model}`" if row.tag else f"`{row.model or 'canary'}`"
     parts = [f"{TITLES.get(row.event, row.event)}: {who}"]
-    if isinstance(event, QuarantineStarted | ExclusionAdded) and event.until is not None:
+    if isinstance(event, QuarantineStarted | ExclusionAdded | MaintenanceAdded) and event.until:
         parts.append(f"until {iso_utc(event.until)}")
         if isinstance(event, QuarantineStarted) and event.step:
             parts.append(f"(step {event.step})")
@@ -117,7 +120,7 @@ def summary(row: AuditRow) -> str:
         parts.append(f"contract {event.contract}")
     elif isinstance(event, Drifted) and event.field:
         parts.append(f"{event.field}: {_listed(event.old)} → {_listed(event.new)}")
-    if isinstance(event, ExclusionAdded | ExclusionRemoved):
+    if isinstance(event, ExclusionAdded | ExclusionRemoved | MaintenanceAdded):
         parts.append(f"by {row.actor}")
     reason = explanation(event)
     if isinstance(event, Released) and reason == event.why:

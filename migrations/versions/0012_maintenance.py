@@ -3,7 +3,7 @@ is under planned maintenance until a time; it is still probed, but its results d
 until then.
 
 Revision ID: 0012_maintenance
-Revises: 0011
+Revises: 0012_notifier_targets
 Create Date: 2026-12-06
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0012_maintenance"
-down_revision: str | None = "0011"
+down_revision: str | None = "0012_notifier_targets"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, verdicts
 from sqlite_template import migrated_sqlite
 
+from canary.core.model import NOTIFY_KINDS
 from canary.rounds.drill import DRILL_START
-from canary.service.notify import NOTIFY_KINDS
 from canary.store.repository import Store
 
 INTERVAL = timedelta(minutes=30)
@@ -34,8 +34,10 @@ def test_a_failing_provider_in_maintenance_for_two_rounds_is_judged_again_from_i
             and e["event"] != "verdict"] == [4]  # fmt: skip
     with Store(url) as store:
         sent = store.pending_notifications(end + 4 * INTERVAL, 100, NOTIFY_KINDS)
-        assert [(r.event, r.tag, r.round_id is not None) for r in sent] == [
-            ("quarantine", "delta", True)
+        # the window's opening (an operator's action), then nothing until the quarantine
+        assert [(r.event, r.tag, r.round_id is None) for r in sent] == [
+            ("maintenance_added", "delta", True),
+            ("quarantine", "delta", False),
         ]
         assert [h.verdict for h in store.history(MODEL, "delta", 10)] == ["fail"] * 4
 
@@ -55,4 +57,7 @@ def test_a_provider_leaving_the_listing_in_its_window_alerts_nobody(tmp_path: Pa
     assert vanished == {"delta": True, "echo": False}  # recorded both; only delta alerts
     with Store(url) as store:
         sent = store.pending_notifications(DRILL_START + 2 * INTERVAL, 100, NOTIFY_KINDS)
-        assert [(r.event, r.tag) for r in sent] == [("drift", "delta")]
+        assert [(r.event, r.tag) for r in sent] == [
+            ("maintenance_added", "echo"),
+            ("drift", "delta"),
+        ]

@@ -13,7 +13,7 @@ from notify_receiver import Receiver
 
 from canary.config.settings import Webhook
 from canary.core.events import event_of
-from canary.core.model import NOTIFY_KINDS, EventKind, Look, looks_json
+from canary.core.model import NOTIFY_KINDS, EventKind, Layer, Look, looks_json
 from canary.service.notify import TITLES, Notifier
 from canary.store.repository import Store
 
@@ -119,6 +119,8 @@ def test_every_important_kind_is_sent_and_operator_records_are_not(
         "control_missing",
         "exclusion_added",
         "exclusion_removed",
+        "maintenance_added",
+        "maintenance_removed",
     ]
     for kind in important:
         _record(store, EventKind(kind))
@@ -336,3 +338,17 @@ def test_a_retry_after_a_partial_failure_skips_the_webhook_that_already_has_it(
         assert notifier.send_pending() == 1
         assert [b["id"] for b in receiver.bodies("/json")] == [audit_id]
         assert [b["id"] for b in flaky.bodies("/json")] == [audit_id, audit_id]  # failed, then sent
+
+
+def test_a_maintenance_window_tells_the_team_until_when_and_by_whom(
+    store: Store, receiver: Receiver, client: httpx.Client
+) -> None:
+    until = NOW + timedelta(hours=4)
+    window = store.add_maintenance(M, "bravo", "provider's notice", "cli:ops", until, NOW)
+    store.remove_exclusion(window, "cli:ops", "done early", NOW, layer=Layer.maintenance)
+    notifier = Notifier(store, [Webhook(url=receiver.url + "/json")], client=client, clock=Clock())
+    assert notifier.send_pending() == 2
+    added, removed = (b["summary"] for b in receiver.bodies("/json"))
+    assert "maintenance window" in added and "until 2026-05-01T16:00:00Z" in added
+    assert "by cli:ops" in added and "provider's notice" in added
+    assert "maintenance window ended early" in removed and "done early" in removed

@@ -72,11 +72,3 @@ def test_removing_a_window_ends_it_now_and_is_audited(store: Store, model: str) 
     )
     with pytest.raises(UnknownExclusion, match=f"no active maintenance window with id {window}"):
         store.remove_exclusion(window, "carol", "twice", T0 + HOUR, layer=Layer.maintenance)
-
-
-def test_window_rows_are_not_notifications(store: Store, model: str) -> None:
-    from canary.service.notify import NOTIFY_KINDS
-
-    store.add_maintenance(model, "alpha", "upgrade", "bob", T0 + HOUR, T0)
-    pending = store.pending_notifications(T0 + HOUR, 100, NOTIFY_KINDS)
-    assert [r for r in pending if r.model == model] == []
