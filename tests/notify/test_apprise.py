@@ -176,7 +176,7 @@ def test_exclusions_added_and_removed_by_an_operator_are_notified(
         app, ["--config", str(config), "exclude", "add", "-m", M, "-p", "delta", "-r", "incident 7"]
     )
     assert added.exit_code == 0, added.output
-    [entry] = [e for e in store.exclusion_rows(M, active_only=True) if e.tag == "delta"]
+    [entry] = [e for e in store.active_exclusions(M, datetime.now(UTC)) if e.tag == "delta"]
     removed = cli.invoke(
         app, ["--config", str(config), "exclude", "remove", str(entry.id), "-r", "fixed"]
     )
