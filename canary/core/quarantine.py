@@ -273,7 +273,8 @@ def decide_model(
     events: release, not_counted, quarantine, floor_held (enforce), would_quarantine (observe).
     """
     tags = sorted({e.tag for e in listing} | set(states) | set(verdicts) | set(skipped))
-    nothing = frozenset(skipped) | named_tags(maintenance, listing, now)
+    windows = [w for w in maintenance if w.model == model]
+    nothing = frozenset(skipped) | named_tags(windows, listing, now)
     nexts: dict[str, EndpointState] = {}
     releases: list[QuarantineEnd] = []
     candidates: list[Candidate] = []

@@ -48,11 +48,14 @@ def test_a_quarantine_in_force_stays_through_passing_rounds_and_still_ends_on_ti
 
 def test_a_slug_window_freezes_every_endpoint_of_the_provider_which_stays_capacity() -> None:
     fleet = Fleet(("a", "a/fp8", "b", "c"), floor=3)
-    maintenance = [window("a", T0 + timedelta(days=1)), window("c", T0, model="other/model")]
+    later = T0 + timedelta(days=1)
+    maintenance = [window("a", later), window("c", later, model="other/model")]
     for _ in range(2):
-        decision = fleet.round({"a": F, "a/fp8": F, "b": F}, maintenance=maintenance)
-    # four usable endpoints with "a" and "a/fp8" among them: "b" leaves, three remain
+        decision = fleet.round({"a": F, "a/fp8": F, "b": F, "c": F}, maintenance=maintenance)
+    # four usable endpoints with "a" and "a/fp8" among them: "b" leaves, three remain, and "c"
+    # (its window is another model's) is held by the floor
     assert [q.tag for q in decision.quarantines] == ["b"]
+    assert [e.tag for e in decision.events if e.kind is EventKind.floor_held] == ["c"]
     assert fleet.state("a").failing_streak == fleet.state("a/fp8").failing_streak == 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "2af69d11b64d510da077849ce47f4929ffd9e668ec1dcf497c9d6c2b57dd7d88")
+PINNED = (8, "db0367297789c0cf986bd4f3e7db962258172f0eccfb9c76f7f774df8270189b")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
