@@ -3,8 +3,8 @@
 Hypothesis drives the real core and a real SQLite store (in memory, migrated once per session,
 emptied per example) through random sequences: rounds with random per-contract results (transport errors and
 weak probes included), endpoints appearing and vanishing, base-slug and dated built-in entries,
-operator exclusions with and without force, manual releases, housekeeping and clock jumps of up
-to 20 days. After every step it checks, against oracles written here rather than the code under
+operator exclusions with and without force, maintenance windows, manual releases, housekeeping
+and clock jumps of up to 20 days. After every step it checks, against oracles written here rather than the code under
 test:
 
 - no quarantine starts that would at once have to be withheld (with it counted, usable stays at
@@ -17,7 +17,8 @@ test:
 - ``floor_breached`` is in the document exactly when usable < floor, with one audit row per
   episode and an episode open exactly while the floor is breached (once recorded);
 - no quarantine without the evidence rule: each cause failed this round and in the previous
-  conclusive round of that contract, within the max age, since the endpoint's last release;
+  conclusive round of that contract, within the max age, since the endpoint's last release (a
+  round inside the endpoint's maintenance window is no evidence: none starts or ends by it);
 - ``until`` never moves earlier except by a release;
 - one audit row per quarantine start and end, exclusion add and remove, and one ``floor_held``
   row per withholding of a quarantine (one ``republished`` row per publishing again);
@@ -29,6 +30,7 @@ same state: 500 examples, in four tests of 125 (each prints its time) that paral
 
 from __future__ import annotations
 
+import contextlib
 import time
 import unittest
 from collections import Counter
@@ -50,7 +52,7 @@ from sqlalchemy import delete, func, select
 
 from canary.core.document import ignore_document
 from canary.core.floor import Publication
-from canary.core.identity import Listed
+from canary.core.identity import Listed, named_tags
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -71,6 +73,7 @@ from canary.store import FloorRefused, NoActiveQuarantine, QuarantineRow, Store
 from canary.store import tables as t
 from canary.store._decode import quarantine_row
 from canary.store._layers import FloorEpisodeRow, floor_episode_row
+from canary.store.rows import WindowInForce
 
 MODEL = "acme/safety-1"
 T0 = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
@@ -295,6 +298,8 @@ class SafetyMachine(RuleBasedStateMachine):
                 ContractResult(c, Result.fail if forced == (tag, c) else r, f"{c.value} {r.value}")
                 for c, r in zip(CONTRACTS, chosen, strict=True)
             ]
+        windows = self.store.active_exclusions(MODEL, self.now, Layer.maintenance)
+        frozen = named_tags(windows, [Listed.of(e) for e in self.endpoints()], self.now)
         outcome = judge_round(
             MODEL,
             results,
@@ -303,6 +308,7 @@ class SafetyMachine(RuleBasedStateMachine):
             look=Look.round(round_id, self.now),
             listed=sorted(self.listed),
             usable=before.usable,
+            maintenance=frozen,
         )
         in_force = {t: u for t, u in self.oracle.until.items() if u > self.now}  # before this round
         decision = self.decisions.decide_round(
@@ -316,16 +322,18 @@ class SafetyMachine(RuleBasedStateMachine):
             now=self.now,
         )
         for end in decision.releases:
+            assert end.tag not in frozen or end.why == "expired", "released by in-window results"
             self.oracle.released_at[end.tag] = self.now
             self.oracle.until.pop(end.tag, None)
         for start in decision.quarantines:
             event("a quarantine started")
             self.check_evidence(start.tag, start.causes, outcome.verdicts[start.tag].results)
             assert start.tag not in in_force, f"{start.tag} quarantined again while quarantined"
+            assert start.tag not in frozen, f"{start.tag} quarantined in its maintenance window"
         if decision.quarantines:
             self.check_started_above_the_floor(decision.quarantines)
         for tag, verdict in outcome.verdicts.items():
-            for r in verdict.results:
+            for r in verdict.results if tag not in frozen else ():  # no evidence in a window
                 if r.result in (Result.passed, Result.fail):
                     self.oracle.conclusive.setdefault((tag, r.contract), []).append(
                         (self.now, r.result)
@@ -450,6 +458,13 @@ class SafetyMachine(RuleBasedStateMachine):
             self.store.remove_exclusion(chosen.id, "cli:ops", "done", self.now)
             self.synced_at = None
             self.changed()
+
+    @rule(tag=st.sampled_from(ENTRY_TAGS), hours=st.sampled_from([1, 2, 30]))
+    def operator_opens_a_maintenance_window(self, tag: str, hours: int) -> None:
+        until = self.now + timedelta(hours=hours)
+        with contextlib.suppress(WindowInForce):
+            self.store.add_maintenance(MODEL, tag, "planned", "cli:ops", until, self.now)
+        self.changed()
 
     @rule(tag=st.sampled_from(TAGS))
     def operator_releases(self, tag: str) -> None:
