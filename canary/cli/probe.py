@@ -19,7 +19,7 @@ published prices.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, NotRequired, TypedDict
 
@@ -71,6 +71,7 @@ class ProbeDocument(TypedDict):
     model_wide: list[dict[str, JsonValue]] | str  # NOT_EVALUATED when only part was probed
     published_from: NotRequired[str]  # store, or the built-in list alone (_probe)
     usable: NotRequired[list[str] | None]
+    maintenance: NotRequired[list[str]]  # in a window: left out of the model-wide rule
 
 
 class EstimateRow(TypedDict):
@@ -156,7 +157,7 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> ProbeDo
             fail(f"cannot list the endpoints of {model}: {exc}")
         now = datetime.now(UTC)
         listed = [e.tag for e in endpoints]
-        published, source = published_now(
+        published, source, windows = published_now(
             settings, model, endpoints, probes.builtin_exclusions, now
         )
         if tags:
@@ -184,11 +185,13 @@ async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> ProbeDo
         index = round_index(now, settings.interval_minutes)  # this round's languages
         probings = await prober.probe_endpoints(endpoints, {}, index)
     outcome = judge_probed(
-        settings, model, probings, whole_model=not tags, listed=listed, usable=published.usable
-    )
+        settings, model, probings, whole_model=not tags, listed=listed, usable=published.usable,
+        maintenance=windows,
+    )  # fmt: skip
     document = probe_document(model, probings, outcome, controls, whole_model=not tags)
     document["published_from"] = source
     document["usable"] = None if published.usable is None else list(published.usable)
+    document["maintenance"] = sorted(windows)
     return document
 
 
@@ -198,19 +201,22 @@ def published_now(
     endpoints: Sequence[Endpoint],
     builtin: Sequence[Exclusion],
     now: datetime,
-) -> tuple[Publication, str]:
-    """The model's list as published now over this listing, as a round starts from it, and where
-    its layers came from: ``"store"``, or the built-in list alone when there is no store to
-    read (a missing SQLite file is never created) or it cannot be read."""
+) -> tuple[Publication, str, frozenset[str]]:
+    """The model's list as published now over this listing, as a round starts from it, where
+    its layers came from (``"store"``, or the built-in list alone when there is no store to
+    read: a missing SQLite file is never created, or it cannot be read), and the endpoints in a
+    maintenance window (left out of the model-wide rule)."""
     from canary.cli.common import first_line, missing_sqlite_file
     from canary.core.floor import publish
-    from canary.core.identity import Listed
+    from canary.core.identity import Listed, named_tags
+    from canary.core.model import Layer
     from canary.store.engine import STORE_ERRORS
     from canary.store.repository import Store
 
     listing = [Listed.of(e) for e in endpoints]
     runtime: Sequence[Exclusion] = ()
     quarantines: Sequence[Exclusion] = ()
+    windows: Sequence[Exclusion] = ()
     missing = missing_sqlite_file(settings.database_url)
     if missing is not None:
         source = f"built-in list only: no database at {missing}"
@@ -219,6 +225,7 @@ def published_now(
         try:
             layers = store.model_layers([model], now)[model]
             runtime, quarantines, source = layers.runtime, layers.quarantines, "store"
+            windows = store.active_exclusions(model, now, Layer.maintenance)
         except STORE_ERRORS as exc:
             source = f"built-in list only: the store cannot be read ({first_line(exc)})"
         finally:
@@ -235,7 +242,7 @@ def published_now(
         now=now,
         controls=watched.controls,
     )
-    return published, source
+    return published, source, named_tags(windows, listing, now)
 
 
 def judge_probed(
@@ -246,10 +253,12 @@ def judge_probed(
     whole_model: bool,
     listed: Sequence[str],
     usable: Sequence[str] | None,
+    maintenance: Collection[str] = (),
 ) -> RoundOutcome:
     """The round-level rules over what was probed, as the runner applies them: the same core
     call with the listing's tags (a control missing from it is ``control_missing``) and the
-    endpoints usable on the published list (the only ones model-wide counts)."""
+    endpoints usable on the published list, but those in ``maintenance`` (the only ones
+    model-wide counts)."""
     from dataclasses import replace
 
     from canary.core.policy import PolicyRules
@@ -267,6 +276,7 @@ def judge_probed(
         rules=rules,
         listed=listed,
         usable=usable,
+        maintenance=maintenance,
     )
 
 

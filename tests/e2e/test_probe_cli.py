@@ -262,6 +262,27 @@ def test_model_wide_counts_only_the_usable_endpoints_as_a_round_does(
     assert len(without["model_wide"]) == 1
 
 
+def test_model_wide_leaves_out_an_endpoint_in_a_maintenance_window_as_a_round_does(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from canary.store.repository import Store
+
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    now = datetime.now(UTC)
+    with Store(url) as store:
+        store.upgrade()
+        store.add_maintenance(WIDE, "one", "upgrade", "test", now + timedelta(hours=1), now)
+    doc = document(
+        invoke(["probe", "--model", WIDE, "--json"], {**env, "CANARY_DATABASE_URL": url})
+    )
+    assert doc["maintenance"] == ["one"] and doc["usable"] == ["one", "three", "two"]
+    assert doc["model_wide"] == []  # two of three counted: one failing is not model-wide
+    by_tag = {p["provider"]: p for p in doc["providers"]}
+    assert by_tag["two"]["contracts"]["schema"]["result"] == "fail"
+
+
 def test_unknown_provider_is_a_clear_error_naming_the_known_ones(env: dict[str, str]) -> None:
     result = invoke(["probe", "--model", MODEL, "--provider", "zulu"], env)
     assert result.exit_code != 0
