@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Query
 from starlette.concurrency import run_in_threadpool
@@ -27,14 +27,17 @@ from canary.api.common import (
     errors,
 )
 from canary.api.ignore_endpoint import ETAG, IgnoreListEndpoint, IgnoreListRoute
-from canary.api.page_data import next_slot
+from canary.api.page import render
+from canary.api.page_data import gather, next_slot
 from canary.api.schemas import Flag, Limit, When
+from canary.config.settings import Settings
 from canary.core.identity import InvalidTag
 from canary.core.probing import Probing, fleet_probing
 from canary.service import metrics
 from canary.service.fleet_figures import StoreMetrics, list_figures
 from canary.service.ignore_list import IgnoreListService, utc_now
 from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
 from canary.views.bodies import (
     AuditBody,
     ExclusionsBody,
@@ -55,10 +58,6 @@ from canary.views.cost import cost_view
 from canary.views.known import require_provider
 from canary.views.providers import provider_views
 from canary.views.records import iso
-
-if TYPE_CHECKING:
-    from canary.config.settings import Settings
-    from canary.store.repository import Store
 
 
 class _Api(AdminHandlers, Handlers):
@@ -231,9 +230,6 @@ class _Api(AdminHandlers, Handlers):
 
     async def status_page(self) -> HTMLResponse:
         """The status page (HTML, no external assets)."""
-        from canary.api.page import render
-        from canary.api.page_data import gather
-
         now = self.clock()
         context = await run_in_threadpool(
             gather,

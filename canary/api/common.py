@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 from fastapi import Query
 from fastapi.exceptions import RequestValidationError
@@ -21,14 +21,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from canary.api.schemas import MAX_BODY, ErrorBody
+from canary.config.settings import Settings
 from canary.service.ignore_list import IgnoreListService, UnknownModel
 from canary.service.logs import get_logger
 from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
 from canary.views.known import UnknownProvider, known_models
-
-if TYPE_CHECKING:
-    from canary.config.settings import Settings
-    from canary.store.repository import Store
 
 log = get_logger("canary.api")
 P = ParamSpec("P")

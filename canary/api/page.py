@@ -12,17 +12,14 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from canary.api.page_data import TIMELINE_DAYS, ModelSection, PageContext
 from canary.core.document import IgnoreDocument
 from canary.core.events import explanation
+from canary.store.rows import ResultMark
 from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
 from canary.views.records import QuarantineRecord, iso, parse_when
-
-if TYPE_CHECKING:
-    from canary.store.rows import ResultMark
 
 AHEAD_DAYS = 7
 CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
@@ -354,9 +351,9 @@ def _provider_rows(section: ModelSection, now: datetime, bound: float, slow: flo
             f'<tr class="state-{escape(p.state)}"><td><code>{escape(p.provider)}</code></td>'
             f"<td>{_pill(p.state)}</td><td class=num>{p.failing_streak}</td>"
             f"<td>{_chips(p.results)}</td>"
-            f"<td class=num>{_percentiles(p.ttft_24h)}</td>"
+            f"<td class=num>{_percentiles(p.latency.day)}</td>"
             f"<td>{_latency(p)}</td>"
-            f"<td>{sparkline(p.spark, slow_s=slow, bound_s=bound)}</td>"
+            f"<td>{sparkline(p.latency.spark, slow_s=slow, bound_s=bound)}</td>"
             f"<td class=note>{escape('; '.join(notes))}</td></tr>"
         )
     return (

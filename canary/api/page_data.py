@@ -5,20 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
+from canary.config.settings import Settings
 from canary.core.plan import slot_of
 from canary.service.ignore_list import IgnoreListService, Published
 from canary.store.engine import STORE_ERRORS
+from canary.store.log_rows import AuditRow
+from canary.store.repository import Store
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
 from canary.views.records import QuarantineRecord, quarantine_json
-
-if TYPE_CHECKING:
-    from canary.config.settings import Settings
-    from canary.store.log_rows import AuditRow
-    from canary.store.repository import Store
 
 TIMELINE_DAYS = 14
 

@@ -7,14 +7,14 @@ import re
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
+from urllib.parse import unquote
 
 import typer
 
+from canary.config.settings import Settings, SettingsError, load_settings
 from canary.core.model import iso_utc
-
-if TYPE_CHECKING:
-    from canary.config.settings import Settings
+from canary.service.logs import configure_logging
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -24,16 +24,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def settings_from(ctx: typer.Context) -> Settings:
-    from canary.config.settings import SettingsError, load_settings
-
     root = ctx.find_root()
     config = (root.obj or {}).get("config") if isinstance(root.obj, dict) else None
     try:
         settings = load_settings(config)
     except SettingsError as exc:
         fail(str(exc))
-    from canary.service.logs import configure_logging
-
     configure_logging(settings)
     return settings
 
@@ -50,8 +46,6 @@ def require_api_key(settings: Settings, command: str) -> None:
 
 def missing_sqlite_file(url: str) -> Path | None:
     """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
-    from urllib.parse import unquote
-
     backend, _, rest = url.partition("://")
     if backend.split("+")[0] != "sqlite":
         return None
@@ -70,13 +64,6 @@ def refuse_missing_sqlite(database_url: str, hint: str) -> None:
         from canary.config.settings import redact_url
 
         fail(f"no database at {missing} ({redact_url(database_url)}): {hint}, or pass --config", 1)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an error's message (at most 200 characters), with secrets masked."""
-    from canary.service.logs import first_line as line
-
-    return line(exc)
 
 
 def print_json(value: Any) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from canary.cli.common import settings_from
+from canary.cli.common import fail, settings_from
+from canary.config.definitions import ProbeDefinitionError
+from canary.service.logs import configure_logging
 
 
 def register(app: typer.Typer) -> None:
@@ -39,13 +43,7 @@ def demo(
         bool, typer.Option("--exit", help="End after the rounds instead of serving on (scripts).")
     ] = False,
 ) -> None:
-    import asyncio
-    import logging
-
-    from canary.cli.common import fail
-    from canary.config.definitions import ProbeDefinitionError
     from canary.service.demo import demo_folder, run_demo
-    from canary.service.logs import configure_logging
     from canary.store.migrate import MigrationsNotFound
 
     settings = settings_from(ctx)

@@ -10,32 +10,30 @@ what an operator usually came for, and ``--since`` bounds how far back to go.
 The JSON form is an array of ``{at, round_id, model, provider, field, old, new, alert, reason}``
 with the values exactly as stored (prices in USD per token, as OpenRouter publishes them); the
 table shows prices per million tokens and parameter lists as what was added or dropped.
-Everything heavy is imported inside the command, so it starts fast.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, TypedDict
+from typing import Annotated, TypedDict
 
 import typer
 from pydantic import JsonValue
+from rich.markup import escape
+from rich.table import Table
 
-from canary.cli.common import fail, print_json, to_second
+from canary.cli.common import print_json, to_second
+from canary.cli.ops_base import ModelOpt, ops_context, when
 from canary.cli.ops_base import console as _console
 from canary.core.drift import PER_MILLION
-
-if TYPE_CHECKING:
-    from canary.store.log_rows import DriftRow
-    from canary.store.repository import Store
+from canary.store.log_rows import DriftRow
+from canary.store.repository import Store
+from canary.views.records import iso
 
 
 def drift(
     ctx: typer.Context,
-    model: Annotated[
-        str, typer.Option("--model", "-m", metavar="MODEL", help="Model id, author/slug.")
-    ],
+    model: ModelOpt,
     since: Annotated[
         str | None,
         typer.Option(
@@ -64,9 +62,7 @@ def drift(
 ) -> None:
     """Endpoint drift of a model (price, quantization, parameters, presence, served model),
     newest first."""
-    start = _when(since) if since is not None else None
-    from canary.cli.ops_base import ops_context
-
+    start = when(since, "--since") if since is not None else None
     with ops_context(ctx, action="read") as ops:
         checked = ops.check_model(model)
         rows = ops.store.drift(checked, since=start, limit=limit)
@@ -119,8 +115,6 @@ def served_now(store: Store, model: str) -> list[ServedRecord]:
 
 
 def _print_served(model: str, rows: Sequence[ServedRecord]) -> None:
-    from rich.markup import escape
-
     console = _console()
     if not rows:
         console.print(f"no served model recorded for {model} yet")
@@ -132,8 +126,6 @@ def _print_served(model: str, rows: Sequence[ServedRecord]) -> None:
 
 def drift_json(row: DriftRow) -> DriftRecord:
     """One stored drift row (``canary.store.log_rows.DriftRow``) in the CLI's JSON shape."""
-    from canary.views.records import iso
-
     return {
         "at": iso(row.at),
         "round_id": row.round_id,
@@ -167,10 +159,6 @@ def describe(field: str, old: JsonValue, new: JsonValue) -> str:
 def _print_table(
     model: str, records: Sequence[DriftRecord], *, since: bool, truncated: bool
 ) -> None:
-
-    from rich.markup import escape
-    from rich.table import Table
-
     console = _console()
     if not records:
         console.print(f"no endpoint drift recorded for {model}{' in that window' if since else ''}")
@@ -192,15 +180,6 @@ def _print_table(
     alerts = sum(1 for r in records if r["alert"])
     more = " (limit reached: older changes not shown, raise --limit)" if truncated else ""
     console.print(f"{len(records)} change(s), {alerts} alert(s){more}")
-
-
-def _when(text: str) -> datetime:
-    from canary.views.records import parse_when
-
-    try:
-        return parse_when(text)
-    except ValueError:
-        fail(f"--since {text!r} is not an ISO-8601 time (e.g. 2026-05-01T12:00:00Z)")
 
 
 def _per_million(value: JsonValue) -> str:

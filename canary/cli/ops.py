@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from pydantic_core import to_jsonable_python
 
 from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
     RESULT_MARKS,
     JsonOpt,
     ModelOpt,
+    Ops,
     OptModelOpt,
     ProviderOpt,
     ReasonOpt,
@@ -28,18 +30,26 @@ from canary.cli.ops_base import (
     console,
     history_notes,
     ignore_service,
-    names,
     ops_context,
     round_status,
     show,
     when,
 )
-
-if TYPE_CHECKING:
-    from canary.cli.ops_base import Ops
-    from canary.core.document import IgnoreDocument
-    from canary.store.log_rows import AuditRow
-    from canary.views.records import ExclusionRecord
+from canary.cli.ops_status import status
+from canary.core.document import IgnoreDocument
+from canary.core.events import explanation
+from canary.core.identity import InvalidTag
+from canary.core.model import Layer
+from canary.store.log_rows import AuditRow
+from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion, WindowInForce
+from canary.views.bodies import (
+    exclusions_body,
+    history_body,
+    ignore_lists_answer,
+    maintenance_body,
+    quarantines_body,
+)
+from canary.views.records import ExclusionRecord, audit_json, iso, names, quarantine_json
 
 # -- quarantine -------------------------------------------------------------------------------
 
@@ -54,8 +64,6 @@ def quarantine_list(
 ) -> None:
     """Quarantines in force (or all of them with --all); --json prints GET /v1/quarantines's
     body (?all=true with --all)."""
-    from canary.views.bodies import quarantines_body
-
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
@@ -82,8 +90,6 @@ def quarantine_show(
     ctx: typer.Context, model: ModelOpt, provider: ProviderOpt, as_json: JsonOpt = False
 ) -> None:
     """One provider's quarantine state, evidence and quarantine history."""
-    from canary.views.records import jsonable, quarantine_json
-
     with ops_context(ctx) as ops:
         ops.check_model(model)
         ops.check_provider(model, provider)
@@ -106,7 +112,7 @@ def quarantine_show(
         "active": active,
         "state": None
         if state is None
-        else {**jsonable(state), "failing_streak": state.failing_streak},
+        else {**to_jsonable_python(state), "failing_streak": state.failing_streak},
         "history": history,
     }
     if as_json:
@@ -155,8 +161,6 @@ def quarantine_release(
     ctx: typer.Context, model: ModelOpt, provider: ProviderOpt, reason: ReasonOpt
 ) -> None:
     """Release a quarantine by hand (audited with the reason)."""
-    from canary.store.rows import NoActiveQuarantine
-
     if not reason.strip():
         fail("--reason must not be empty")
     with ops_context(ctx) as ops:
@@ -196,8 +200,6 @@ def exclude_add(
     """Add a runtime exclusion (audited with the reason). A provider slug ("deepinfra")
     excludes every endpoint of that provider; a tag ("deepinfra/fp8") one endpoint. Refused
     (exit 4) when it would leave fewer usable endpoints than the capacity floor, unless --force."""
-    from canary.store.rows import FloorRefused
-
     end = when(until, "--until") if until else None
     with ops_context(ctx) as ops:
         builtin = [e for e in ops.builtin() if e.model == model]
@@ -236,8 +238,6 @@ def _checked(
 ) -> str:
     """The reason of an operator's entry, once it is not empty, the end is in the future, the
     model is known and the provider is a known tag or base slug (exit 2 when not a slug)."""
-    from canary.core.identity import InvalidTag
-
     if not reason.strip():
         fail("--reason must not be empty")
     if end is not None and end <= ops.now:
@@ -253,8 +253,6 @@ def _checked(
 def exclude_list(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Active exclusions: the runtime layer and the reviewed built-in list; --json prints
     GET /v1/exclusions's body."""
-    from canary.views.bodies import exclusions_body
-
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
@@ -288,9 +286,6 @@ def exclude_remove(
 
 
 def _remove(ctx: typer.Context, entry_id: int, reason: str, *, maintenance: bool) -> None:
-    from canary.core.model import Layer
-    from canary.store.rows import UnknownExclusion
-
     layer = Layer.maintenance if maintenance else Layer.runtime
     with ops_context(ctx) as ops:
         try:
@@ -319,8 +314,6 @@ def maintenance_add(
     quarantine and raise no notification; it stays usable capacity. A provider slug names
     every endpoint of that provider, a tag one endpoint. Refused (exit 4) while a window for
     the same provider is in force."""
-    from canary.store.rows import WindowInForce
-
     end = when(until, "--until")
     with ops_context(ctx) as ops:
         why = _checked(ops, model, provider, reason, end)
@@ -338,8 +331,6 @@ def maintenance_list(
     ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Maintenance windows in force; --json prints GET /v1/maintenance's body."""
-    from canary.views.bodies import maintenance_body
-
     with ops_context(ctx) as ops:
         if model:
             ops.check_model(model)
@@ -385,7 +376,6 @@ def ignore_list(
     """The published ignore list of a model (or of several): --json prints GET
     /v1/ignore-list's body for the same models."""
     from canary.core.needs import UnknownNeed, parse_needs
-    from canary.views.bodies import ignore_lists_answer
 
     try:
         wanted = parse_needs(needs)
@@ -427,8 +417,6 @@ def history(
     """A provider's round verdicts and contract results, newest first; an extra round
     (`canary round --now`) and a round that did not finish are marked as such. --json prints
     GET /v1/history's body."""
-    from canary.views.bodies import history_body
-
     with ops_context(ctx) as ops:
         ops.check_model(model)
         ops.check_provider(model, provider)
@@ -470,8 +458,6 @@ def audit(
 ) -> None:
     """Audit records: every automatic decision and operator action, newest first; --json prints
     GET /v1/audit's body."""
-    from canary.views.records import audit_json, iso
-
     start = when(since, "--since") if since else None
     with ops_context(ctx) as ops:
         if model:
@@ -489,14 +475,10 @@ def audit(
 
 
 def _gist(row: AuditRow) -> str:
-    from canary.core.events import explanation
-
     return explanation(row.decided)[:80]
 
 
 def register(app: typer.Typer) -> None:
-    from canary.cli.ops_status import status
-
     app.command("status")(status)
     app.command("ignore-list")(ignore_list)
     app.command("history")(history)

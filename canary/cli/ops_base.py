@@ -1,28 +1,34 @@
 """What the operator commands share: options, the store and settings of one command, output.
 
-Everything heavy is imported inside functions, so a read command starts fast.
+What is heavy (the probe definitions, the wiring) is imported inside functions.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-from canary.cli.common import fail, first_line, refuse_missing_sqlite, settings_from, to_second
+from canary.cli.common import fail, refuse_missing_sqlite, settings_from, to_second
+from canary.config.definitions import ProbeDefinitionError, load_builtin_exclusions
+from canary.config.settings import Settings, redact_url
+from canary.core.identity import InvalidTag
+from canary.core.model import Exclusion
+from canary.service.ignore_list import IgnoreListService
+from canary.service.logs import first_line
+from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
+from canary.views.known import known_models, require_model, require_provider
+from canary.views.records import parse_when
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
-    from canary.config.settings import Settings
-    from canary.core.model import Exclusion
     from canary.rounds.wiring import Wiring
-    from canary.service.ignore_list import IgnoreListService
-    from canary.store.repository import Store
 
 ModelOpt = Annotated[
     str, typer.Option("--model", "-m", metavar="MODEL", help="Model id, author/slug.")
@@ -67,25 +73,17 @@ class Ops:
         self._wiring: Wiring | None = None
 
     def models(self) -> list[str]:
-        from canary.views.known import known_models
-
         return known_models(self.settings.model_ids, self.store)
 
     def check_model(self, model: str) -> str:
-        from canary.views.known import require_model
-
         return require_model(self.settings.model_ids, self.store, model)
 
     def check_provider(self, model: str, tag: str, *, extra: Sequence[str] = ()) -> str:
-        from canary.views.known import require_provider
-
         return require_provider(self.store, model, tag, extra)
 
     def builtin(self) -> tuple[Exclusion, ...]:
         """The built-in list read from its file alone (no full probe load), validated as the
         full load validates it; a bad file stops the command with the same readable line."""
-        from canary.config.definitions import ProbeDefinitionError, load_builtin_exclusions
-
         try:
             return load_builtin_exclusions(self.settings.probes_dir)
         except ProbeDefinitionError as exc:
@@ -118,9 +116,6 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
     """The settings and store of one command; a store error stops it with one readable line
     ("cannot <action> the store at ...")."""
     settings = settings_from(ctx)
-    from canary.store.engine import STORE_ERRORS
-    from canary.store.repository import Store
-
     refuse_missing_sqlite(
         settings.database_url, "start `canary serve` or run `canary db upgrade` first"
     )
@@ -138,9 +133,6 @@ def ops_context(ctx: typer.Context, *, action: str = "use") -> Iterator[Ops]:
 def _readable_errors(
     settings: Settings, errors: tuple[type[Exception], ...], action: str
 ) -> Iterator[None]:
-    from canary.config.settings import redact_url
-    from canary.core.identity import InvalidTag
-
     try:
         yield
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
@@ -167,10 +159,6 @@ def store_problem(doing: str, where: str, problem: str) -> str:
     return f"{doing} the store at {where}: it is unreachable ({problem})"
 
 
-def names(values: Sequence[str]) -> str:
-    return ", ".join(sorted(values)) or "none"
-
-
 def actor() -> str:
     import getpass
 
@@ -181,8 +169,6 @@ def actor() -> str:
 
 
 def when(text: str, option: str) -> datetime:
-    from canary.views.records import parse_when
-
     try:
         return parse_when(text)
     except ValueError:
@@ -190,17 +176,11 @@ def when(text: str, option: str) -> datetime:
 
 
 def console() -> Console:
-    import sys
-
-    from rich.console import Console
-
     # Piped output is read by people too (less, CI logs): do not squeeze it to 80 columns.
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 def table_of(title: str | None, *columns: str) -> Table:
-    from rich.table import Table
-
     table = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
     for i, column in enumerate(columns):
         table.add_column(column, no_wrap=i < 2)
@@ -247,8 +227,6 @@ def ignore_service(
     builtin: Sequence[Exclusion] | None = None,
     policy_version: str | None = None,
 ) -> IgnoreListService:
-    from canary.service.ignore_list import IgnoreListService
-
     service = IgnoreListService(
         ops.store,
         ops.builtin() if builtin is None else tuple(builtin),

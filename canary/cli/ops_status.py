@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import typer
+from rich.table import Table
 from rich.text import Text
 
 from canary.cli.common import fail, print_json, to_second
@@ -24,25 +24,18 @@ from canary.cli.ops_base import (
     ops_context,
     table_of,
 )
-
-if TYPE_CHECKING:
-    from rich.table import Table
-
-    from canary.core.document import IgnoreDocument
-    from canary.views.cost import CostDay, ModelCost
-    from canary.views.latency import Latency
-    from canary.views.providers import ProviderView
+from canary.core.document import IgnoreDocument
+from canary.views.bodies import providers_body
+from canary.views.cost import CostDay, ModelCost, cost_view, model_cost
+from canary.views.latency import Latency
+from canary.views.providers import ProviderView, named_endpoints, provider_views_of
+from canary.views.records import iso
 
 LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim"}
 
 
 def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = False) -> None:
     """Each provider's state, last results, latency and cost, and the published ignore list."""
-    from canary.views.bodies import providers_body
-    from canary.views.cost import cost_view, model_cost
-    from canary.views.providers import provider_views_of
-    from canary.views.records import iso
-
     with ops_context(ctx, action="read") as ops:
         models = [ops.check_model(model)] if model else ops.models()
         if not models:
@@ -115,8 +108,6 @@ def floor_line(doc: IgnoreDocument) -> Text:
 def entries_table(doc: IgnoreDocument, views: list[ProviderView]) -> Table:
     """The entries of the published list as entries: an entry is not an endpoint (a provider
     slug names endpoints, each shown in the table above as ``excluded``)."""
-    from canary.views.providers import named_endpoints
-
     table = table_of("entries of the published list", "Entry", "Layer", "Names", "Reason", "Until")
     for e in doc["entries"]:
         names = named_endpoints(e["provider"], e["layer"], views)
@@ -149,7 +140,7 @@ def providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
         for c, r in v.results.items():
             marks.append(f" {c} " if marks else f"{c} ")
             marks.append(*RESULT_STYLES.get(r.result, ("·", "")))
-        day = v.ttft_24h
+        day = v.latency.day
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")

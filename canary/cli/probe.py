@@ -20,19 +20,35 @@ published prices.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, NotRequired, TypedDict
 
 import typer
 from pydantic import JsonValue
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
-from canary.cli.common import fail, print_json, require_api_key, settings_from
+from canary.cli.common import (
+    fail,
+    missing_sqlite_file,
+    print_json,
+    require_api_key,
+    settings_from,
+)
+from canary.config.settings import SUPPORTED_LANGUAGES, Settings
+from canary.core.events import ControlMissing, ModelWide, ProbeWeak
+from canary.core.floor import Publication, publish
+from canary.core.identity import Listed, named_tags
+from canary.core.model import Endpoint, Exclusion, Layer
+from canary.core.policy import PolicyRules
+from canary.core.verdict import RoundOutcome, judge_round
+from canary.service.logs import first_line
+from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
 
 if TYPE_CHECKING:
-    from canary.config.settings import Settings
-    from canary.core.floor import Publication
-    from canary.core.model import Endpoint, Exclusion
-    from canary.core.verdict import RoundOutcome
     from canary.rounds.prober import EndpointProbing
 
 NOT_EVALUATED = "not evaluated"
@@ -140,7 +156,6 @@ def probe(
 
 async def _probe(settings: Settings, model: str, tags: Sequence[str]) -> ProbeDocument:
     from canary.config.probe_set import load_probes
-    from canary.config.settings import SUPPORTED_LANGUAGES
     from canary.core.plan import round_index
     from canary.openrouter.client import ListingError
     from canary.rounds.prober import Prober
@@ -206,13 +221,6 @@ def published_now(
     its layers came from (``"store"``, or the built-in list alone when there is no store to
     read: a missing SQLite file is never created, or it cannot be read), and the endpoints in a
     maintenance window (left out of the model-wide rule)."""
-    from canary.cli.common import first_line, missing_sqlite_file
-    from canary.core.floor import publish
-    from canary.core.identity import Listed, named_tags
-    from canary.core.model import Layer
-    from canary.store.engine import STORE_ERRORS
-    from canary.store.repository import Store
-
     listing = [Listed.of(e) for e in endpoints]
     runtime: Sequence[Exclusion] = ()
     quarantines: Sequence[Exclusion] = ()
@@ -221,15 +229,13 @@ def published_now(
     if missing is not None:
         source = f"built-in list only: no database at {missing}"
     else:
-        store = Store(settings.database_url)
         try:
-            layers = store.model_layers([model], now)[model]
+            with Store(settings.database_url) as store:
+                layers = store.model_layers([model], now)[model]
+                windows = store.active_exclusions(model, now, Layer.maintenance)
             runtime, quarantines, source = layers.runtime, layers.quarantines, "store"
-            windows = store.active_exclusions(model, now, Layer.maintenance)
         except STORE_ERRORS as exc:
             source = f"built-in list only: the store cannot be read ({first_line(exc)})"
-        finally:
-            store.dispose()
     watched = settings.model(model)
     mine = [e for e in builtin if e.model == model]
     published = publish(
@@ -259,10 +265,6 @@ def judge_probed(
     call with the listing's tags (a control missing from it is ``control_missing``) and the
     endpoints usable on the published list, but those in ``maintenance`` (the only ones
     model-wide counts)."""
-    from dataclasses import replace
-
-    from canary.core.policy import PolicyRules
-    from canary.core.verdict import judge_round
 
     rules = PolicyRules.of(settings.policy, settings.mode, settings.interval_minutes)
     if not whole_model:
@@ -296,7 +298,6 @@ def probe_document(
     """The `--json` object: {"model", "providers": [{"provider", "verdict", "contracts"}],
     "probe_weak", "control_missing", "model_wide"} (`_probe` adds "published_from" and
     "usable")."""
-    from canary.core.events import ControlMissing, ModelWide, ProbeWeak
     from canary.core.served import is_expected, served_model
 
     weak = next((e for e in outcome.events if isinstance(e, ProbeWeak)), None)
@@ -347,10 +348,6 @@ def probe_document(
 
 
 def _print_human(document: ProbeDocument) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
     colours = {"pass": "green", "fail": "red", "inconclusive": "yellow"}
     table = Table(title=f"probe {document['model']}", show_lines=True)
     table.add_column("provider")

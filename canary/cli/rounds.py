@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,18 +15,20 @@ from pydantic import JsonValue
 
 from canary.cli.common import (
     fail,
-    first_line,
     print_json,
     require_api_key,
     settings_from,
     to_second,
 )
+from canary.config.definitions import ProbeDefinitionError
+from canary.config.settings import Settings, SettingsError, env_value, redact_url
+from canary.service.logs import first_line, scrub
+from canary.store.engine import STORE_ERRORS
+from canary.store.rows import RoundRow
 
 if TYPE_CHECKING:
-    from canary.config.settings import Settings
     from canary.rounds.outcome import ModelRound
     from canary.rounds.wiring import Wiring
-    from canary.store.rows import RoundRow
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +52,6 @@ def round_now(
         bool, typer.Option("--json", help="One JSON object per decision.")
     ] = False,
 ) -> None:
-    from canary.config.settings import redact_url
     from canary.core.oneshot import unfinished
     from canary.core.plan import slot_of
     from canary.rounds.aio import run as run_to_completion
@@ -56,8 +60,6 @@ def round_now(
     from canary.rounds.wiring import openrouter_client
     from canary.service.daemon import lease_renew_s
     from canary.service.heartbeat import ping
-    from canary.service.logs import scrub
-    from canary.store.engine import STORE_ERRORS
     from canary.tracing import TracingUnavailable
 
     settings = settings_from(ctx)
@@ -141,8 +143,6 @@ def _open_wiring(settings: Settings) -> Wiring:
 
 def _pause(seconds: float) -> bool:
     """Between tries of the store (Ctrl-C ends it). False: keep trying."""
-    import time
-
     time.sleep(seconds)
     return False
 
@@ -234,11 +234,6 @@ def drill(
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
 ) -> None:
-    import asyncio
-    import os
-
-    from canary.config.definitions import ProbeDefinitionError
-    from canary.config.settings import SettingsError, env_value
     from canary.rounds.drill import DrillError, run_drill
     from canary.sim.scenario import ScenarioError
     from canary.store.migrate import MigrationsNotFound

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from canary.cli.common import fail
+
 
 def register(app: typer.Typer) -> None:
     @app.command("sim")
@@ -23,7 +25,6 @@ def register(app: typer.Typer) -> None:
         ] = 8089,
     ) -> None:
         """Serve a local OpenRouter (under /api/v1) with the scenario's providers and faults."""
-        from canary.cli.common import fail
         from canary.sim.scenario import ScenarioError, load_scenario
 
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from canary.config.validation import problems
 from canary.core.identity import TAG_PATTERN
@@ -25,7 +25,7 @@ class ProbeDefinitionError(ValueError):
     """A probe definition file is missing or invalid; the message names the file and the field."""
 
 
-def read_definition(directory: Path, relative: str) -> dict[str, object]:
+def read_definition(directory: Path, relative: str) -> dict[str, JsonValue]:
     """A definition file's content (JSON or YAML, a mapping); ProbeDefinitionError otherwise."""
     path = directory / relative
     name = f"{directory.name}/{relative}"

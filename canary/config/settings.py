@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     AfterValidator,
@@ -35,11 +35,10 @@ from pydantic_settings import SettingsError as SourceError
 
 from canary.config.bundled import bundled_dir
 from canary.config.validation import Loc, problems, rule_broken
+from canary.core.controls import Controls
 from canary.core.identity import check_tag
 from canary.core.model import NOTIFY_KINDS, NotifyKind
-
-if TYPE_CHECKING:
-    from canary.core.controls import Controls
+from canary.core.policy import default_look_gap_minutes
 
 Language = Literal[
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -71,6 +70,9 @@ def _model_id(value: str) -> str:
     if not author or not slug or "/" in slug:
         raise ValueError(f"{value!r} is not of the form author/slug")
     return value
+
+
+ModelId = Annotated[str, AfterValidator(_model_id)]
 
 
 def _http_url(value: str) -> str:
@@ -117,7 +119,7 @@ class MaxPrice(_Table):
 
 
 class ModelSettings(_Table):
-    id: Annotated[str, AfterValidator(_model_id)]
+    id: ModelId
     # endpoint tags (slugs)
     positive_controls: tuple[Annotated[str, AfterValidator(check_tag)], ...] = ()
     capacity_floor: int = Field(default=2, ge=0)
@@ -129,8 +131,6 @@ class ModelSettings(_Table):
     @property
     def controls(self) -> Controls:
         """The positive controls as the published list holds them (never usable capacity)."""
-        from canary.core.controls import Controls
-
         return Controls.of(self.positive_controls, self.publish_controls)
 
 
@@ -327,8 +327,6 @@ class Settings(BaseSettings, _Table):
     def min_look_gap_minutes(self) -> float:
         """The look gap in force: the setting, else the smaller of 10 minutes and half the
         interval."""
-        from canary.core.policy import default_look_gap_minutes
-
         gap = self.policy.min_look_gap_minutes
         return default_look_gap_minutes(self.interval_minutes) if gap is None else gap
 

@@ -12,22 +12,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import JsonValue, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
 
 from canary.config.settings import ModelSettings, Settings, with_changes
 from canary.core.events import Event, VerdictEvent
 from canary.core.floor import Publication
 from canary.core.model import Contract, RoundVerdict, iso_utc, looks_json
 from canary.core.plan import slot_of
+from canary.openrouter.client import OpenRouterClient
 from canary.rounds.outcome import ModelRound
 from canary.rounds.runner import RoundRunner
 from canary.rounds.wiring import Wiring, build_wiring
-
-if TYPE_CHECKING:
-    from canary.sim.scenario import Scenario
-    from canary.tracing import RoundTracer
+from canary.sim.scenario import Scenario, parse, read_scenario_file
+from canary.sim.server import start_simulator
+from canary.tracing import RoundTracer
 
 SIM_KEY = "sim-drill-key"
 DRILL_START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -136,7 +136,7 @@ def publications(wiring: Wiring, models: Sequence[str], now: datetime) -> dict[s
 
 
 async def run_drill(
-    scenario: Path | Mapping[str, object],
+    scenario: Path | Mapping[str, JsonValue],
     rounds: int,
     base_settings: Settings,
     *,
@@ -147,9 +147,6 @@ async def run_drill(
     start: datetime = DRILL_START,
     tracer: RoundTracer | None = None,
 ) -> DrillResult:
-    from canary.openrouter.client import OpenRouterClient
-    from canary.sim.server import start_simulator
-
     loaded, advances = split_clock_entries(scenario)
     timeline = list(loaded.timeline)
     model_ids = [m.id for m in loaded.models]
@@ -221,7 +218,7 @@ def _fixed(at: datetime) -> Callable[[], datetime]:
 
 
 def split_clock_entries(
-    source: Path | str | Mapping[str, object] | Scenario,
+    source: Path | str | Mapping[str, JsonValue] | Scenario,
 ) -> tuple[Scenario, dict[int, float]]:
     """The scenario without its ``{round: k, advance_hours: H}`` entries, and those hours by round.
 
@@ -229,8 +226,6 @@ def split_clock_entries(
     scenario is validated; everything else is validated by :func:`canary.sim.scenario.parse` and
     errors name the source and the entry (``timeline.3: advance_hours: ...``).
     """
-    from canary.sim.scenario import Scenario, parse, read_scenario_file
-
     if isinstance(source, Scenario):
         return source, {}
     name = "scenario"
@@ -245,8 +240,8 @@ def split_clock_entries(
     timeline = data.get("timeline")
     for i, entry in enumerate(timeline if isinstance(timeline, list) else ()):
         if isinstance(entry, Mapping) and "advance_hours" in entry:
-            advances_at, hours = _clock_entry(entry, f"{name}: timeline.{i}")
-            advances[advances_at] = advances.get(advances_at, 0.0) + hours
+            jump = parse(ClockEntry, entry, f"{name}: timeline.{i}")
+            advances[jump.round] = advances.get(jump.round, 0.0) + jump.advance_hours
         else:
             kept.append(entry)
     if "timeline" in data:
@@ -254,15 +249,10 @@ def split_clock_entries(
     return parse(Scenario, data, name), advances
 
 
-def _clock_entry(entry: Mapping[str, object], where: str) -> tuple[int, float]:
-    from canary.sim.scenario import ScenarioError
+class ClockEntry(BaseModel):
+    """A drill's ``{round: k, advance_hours: H}`` timeline entry: the virtual clock jumps H hours
+    before round k."""
 
-    extra = sorted(set(entry) - {"round", "advance_hours"})
-    if extra:
-        raise ScenarioError(f"{where}: a clock entry has only round and advance_hours, not {extra}")
-    k, hours = entry.get("round"), entry["advance_hours"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ScenarioError(f"{where}: round: {k!r} is not a round number (1, 2, ...)")
-    if isinstance(hours, bool) or not isinstance(hours, int | float) or hours < 0:
-        raise ScenarioError(f"{where}: advance_hours: {hours!r} is not a non-negative number")
-    return k, float(hours)
+    model_config = ConfigDict(extra="forbid", strict=True)
+    round: int = Field(ge=1)
+    advance_hours: float = Field(ge=0)

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from canary.config.settings import ModelSettings, Settings
 from canary.core.alerts import (
@@ -59,10 +58,7 @@ from canary.store import AuditRows
 from canary.store._claims import RoundLost
 from canary.store.engine import STORE_ERRORS
 from canary.store.rows import RoundRow, SkippedEndpoint
-from canary.tracing import TRACING_ERRORS
-
-if TYPE_CHECKING:
-    from canary.tracing import RoundTracer
+from canary.tracing import TRACING_ERRORS, RoundTracer
 
 log = get_logger("canary.rounds.runner")
 # On a shared store a replica claims another model only while fewer requests than this many

@@ -14,14 +14,15 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from canary.rounds.slot_trigger import SlotTrigger
 from canary.service.logs import get_logger
 from canary.store.engine import STORE_ERRORS
 from canary.store.repository import Store
-
-if TYPE_CHECKING:
-    from apscheduler.schedulers.background import BackgroundScheduler
 
 log = get_logger("canary.rounds.scheduler")
 
@@ -155,11 +156,6 @@ def build_scheduler(
     never overlap, and missed rounds run once (coalesced);
     housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
     long prune never holds up the ignore list's refresh or the notifications."""
-    from apscheduler.schedulers.background import BackgroundScheduler
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    from canary.rounds.slot_trigger import SlotTrigger
-
     scheduler = BackgroundScheduler(timezone=UTC)
     first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(

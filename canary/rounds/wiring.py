@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from canary.config.probe_set import ProbeSet, load_probes
-from canary.config.settings import Settings
+from canary.config.settings import SUPPORTED_LANGUAGES, Settings
 from canary.core.cost import probe_cost
 from canary.core.model import Endpoint, Exclusion, Observation
 from canary.core.policy import PolicyRules, policy_version
@@ -30,7 +30,6 @@ class Wiring:
 
     @cached_property
     def analyzer(self) -> LanguageAnalyzer:
-        from canary.config.settings import SUPPORTED_LANGUAGES
         from canary.text.detect import LanguageAnalyzer
 
         # Probes rotate through the configured languages, but the detector must know every

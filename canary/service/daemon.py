@@ -16,20 +16,38 @@ at once (so any replica runs the next slot as usual), the API stops, and the pro
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
+import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
+import uvicorn
+from sqlalchemy.exc import SQLAlchemyError
+
+from canary.api.app import create_app
+from canary.config.probe_set import ProbeDefinitionError
 from canary.config.settings import Settings, redact_url
+from canary.core.plan import overrun_slot, slot_of
 from canary.rounds.aio import run as run_to_completion
+from canary.rounds.deciding import DecisionConflict, ModelDecisions
+from canary.rounds.outcome import ModelRound
+from canary.rounds.runner import RoundRunner, runner_id
+from canary.rounds.scheduler import ROUND_LEASE, build_scheduler, round_turn
+from canary.rounds.wiring import build_wiring, openrouter_client
 from canary.service.heartbeat import ping_in_background
+from canary.service.ignore_list import IgnoreListService
 from canary.service.logs import get_logger
+from canary.service.notify import Notifier
 from canary.service.startup import StartupError, listen, open_store
+from canary.store.engine import STORE_ERRORS
+from canary.store.repository import Store
+from canary.tracing import TracingUnavailable
 
 __all__ = [
     "HOUSEKEEPING_EVERY_S",
@@ -41,12 +59,6 @@ __all__ = [
     "run_daemon",
 ]
 
-if TYPE_CHECKING:
-    import uvicorn
-
-    from canary.rounds.deciding import ModelDecisions
-    from canary.rounds.outcome import ModelRound
-    from canary.store.repository import Store
 
 log = get_logger("canary.service.daemon")
 
@@ -69,11 +81,6 @@ class Daemon:
     def __init__(
         self, settings: Settings, *, store: Store | None = None, holder: str | None = None
     ) -> None:
-        from canary.rounds.runner import runner_id
-        from canary.rounds.wiring import build_wiring
-        from canary.service.ignore_list import IgnoreListService
-        from canary.service.notify import Notifier
-
         self.settings = settings
         self.wiring = build_wiring(settings, store=store, upgrade=store is None)
         self.holder = holder or runner_id()
@@ -100,8 +107,6 @@ class Daemon:
         """The scheduler's round job: a round of the current slot, then housekeeping; again, at
         once, while a slot began meanwhile (:func:`~canary.core.plan.overrun_slot`: the scheduler
         skipped its start, this job still running)."""
-        from canary.core.plan import overrun_slot
-
         while not self.stopping.is_set():
             ran = self._one_round()
             if not self.stopping.is_set():
@@ -140,11 +145,6 @@ class Daemon:
         return None
 
     async def _round(self) -> tuple[bool, list[ModelRound] | None, datetime]:
-        from canary.core.plan import slot_of
-        from canary.rounds.runner import RoundRunner
-        from canary.rounds.scheduler import round_turn
-        from canary.rounds.wiring import openrouter_client
-
         current = asyncio.current_task()
         assert current is not None
         slot = slot_of(datetime.now(UTC), self.settings.interval_minutes)
@@ -180,8 +180,6 @@ class Daemon:
     def stop_round(self, grace_s: float) -> int:
         """Give a running round ``grace_s`` to finish, else cancel it; record what it left
         running as abandoned and free the round lease. Returns how many rounds were abandoned."""
-        from canary.rounds.scheduler import ROUND_LEASE
-
         if not self._idle.wait(grace_s):
             with self._running_lock:
                 running = self._running
@@ -190,8 +188,6 @@ class Daemon:
                 running.loop.call_soon_threadsafe(running.task.cancel)
             if not self._idle.wait(UNWIND_S):
                 log.error("round_did_not_unwind", holder=self.holder, waited_s=UNWIND_S)
-        from sqlalchemy.exc import SQLAlchemyError
-
         store = self.wiring.store
         try:
             abandoned = store.abandon_rounds_of(self.holder, datetime.now(UTC), why="shutdown")
@@ -210,8 +206,6 @@ class Daemon:
     # -- housekeeping -------------------------------------------------------------------------
 
     def housekeeping(self) -> None:
-        from sqlalchemy.exc import SQLAlchemyError
-
         self.keep_decisions(datetime.now(UTC))
         try:
             self.ignore.refresh()
@@ -227,8 +221,6 @@ class Daemon:
 
     def prune_evidence(self) -> None:
         """Retention: delete evidence older than ``retention_days`` (one replica at a time)."""
-        from sqlalchemy.exc import SQLAlchemyError
-
         started = time.monotonic()
         try:
             pruned = self.wiring.store.prune_once(
@@ -246,13 +238,7 @@ class Daemon:
                 "retention_pruned",
                 keep_days=self.settings.retention_days,
                 rows=pruned.total,
-                probes=pruned.probes,
-                contract_results=pruned.contract_results,
-                round_verdicts=pruned.round_verdicts,
-                endpoint_snapshots=pruned.endpoint_snapshots,
-                ttft_buckets=pruned.ttft_buckets,
-                latency_figures=pruned.latency_figures,
-                complete=pruned.complete,
+                **asdict(pruned),
                 duration_s=round(time.monotonic() - started, 3),
             )
 
@@ -261,9 +247,6 @@ def keep_decisions(decisions: ModelDecisions, settings: Settings, now: datetime)
     """Between rounds: release quarantines whose end has come (their notifications go out now,
     not at the next round) and record what the floor does on the published lists. A store
     error is logged: the next tick tries again."""
-    from canary.rounds.deciding import DecisionConflict
-    from canary.store.engine import STORE_ERRORS
-
     models = list(settings.model_ids)
     for model in models:  # one model's trouble must not hold back the others' releases
         try:
@@ -333,12 +316,6 @@ def run_daemon(settings: Settings, *, host: str, port: int) -> None:
 def _serve(
     settings: Settings, listener: socket.socket, host: str, port: int, stop: threading.Event
 ) -> None:
-    import uvicorn
-
-    from canary.api.app import create_app
-    from canary.config.probe_set import ProbeDefinitionError
-    from canary.tracing import TracingUnavailable
-
     log.info(
         "starting",
         database=redact_url(settings.database_url),
@@ -388,8 +365,6 @@ def _serve(
 
 
 def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.Event) -> None:
-    from canary.rounds.scheduler import build_scheduler
-
     scheduler = build_scheduler(
         settings.interval_minutes,
         daemon.run_round,
@@ -435,9 +410,6 @@ def _on_stop_signals(stop: threading.Event) -> None:
 
 
 def _exit_now() -> None:
-    import os
-    import sys
-
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(0)

@@ -23,8 +23,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import uvicorn
+
+from canary.api.app import create_app
+from canary.api.page_data import next_slot
 from canary.config.settings import ModelSettings, Settings
 from canary.core.events import (
     FloorHeld,
@@ -37,16 +41,16 @@ from canary.core.events import (
 )
 from canary.core.model import Verdict, iso_utc
 from canary.core.plan import slot_of
+from canary.openrouter.client import OpenRouterClient
 from canary.rounds.drill import SIM_KEY, drill_settings
 from canary.rounds.outcome import ModelRound
 from canary.rounds.runner import RoundRunner
-from canary.service.daemon import HOUSEKEEPING_EVERY_S
-from canary.service.ignore_list import utc_now
+from canary.rounds.wiring import Wiring, build_wiring
+from canary.service.daemon import HOUSEKEEPING_EVERY_S, keep_decisions
+from canary.service.ignore_list import IgnoreListService, utc_now
 from canary.service.ports import free_port
-
-if TYPE_CHECKING:
-    from canary.rounds.wiring import Wiring
-    from canary.service.ignore_list import IgnoreListService
+from canary.sim.scenario import load_scenario
+from canary.sim.server import start_simulator
 
 SHOWCASE = Path(__file__).parents[1] / "sim" / "scenarios" / "showcase.yaml"
 CONTROL_HOST = "filterhost"
@@ -82,8 +86,6 @@ class VirtualClock:
 
 
 def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
-    import uvicorn
-
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
     )
@@ -191,14 +193,6 @@ async def run_demo(
     """Run the showcase's rounds, telling what happens; then, with ``keep_serving``, serve the
     API and status page until cancelled (Ctrl-C or SIGTERM: both raise KeyboardInterrupt),
     following the store on ``real_clock`` every ``refresh_every_s``."""
-    from canary.api.app import create_app
-    from canary.api.page_data import next_slot
-    from canary.openrouter.client import OpenRouterClient
-    from canary.rounds.wiring import build_wiring
-    from canary.service.ignore_list import IgnoreListService
-    from canary.sim.scenario import load_scenario
-    from canary.sim.server import start_simulator
-
     loaded = load_scenario(scenario)
     model_ids = [m.id for m in loaded.models]
     base = base.replace(
@@ -331,8 +325,6 @@ def _follow_store(
     """What the daemon's housekeeping does between rounds, but the webhooks: release what has
     ended, record what the floor does, and rebuild the list from the store (which the operator
     commands may have written)."""
-    from canary.service.daemon import keep_decisions
-
     keep_decisions(wiring.decisions, settings, now)
     ignore.refresh()  # a store error keeps the last good list, marked stale
 

@@ -22,15 +22,13 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from canary.core.controls import NO_CONTROLS, Controls
+from canary.core.document import IgnoreDocument, ignore_document
 from canary.core.floor import Publication
 from canary.core.model import Exclusion
-
-if TYPE_CHECKING:
-    from canary.core.document import IgnoreDocument
-    from canary.store.rows import ModelLayers
+from canary.store.rows import ModelLayers
 
 
 class UnknownModel(LookupError):
@@ -258,7 +256,6 @@ class IgnoreListService:
     def _variant(self, base: Published, needs: frozenset[str]) -> Published:
         """The list of an app with ``needs``, published on its own from the layers ``base`` was
         published from (same moment, same floor): the floor is held on the variant itself."""
-        from canary.core.document import ignore_document
         from canary.core.needs import publish_for_needs
 
         layers, full = base.layers, base.publication
@@ -296,8 +293,6 @@ class IgnoreListService:
     def _build(
         self, model: str, layers: ModelLayers, now: datetime, generated_at: datetime, stale: bool
     ) -> Published:
-        from canary.core.document import ignore_document
-
         builtin = tuple(e for e in self._builtin if e.model == model)
         publication = layers.publish(
             model, builtin, self._floor_of(model), now, controls=self._controls_of(model)

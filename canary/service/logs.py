@@ -10,14 +10,12 @@ import logging
 import re
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import Any, TextIO, cast
 
 import structlog
+from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-if TYPE_CHECKING:
-    from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
-
-    from canary.config.settings import Settings
+from canary.config.settings import Settings
 
 _SECRETS: set[str] = set()
 _SECRET_KEYS = re.compile(r"(api_key|token|authorization|password|secret)", re.I)

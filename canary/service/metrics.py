@@ -20,7 +20,6 @@ from collections import Counter as Tally
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -30,10 +29,8 @@ from prometheus_client.registry import Collector
 
 from canary import __version__
 from canary.core.model import Contract, Result, Transport
+from canary.service.fleet_figures import ListFigures, StoreFigures
 from canary.views.providers import STATES
-
-if TYPE_CHECKING:
-    from canary.service.fleet_figures import ListFigures, StoreFigures
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

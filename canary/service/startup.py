@@ -7,16 +7,18 @@ exponential backoff, for at most ``startup_wait_s``.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+
+from sqlalchemy import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from canary.config.settings import Settings, redact_url
-from canary.service.logs import get_logger
-
-if TYPE_CHECKING:
-    from canary.store.repository import Store
+from canary.service.logs import first_line, get_logger
+from canary.store.repository import Store
 
 log = get_logger("canary.service.startup")
 
@@ -62,11 +64,7 @@ def open_store(
     then :class:`StoppedDuringStartup`) until ``startup_wait_s`` has passed; any other store
     problem fails at once, and so does a SQLite file that cannot be opened (a local file does
     not come back by waiting)."""
-    from sqlalchemy.exc import DBAPIError, OperationalError
-
-    from canary.service.logs import first_line
     from canary.store.migrate import MigrationsNotFound
-    from canary.store.repository import Store
 
     shown = redact_url(settings.database_url)
     problem = sqlite_path_problem(settings.database_url)
@@ -115,18 +113,11 @@ def _times(n: int) -> str:
 
 
 def _is_sqlite(url: str) -> bool:
-    from sqlalchemy import make_url
-
     return make_url(url).get_backend_name() == "sqlite"
 
 
 def sqlite_path_problem(url: str) -> str | None:
     """Why a SQLite database file cannot be created or written, or None (PostgreSQL: None)."""
-    import os
-    from pathlib import Path
-
-    from sqlalchemy import make_url
-
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar, get_args
+from typing import Annotated, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -23,12 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from canary.config.settings import SUPPORTED_LANGUAGES, Language, ModelId
 from canary.config.validation import problems
 
-QUANTIZATIONS = (
+Quantization = Literal[
     "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6",
     "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown",
-)  # fmt: skip
+]  # fmt: skip
 DEFAULT_PARAMETERS = (
     "max_tokens", "temperature", "top_p", "stop", "seed", "response_format", "structured_outputs",
 )  # fmt: skip
@@ -66,11 +67,7 @@ class FaultKind(StrEnum):
     tool_schema_mismatch = "tool_schema_mismatch"
 
 
-Language = Literal[
-    "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk",
-    "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
-]  # fmt: skip
-LANGUAGES: tuple[Language, ...] = get_args(Language)
+LANGUAGES = SUPPORTED_LANGUAGES
 Count = Annotated[int, Field(ge=0)]
 ErrorStatus = Annotated[int, Field(ge=400, le=599)]
 
@@ -201,7 +198,7 @@ class Provider(BaseModel):
 
     tag: str
     name: str = ""
-    quantization: str | None = None
+    quantization: Quantization | None = None
     price: Price = Field(default_factory=Price)
     context_length: int = Field(default=32768, gt=0)
     max_completion_tokens: int | None = Field(default=8192, gt=0)
@@ -210,7 +207,7 @@ class Provider(BaseModel):
     ttft_ms: float = Field(default=300, ge=0)
     jitter_ms: float = Field(default=0, ge=0)
     tokens_per_second: float = Field(default=80, gt=0)
-    status: int = 0
+    status: Literal[0, -1, -2, -3, -5, -10] = 0
     uptime_last_5m: float | None = 100.0
     uptime_last_30m: float | None = 99.8
     uptime_last_1d: float | None = 99.5
@@ -228,20 +225,6 @@ class Provider(BaseModel):
             raise ValueError(f"{value!r} is not a lowercase 'slug' or 'slug/suffix'")
         return value
 
-    @field_validator("quantization")
-    @classmethod
-    def _quantization(cls, value: str | None) -> str | None:
-        if value is not None and value not in QUANTIZATIONS:
-            raise ValueError(f"{value!r} is not one of {', '.join(QUANTIZATIONS)}")
-        return value
-
-    @field_validator("status")
-    @classmethod
-    def _status(cls, value: int) -> int:
-        if value not in (0, -1, -2, -3, -5, -10):
-            raise ValueError(f"{value!r} is not one of 0, -1, -2, -3, -5, -10")
-        return value
-
     @model_validator(mode="after")
     def _default_name(self) -> Provider:
         if not self.name:
@@ -256,19 +239,11 @@ class Provider(BaseModel):
 class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str
+    id: ModelId
     name: str = ""
     description: str = "A role-play model served by the canary simulator."
     created: int = 1735000000
     providers: tuple[Provider, ...] = ()
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, value: str) -> str:
-        author, _, slug = value.partition("/")
-        if not author or not slug or "/" in slug:
-            raise ValueError(f"{value!r} is not of the form author/slug")
-        return value
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -287,7 +262,7 @@ class ProviderPatch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     price: Price | None = None
-    quantization: str | None = None
+    quantization: Quantization | None = None
     supported_parameters: tuple[str, ...] | None = None
     context_length: int | None = Field(default=None, gt=0)
     max_completion_tokens: int | None = Field(default=None, gt=0)
@@ -296,11 +271,6 @@ class ProviderPatch(BaseModel):
     ttft_ms: float | None = Field(default=None, ge=0)
     tokens_per_second: float | None = Field(default=None, gt=0)
     name: str | None = None
-
-    @field_validator("quantization")
-    @classmethod
-    def _quantization(cls, value: str | None) -> str | None:
-        return Provider._quantization(value)
 
 
 class TimelineEntry(BaseModel):
@@ -390,7 +360,7 @@ def load_scenario(source: Scenario | Mapping[str, JsonValue] | Path | str) -> Sc
     return parse(Scenario, read_scenario_file(path), str(path))
 
 
-def read_scenario_file(path: Path) -> dict[str, object]:
+def read_scenario_file(path: Path) -> dict[str, JsonValue]:
     """The YAML mapping of a scenario file, a relative text_bank resolved against the file."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
+
+from canary.config.bundled import bundled_dir
+from canary.config.definitions import parse_definition
+from canary.config.probe_set import NONCE, LanguagePrompts
 from canary.sim.scenario import LANGUAGES, ScenarioError
-
-if TYPE_CHECKING:  # lingua loads its language models: imported when first needed
-    from lingua import IsoCode639_1, LanguageDetector
 
 BUILTIN_BANK = Path(__file__).resolve().parent / "textbank"
 # How many sentences canary's own prompts ask for (probes/prompts/*.yaml: "in one short
@@ -106,18 +107,12 @@ def _cjk(text: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _detector() -> LanguageDetector:
-    from lingua import Language, LanguageDetectorBuilder
-
-    languages = [Language.from_iso_code_639_1(getattr(_iso(), code.upper())) for code in LANGUAGES]
+    languages = [
+        Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())) for code in LANGUAGES
+    ]
     # High accuracy: short prompts ("Continue the scene.") need the longer n-grams.
     builder = LanguageDetectorBuilder.from_languages(*languages)
     return builder.with_preloaded_language_models().build()
-
-
-def _iso() -> type[IsoCode639_1]:
-    from lingua import IsoCode639_1
-
-    return IsoCode639_1
 
 
 @lru_cache(maxsize=2048)
@@ -144,10 +139,6 @@ def warm_up(bank: TextBank) -> None:
 def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
     """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
     validated as the prober reads them)."""
-    from canary.config.bundled import bundled_dir
-    from canary.config.definitions import parse_definition
-    from canary.config.probe_set import NONCE, LanguagePrompts
-
     probes = bundled_dir("probes")
     found = []
     for path in sorted((probes / "prompts").glob("*.yaml")):

@@ -329,22 +329,6 @@ class LayersMixin(StoreBase):
             changes = reconcile(published, layers.record)
             return _apply_floor(conn, model, changes, now, actor, policy_version)
 
-    def apply_floor_changes(
-        self,
-        model: str,
-        changes: FloorChanges,
-        now: datetime,
-        actor: str,
-        policy_version: str | None,
-    ) -> list[Event]:
-        """Record withheld/republished quarantines and floor episodes; each audit row is written
-        only if its change applied, so replicas that see the same change record it once.
-        Returns the events whose rows were written."""
-        if changes.empty:
-            return []
-        with self._write() as conn:
-            return _apply_floor(conn, model, changes, now, actor, policy_version)
-
 
 def _insert(conn: Connection, table: Table, entry: Exclusion, actor: str) -> int:
     values = {"model": entry.model, "tag": entry.tag, "reason": entry.reason, "actor": actor}

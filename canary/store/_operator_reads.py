@@ -115,15 +115,12 @@ class OperatorReadsMixin(StoreBase):
             for row in verdicts
         ]
 
-    def latest_results(self, model: str) -> dict[str, dict[str, ContractResultRow]]:
-        """For each endpoint, its contract results from the latest round that judged it."""
-        return self.latest_results_of([model])[model]
-
     def latest_results_of(
         self, models: Sequence[str]
     ) -> dict[str, dict[str, dict[str, ContractResultRow]]]:
-        """:meth:`latest_results` of several models: two queries in all. An abandoned attempt's
-        verdicts are left out (its decision never came)."""
+        """For each endpoint of each model, its contract results from the latest round that
+        judged it: two queries in all. An abandoned attempt's verdicts are left out (its decision
+        never came)."""
         with self._read() as conn:
             return latest_verdicts.latest_results_of(conn, models)
 

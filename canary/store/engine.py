@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 from sqlalchemy import Connection, Engine, Table, TextClause, create_engine, event, make_url
+from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
+from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from canary.core.model import iso_utc
-
-if TYPE_CHECKING:
-    import sqlite3
-
-    from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
-    from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
-    from sqlalchemy.pool import ConnectionPoolEntry
 
 # What "the store is unreachable" looks like; anything else is a bug and must not pass for it.
 STORE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, OSError)
@@ -99,8 +96,6 @@ def upsert(conn: Connection, table: Table) -> PostgresInsert | SqliteInsert:
         from sqlalchemy.dialects.postgresql import insert as postgres_insert
 
         return postgres_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
     return sqlite_insert(table)
 
 

@@ -28,14 +28,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
+from canary.config.settings import Settings
+from canary.rounds.outcome import ModelRound
 from canary.service.logs import get_logger
-
-if TYPE_CHECKING:
-    from canary.config.settings import Settings
-    from canary.rounds.outcome import ModelRound
 
 log = get_logger("canary.tracing")
 

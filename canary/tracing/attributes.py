@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from canary.config.probe_set import capped_max_tokens
 from canary.core.events import WITH_WHY, Event, FloorHeld, QuarantineStarted, WouldQuarantine
-from canary.core.model import Contract
-
-if TYPE_CHECKING:
-    from canary.core.model import ContractResult, Observation
-    from canary.rounds.outcome import ModelRound
-    from canary.rounds.prober import EndpointProbing
-    from canary.tracing import RequestFacts
+from canary.core.model import Contract, ContractResult, Observation
+from canary.rounds.outcome import ModelRound
+from canary.rounds.prober import EndpointProbing
+from canary.tracing import RequestFacts
 
 SEMCONV_SCHEMA = "https://opentelemetry.io/schemas/1.37.0"  # gen_ai.provider.name since 1.37
 PROVIDER_NAME = "openrouter"  # the GenAI API canary speaks (gen_ai.provider.name)

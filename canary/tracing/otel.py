@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -31,6 +30,8 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from canary import __version__
+from canary.rounds.outcome import ModelRound
+from canary.rounds.prober import EndpointProbing
 from canary.service.logs import get_logger
 from canary.tracing import RequestFacts
 from canary.tracing.attributes import (
@@ -42,10 +43,6 @@ from canary.tracing.attributes import (
     round_attributes,
     round_failed,
 )
-
-if TYPE_CHECKING:
-    from canary.rounds.outcome import ModelRound
-    from canary.rounds.prober import EndpointProbing
 
 log = get_logger("canary.tracing")
 

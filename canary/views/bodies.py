@@ -15,11 +15,13 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
-from canary.core.model import Layer
+from canary.core.model import Exclusion, Layer
+from canary.service.ignore_list import IgnoreListService, Published
+from canary.store.repository import Store
 from canary.views.cost import CostView, ModelCost, model_cost
-from canary.views.providers import ProviderRecord
+from canary.views.providers import ProviderRecord, ProviderView
 from canary.views.records import (
     AuditRecord,
     ExclusionRecord,
@@ -33,12 +35,6 @@ from canary.views.records import (
     quarantine_json,
     round_json,
 )
-
-if TYPE_CHECKING:
-    from canary.core.model import Exclusion
-    from canary.service.ignore_list import IgnoreListService, Published
-    from canary.store.repository import Store
-    from canary.views.providers import ProviderView
 
 
 class QuarantinesBody(TypedDict):

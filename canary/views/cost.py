@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from canary.core.budget import day_start
 from canary.core.model import DAY
+from canary.store.repository import Store
+from canary.store.rows import RoundRow
 from canary.views.records import iso
-
-if TYPE_CHECKING:
-    from canary.store.repository import Store
-    from canary.store.rows import RoundRow
 
 
 class SkippedEndpoint(TypedDict):

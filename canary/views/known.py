@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
 
+from canary.core.identity import base_slug, check_tag
+from canary.service.ignore_list import UnknownModel
+from canary.store.repository import Store
 from canary.views.records import names
-
-if TYPE_CHECKING:
-    from canary.store.repository import Store
 
 
 def known_models(configured: Iterable[str], store: Store) -> list[str]:
@@ -32,8 +31,6 @@ class UnknownProvider(LookupError):
 
 def require_model(configured: Iterable[str], store: Store, model: str) -> str:
     """The model when it is watched or known to the store; else UnknownModel naming the known."""
-    from canary.service.ignore_list import UnknownModel
-
     known = known_models(configured, store)
     if model not in known:
         raise UnknownModel(model, known)
@@ -48,8 +45,6 @@ def require_provider(store: Store, model: str, tag: str, extra: Iterable[str] = 
     Before the first round nothing is known yet, and any slug is accepted: an operator may
     exclude a provider before canary has seen it.
     """
-    from canary.core.identity import base_slug, check_tag
-
     check_tag(tag)
     tags = known_tags(store, model, extra)
     if tags and tag not in tags and tag not in {base_slug(t) for t in tags}:

@@ -14,16 +14,14 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from pydantic import JsonValue
 
 from canary.core.drift import ttft_state
 from canary.core.stats import LATENCY_WINDOWS
-
-if TYPE_CHECKING:
-    from canary.store.repository import Store
-    from canary.store.rows import WindowFigures
+from canary.store.repository import Store
+from canary.store.rows import WindowFigures
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40

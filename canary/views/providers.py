@@ -6,19 +6,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
-from canary.core.identity import Listed
+from canary.core.controls import Controls
+from canary.core.identity import Listed, excluded_by
 from canary.core.model import EndpointState, Exclusion, Layer
-
-if TYPE_CHECKING:
-    from canary.core.controls import Controls
+from canary.store.repository import Store
+from canary.store.rows import QuarantineRow, ResultMark
 from canary.views.latency import Latency, LatencyRecord, fleet_latencies
 from canary.views.records import ExclusionRecord, exclusion_json, iso
-
-if TYPE_CHECKING:
-    from canary.store.repository import Store
-    from canary.store.rows import QuarantineRow, ResultMark
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
@@ -83,18 +79,6 @@ class ProviderView:
             for e in self.exclusions
         ]
 
-    @property
-    def ttft_24h(self) -> dict[str, float | int | None]:
-        return self.latency.day
-
-    @property
-    def ttft_7d(self) -> dict[str, float | int | None]:
-        return self.latency.week
-
-    @property
-    def spark(self) -> tuple[float, ...]:
-        return self.latency.spark
-
     def as_json(self) -> ProviderRecord:
         return {
             "provider": self.provider,
@@ -117,7 +101,7 @@ class ProviderView:
                 c: {"result": m.result, "detail": m.detail, "round_id": m.round_id}
                 for c, m in self.results.items()
             },
-            "ttft_s": {"24h": self.ttft_24h, "7d": self.ttft_7d},
+            "ttft_s": {"24h": self.latency.day, "7d": self.latency.week},
             "latency": self.latency.as_json(),
         }
 
@@ -223,8 +207,6 @@ def _named_by(
     """Which built-in, runtime and control entries name each endpoint (a base slug names them
     all, but an endpoint with a service tier only by its full tag, as its latest listing says; a
     control's entry only its own tag)."""
-    from canary.core.identity import excluded_by
-
     listed = {e.tag: e for e in listing}
     named = {}
     for tag in tags:

@@ -3,21 +3,16 @@ time helpers they share (ISO-8601 UTC out, ISO-8601 in)."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from datetime import UTC, datetime
-from enum import Enum
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TypedDict
 
 from pydantic import JsonValue
 
 from canary.core.layers import iso_utc
 from canary.core.model import Exclusion, looks_json
-
-if TYPE_CHECKING:
-    from canary.store.log_rows import AuditRow, HistoryRow
-    from canary.store.rows import QuarantineRow, RoundRow, SkippedEndpoint
-
+from canary.store.log_rows import AuditRow, HistoryRow
+from canary.store.rows import QuarantineRow, RoundRow, SkippedEndpoint
 
 iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None stays None
 
@@ -28,23 +23,6 @@ def parse_when(text: str) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
-
-
-def jsonable(value: Any) -> Any:
-    """Store rows (frozen dataclasses) and friends as JSON-ready values, datetimes in ISO UTC."""
-    if isinstance(value, datetime):
-        return iso(value)
-    if isinstance(value, Enum):
-        return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr
-        }
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    return value
 
 
 class QuarantineRecord(TypedDict):

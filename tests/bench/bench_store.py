@@ -159,7 +159,7 @@ def one_round(
         round_id=rid, model=MODEL, before=before, after=after, events=events,
         actor="bench", policy_version="p-1", at=at), shown)  # fmt: skip
     timed("load_states", lambda: before.update(store.load_states(MODEL)), shown)
-    timed("latest_results", lambda: store.latest_results(MODEL), shown)
+    timed("latest_results", lambda: store.latest_results_of([MODEL])[MODEL], shown)
 
 
 def main() -> None:

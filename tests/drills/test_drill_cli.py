@@ -79,5 +79,5 @@ def test_drill_rejects_a_bad_clock_entry_with_one_readable_line(tmp_path: Path) 
         app, ["--config", str(config), "drill", "--scenario", str(path), "--rounds", "2"]
     )
     assert result.exit_code == 2
-    assert "timeline.0: advance_hours: -3 is not a non-negative number" in result.stderr
+    assert "timeline.0: field 'advance_hours': should be at least 0, not -3" in result.stderr
     assert result.stdout == ""

@@ -73,7 +73,7 @@ def test_an_abandoned_attempt_is_left_out_of_the_reads(store: Store, model: str)
     assert _week(store, model) == {latency_bucket(1.0): (1, 1.0)}
     assert store.ttft_recent(model, T0, 10) == {"alpha": [1.0]}
     assert store.served_models_before(model, again) == {"alpha": "x/a"}
-    latest = store.latest_results(model)["alpha"]["ttft"]
+    latest = store.latest_results_of([model])[model]["alpha"]["ttft"]
     assert latest.round_id == first and latest.figure == 1.0
 
 

@@ -6,10 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
 
 from canary.core.events import event_of
-from canary.core.floor import FloorChanges
 from canary.core.model import (
     Contract,
     Endpoint,
@@ -22,7 +20,7 @@ from canary.core.model import (
     Streak,
 )
 from canary.core.quarantine import QuarantineEnd, QuarantineStart
-from canary.store import FloorRefused, NoActiveQuarantine, Store, UnknownExclusion, tables
+from canary.store import FloorRefused, NoActiveQuarantine, Store, UnknownExclusion
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -228,10 +226,9 @@ def test_runtime_exclusions_are_added_and_removed_with_audit(store: Store, model
     removed = store.remove_exclusion(forever, "carol", "resolved", T0 + timedelta(hours=2))
     assert removed.tag == "alpha" and removed.reason == "contract dispute"
     assert [e.tag for e in store.active_exclusions(model, T0 + timedelta(hours=3))] == ["beta"]
-    with store.engine.connect() as conn:
-        query = select(tables.exclusions).where(tables.exclusions.c.id == forever)
-        row = conn.execute(query).mappings().one()
-    assert row["removed_by"] == "carol" and row["remove_reason"] == "resolved"
+    [gone] = store.audit(model, events=["exclusion_removed"])
+    assert gone.actor == "carol" and gone.detail["reason"] == "resolved"
+    assert gone.detail["id"] == forever
     events = [(a.event, a.actor, a.tag) for a in store.audit(model)]
     assert events == [
         ("exclusion_removed", "carol", "alpha"),
@@ -307,21 +304,18 @@ def test_a_decision_made_before_an_operator_changed_the_layers_is_refused(
 
 def test_floor_changes_are_recorded_once_whoever_applies_them(store: Store, model: str) -> None:
     stored = _quarantine(store, model)
-    [q] = store.quarantines(model)
-    breach = event_of(EventKind.floor_breached, model, None, {"usable": 1, "floor": 2}, ())
-    held = event_of(EventKind.floor_held, model, "alpha", {"withheld": "alpha"}, ())
-    changes = FloorChanges(withhold=((q.id, held),), open_episode=breach)
+    _list(store, model, "alpha", "beta")
     now = T0 + timedelta(minutes=5)
-    assert len(store.apply_floor_changes(model, changes, now, "canary", "p-1")) == 2
-    assert store.apply_floor_changes(model, changes, now, "replica-2", "p-1") == []
+    # a floor of 3 over two listed endpoints: alpha is withheld, and the floor is still breached
+    written = store.sync_floor(model, (), 3, now, "canary", "p-1")
+    assert sorted(e.kind for e in written) == [EventKind.floor_breached, EventKind.floor_held]
+    assert store.sync_floor(model, (), 3, now, "replica-2", "p-1") == []
     assert store.quarantines(model)[0].withheld_at == now
     assert [e.model for e in store.floor_episodes(model)] == [model]
     assert stored.quarantined(now)
-    restore = event_of(EventKind.floor_restored, model, None, {}, ())
-    republish = event_of(EventKind.republished, model, "alpha", {}, ())
-    closing = FloorChanges(republish=((q.id, republish),), close_episode=restore)
-    assert len(store.apply_floor_changes(model, closing, now, "canary", "p-1")) == 2
-    assert store.apply_floor_changes(model, closing, now, "canary", "p-1") == []
+    written = store.sync_floor(model, (), 1, now, "canary", "p-1")
+    assert sorted(e.kind for e in written) == [EventKind.floor_restored, EventKind.republished]
+    assert store.sync_floor(model, (), 1, now, "canary", "p-1") == []
     [episode] = store.floor_episodes(model)
     assert episode.closed_at == now and store.quarantines(model)[0].withheld_at is None
     kinds = [a.event for a in store.audit(model)]

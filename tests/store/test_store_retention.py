@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from builders import endpoints, result, ttft, verdict
+from pydantic_core import to_jsonable_python as jsonable
 from sqlalchemy import func, select
 
 from canary.core.events import event_of
@@ -30,7 +31,6 @@ from canary.store import Store
 from canary.store import tables as t
 from canary.store._retention import RETENTION_LEASE
 from canary.views.providers import provider_views_of
-from canary.views.records import jsonable
 
 # 60 days of rounds seeded once for the module: seconds on PostgreSQL, more on a loaded machine
 pytestmark = pytest.mark.timeout(90)

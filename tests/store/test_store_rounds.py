@@ -245,7 +245,7 @@ def test_history_and_latest_results_follow_the_rounds(store: Store, model: str) 
     history = store.history(model, "alpha", 10)
     assert [(h.round_id, h.verdict) for h in history] == [(r2, "pass"), (r1, "fail")]
     assert history[0].at == T0 + timedelta(minutes=30)
-    latest = store.latest_results(model)
+    latest = store.latest_results_of([model])[model]
     assert set(latest) == {"alpha"}
     assert latest["alpha"]["ttft"].figure == 2.0 and latest["alpha"]["ttft"].round_id == r2
     assert latest["alpha"]["language"].result == "pass"
