@@ -19,7 +19,7 @@ from canary.core.events import explanation
 from canary.store.rows import ResultMark
 from canary.views.cost import CostDay
 from canary.views.providers import STATES, ProviderView
-from canary.views.records import QuarantineRecord, iso, parse_when
+from canary.views.records import RESULT_SYMBOLS, QuarantineRecord, iso, parse_when, seconds, usd
 
 AHEAD_DAYS = 7
 CONTRACTS = ("ttft", "refusal", "schema", "language", "hygiene", "tools")
@@ -99,7 +99,7 @@ def _until(now: datetime, until: datetime | None) -> str:
 def _latency(p: ProviderView) -> str:
     lat = p.latency
     colour = LATENCY_COLOURS.get(lat.state, "#8c959f")
-    figures = [f"p95 {_seconds(lat.day.get('p95'))} s / 7 d {_seconds(lat.week.get('p95'))} s"]
+    figures = [f"p95 {seconds(lat.day.get('p95'))} s / 7 d {seconds(lat.week.get('p95'))} s"]
     if lat.peers_p95_24h_s is not None:
         figures.append(f"peers {lat.peers_p95_24h_s:.2f} s")
     if lat.openrouter_ms:
@@ -117,24 +117,20 @@ def _latency(p: ProviderView) -> str:
     )
 
 
-def _usd(value: float | None) -> str:
-    return "–" if value is None else f"${value:.4f}"
-
-
 def _cost_line(section: ModelSection, day: CostDay | None) -> str:
     cost = section.cost
     if cost is None:
         return ""
     last = cost["last_round"]
     parts = [
-        f"last round {_usd(last['cost_usd'] if last else None)}",
-        f"24 h {_usd(cost['last_24h_usd'])}",
-        f"today {_usd(cost['today_usd'])}",
+        f"last round {usd(last['cost_usd'] if last else None)}",
+        f"24 h {usd(cost['last_24h_usd'])}",
+        f"today {usd(cost['today_usd'])}",
     ]
     if day is not None and day["daily_budget_usd"] is not None:
         parts.append(
-            f"budget {_usd(day['daily_budget_usd'])}/day (all models), "
-            f"{_usd(day['budget_left_usd'])} left"
+            f"budget {usd(day['daily_budget_usd'])}/day (all models), "
+            f"{usd(day['budget_left_usd'])} left"
         )
     skipped = last["skipped"] if last else []
     if skipped:
@@ -159,19 +155,9 @@ def _chips(results: Mapping[str, ResultMark]) -> str:
         chips.append(
             f'<span class="chip" style="border-color:{colour};color:{colour}" '
             f'title="{escape(title)}">'
-            f"{escape(contract)} {escape(_mark(value))}</span>"
+            f"{escape(contract)} {escape(RESULT_SYMBOLS.get(value, '·'))}</span>"
         )
     return "".join(chips) or '<span class="muted">no results yet</span>'
-
-
-def _mark(result: str) -> str:
-    return {
-        "pass": "✓",
-        "fail": "✗",
-        "inconclusive": "?",
-        "transport_error": "⚡",
-        "not_applicable": "–",
-    }.get(result, "·")
 
 
 def sparkline(
@@ -211,12 +197,8 @@ def sparkline(
     )
 
 
-def _seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
 def _percentiles(summary: Mapping[str, float | None]) -> str:
-    return " / ".join(_seconds(summary.get(q)) for q in ("p50", "p95", "p99"))
+    return " / ".join(seconds(summary.get(q)) for q in ("p50", "p95", "p99"))
 
 
 def timeline(quarantines: list[QuarantineRecord], now: datetime, *, width: int = 900) -> str:
@@ -423,7 +405,7 @@ def render(context: PageContext) -> str:
         _section(s, now, bound_s, context.slow_s, context.cost_day) for s in context.sections
     )
     day = context.cost_day
-    spend = f" · probes today {_usd(day['today_usd'])}" if day else ""
+    spend = f" · probes today {usd(day['today_usd'])}" if day else ""
     if not sections:
         sections = (
             '<section><p class="muted">No model is watched: add [[models]] to the settings.</p>'

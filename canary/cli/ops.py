@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
-    RESULT_MARKS,
+    RESULT_COLOURS,
     JsonOpt,
     ModelOpt,
     Ops,
@@ -49,7 +49,14 @@ from canary.views.bodies import (
     maintenance_body,
     quarantines_body,
 )
-from canary.views.records import ExclusionRecord, audit_json, iso, names, quarantine_json
+from canary.views.records import (
+    RESULT_SYMBOLS,
+    ExclusionRecord,
+    audit_json,
+    iso,
+    names,
+    quarantine_json,
+)
 
 # -- quarantine -------------------------------------------------------------------------------
 
@@ -435,7 +442,9 @@ def history(
                 round_status(r["round_status"], extra=r["extra"]),
                 r["verdict"],
                 "  ".join(
-                    f"{c['contract']} {RESULT_MARKS.get(c['result'], '·')}" for c in r["results"]
+                    f"{c['contract']} [{RESULT_COLOURS.get(c['result'], 'dim')}]"
+                    f"{RESULT_SYMBOLS.get(c['result'], '·')}[/]"
+                    for c in r["results"]
                 ),
             )
             for r in records

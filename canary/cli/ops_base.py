@@ -51,13 +51,7 @@ STATE_STYLES = {
     "excluded": "magenta",
     "unknown": "dim",
 }
-RESULT_MARKS = {
-    "pass": "[green]✓[/]",
-    "fail": "[red]✗[/]",
-    "inconclusive": "[yellow]?[/]",
-    "transport_error": "[dim]⚡[/]",
-    "not_applicable": "[dim]–[/]",
-}
+RESULT_COLOURS = {"pass": "green", "fail": "red", "inconclusive": "yellow"}  # others: dim
 
 
 # -- plumbing ---------------------------------------------------------------------------------
@@ -214,10 +208,6 @@ def history_notes(rounds: Sequence[tuple[str, bool]]) -> str:
     round shown is a finished scheduled one."""
     shown = {status for status, _ in rounds} | ({"extra"} if any(x for _, x in rounds) else set())
     return "\n".join(note for mark, note in ROUND_NOTES.items() if mark in shown)
-
-
-def s(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
 
 
 def ignore_service(

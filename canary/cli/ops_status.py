@@ -16,6 +16,7 @@ from rich.text import Text
 
 from canary.cli.common import fail, print_json, to_second
 from canary.cli.ops_base import (
+    RESULT_COLOURS,
     STATE_STYLES,
     JsonOpt,
     OptModelOpt,
@@ -29,7 +30,7 @@ from canary.views.bodies import providers_body
 from canary.views.cost import CostDay, ModelCost, cost_view, model_cost
 from canary.views.latency import Latency
 from canary.views.providers import ProviderView, named_endpoints, provider_views_of
-from canary.views.records import iso
+from canary.views.records import RESULT_SYMBOLS, iso, seconds, usd
 
 LATENCY_STYLES = {"healthy": "green", "degraded": "dark_orange", "unknown": "dim"}
 
@@ -121,13 +122,6 @@ def entries_table(doc: IgnoreDocument, views: list[ProviderView]) -> Table:
     return table
 
 
-RESULT_STYLES = {
-    "pass": ("✓", "green"),
-    "fail": ("✗", "red"),
-    "inconclusive": ("?", "yellow"),
-    "transport_error": ("⚡", "dim"),
-    "not_applicable": ("–", "dim"),
-}
 COLUMNS = (
     "Provider", "State", "Failing", "Last round", "TTFT s p50/p95/p99 (24h)", "Latency s", "Notes",
 )  # fmt: skip
@@ -139,7 +133,7 @@ def providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
         marks = Text()
         for c, r in v.results.items():
             marks.append(f" {c} " if marks else f"{c} ")
-            marks.append(*RESULT_STYLES.get(r.result, ("·", "")))
+            marks.append(RESULT_SYMBOLS.get(r.result, "·"), RESULT_COLOURS.get(r.result, "dim"))
         day = v.latency.day
         notes = []
         if v.quarantine_until:
@@ -157,14 +151,6 @@ def providers_table(model: str, mode: str, views: list[ProviderView]) -> Table:
             Text("; ".join(notes)),
         )
     return table
-
-
-def seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
-def usd(value: float | None) -> str:
-    return "–" if value is None else f"${value:.4f}"
 
 
 def latency_cell(latency: Latency) -> Text:

@@ -168,3 +168,20 @@ def history_json(row: HistoryRow) -> HistoryRecord:
 
 def names(values: Collection[str]) -> str:
     return ", ".join(sorted(values)) or "none"
+
+
+RESULT_SYMBOLS = {
+    "pass": "✓",
+    "fail": "✗",
+    "inconclusive": "?",
+    "transport_error": "⚡",
+    "not_applicable": "–",
+}
+
+
+def seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}"
