@@ -8,9 +8,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import unquote
 
 import typer
+from sqlalchemy import make_url
 
 from canary.config.settings import Settings, SettingsError, load_settings
 from canary.core.model import iso_utc
@@ -46,13 +46,10 @@ def require_api_key(settings: Settings, command: str) -> None:
 
 def missing_sqlite_file(url: str) -> Path | None:
     """The SQLite file ``url`` names when it does not exist (PostgreSQL, in-memory: None)."""
-    backend, _, rest = url.partition("://")
-    if backend.split("+")[0] != "sqlite":
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
-    database = unquote(rest[1:].partition("?")[0]) if rest.startswith("/") else ""
-    if database in ("", ":memory:"):
-        return None
-    path = Path(database)
+    path = Path(parsed.database)
     return None if path.exists() else path
 
 

@@ -40,7 +40,6 @@ from canary.core.document import IgnoreDocument
 from canary.core.events import explanation
 from canary.core.identity import InvalidTag
 from canary.core.model import Layer
-from canary.store.log_rows import AuditRow
 from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion, WindowInForce
 from canary.views.bodies import (
     exclusions_body,
@@ -478,13 +477,9 @@ def audit(
     show(
         "audit",
         ("At", "Event", "Actor", "Model", "Provider", "Detail"),
-        [(iso(r.at), r.event, r.actor, r.model, r.tag, _gist(r)) for r in rows],
+        [(iso(r.at), r.event, r.actor, r.model, r.tag, explanation(r.decided)[:80]) for r in rows],
         "no audit record",
     )
-
-
-def _gist(row: AuditRow) -> str:
-    return explanation(row.decided)[:80]
 
 
 def register(app: typer.Typer) -> None:

@@ -60,6 +60,7 @@ def round_now(
     from canary.rounds.wiring import openrouter_client
     from canary.service.daemon import lease_renew_s
     from canary.service.heartbeat import ping
+    from canary.service.notify import Notifier
     from canary.tracing import TracingUnavailable
 
     settings = settings_from(ctx)
@@ -92,8 +93,6 @@ def round_now(
         if not ran:
             fail("another replica holds the round lease: it runs the rounds now", code=1)
         reports = result or []
-        from canary.service.notify import Notifier
-
         Notifier(wiring.store, settings.webhooks, settings.notifiers).send_pending()
         # a slot another replica (or an earlier run) claimed: its round, found by the slot
         elsewhere = [r.model for r in reports if r.round_id is None]

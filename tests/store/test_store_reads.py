@@ -74,7 +74,7 @@ def test_an_unreachable_postgresql_is_an_error_of_the_store() -> None:
     unreachable.dispose()
 
 
-def test_a_missing_sqlite_file_is_told_without_sqlalchemy(tmp_path: Path) -> None:
+def test_a_missing_sqlite_file_is_told(tmp_path: Path) -> None:
     present = tmp_path / "here.db"
     present.touch()
     assert missing_sqlite_file(f"sqlite:///{present}") is None
