@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from canary.config.settings import Settings
@@ -24,11 +24,11 @@ TIMELINE_DAYS = 14
 class ModelSection:
     model: str
     controls: tuple[str, ...]  # positive-control hosts: expected to filter
-    providers: list[ProviderView]
     published: Published | None
-    quarantines: list[QuarantineRecord]
-    events: list[AuditRow]
-    error: str | None
+    error: str | None = None
+    providers: list[ProviderView] = field(default_factory=list)
+    quarantines: list[QuarantineRecord] = field(default_factory=list)
+    events: list[AuditRow] = field(default_factory=list)
     cost: ModelSpend | None = None
 
 
@@ -39,7 +39,6 @@ class PageContext:
     interval_minutes: float
     sections: list[ModelSection]
     store_ok: bool
-    list_stale: bool
     last_refresh_at: datetime | None
     ttft_bound_s: float = 10.0
     slow_s: float = 5.0
@@ -83,9 +82,7 @@ def gather(
             published = None
         controls = tuple(settings.model(model).positive_controls)
         if not store_ok:
-            sections.append(
-                ModelSection(model, controls, [], published, [], [], "the store is unreachable")
-            )
+            sections.append(ModelSection(model, controls, published, "the store is unreachable"))
             continue
         try:
             providers = provider_views(
@@ -104,31 +101,12 @@ def gather(
                 if (q.until or now) >= since
             ]
             events = store.audit(model=model, since=since, limit=12)
-            sections.append(
-                ModelSection(
-                    model,
-                    controls,
-                    providers,
-                    published,
-                    quarantines,
-                    events,
-                    None,
-                    costs.get(model),
-                )  # fmt: skip
-            )
+            shown = (providers, quarantines, events, costs.get(model))
+            sections.append(ModelSection(model, controls, published, None, *shown))
         except STORE_ERRORS as exc:
             store_ok = False
-            sections.append(
-                ModelSection(
-                    model,
-                    controls,
-                    [],
-                    published,
-                    [],
-                    [],
-                    f"the store failed: {type(exc).__name__}",
-                )
-            )
+            failed = f"the store failed: {type(exc).__name__}"
+            sections.append(ModelSection(model, controls, published, failed))
     last_round_at = None
     if store_ok:
         try:
@@ -143,7 +121,6 @@ def gather(
         interval_minutes=settings.interval_minutes,
         sections=sections,
         store_ok=store_ok,
-        list_stale=ignore.stale,
         last_refresh_at=ignore.last_refresh_at,
         ttft_bound_s=settings.ttft_threshold_s,
         slow_s=settings.latency_degraded_p95_s,

@@ -7,7 +7,6 @@ import logging
 import socket
 import threading
 from pathlib import Path
-from types import TracebackType
 
 import uvicorn
 from pydantic import JsonValue
@@ -127,12 +126,7 @@ class RunningSimulator:
     def __enter__(self) -> RunningSimulator:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
