@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import uvicorn
+from fastapi import FastAPI
+from pydantic import JsonValue
 
 from canary.api.app import create_app
 from canary.api.page_data import next_slot
@@ -54,6 +55,16 @@ from canary.sim.server import start_simulator
 
 SHOWCASE = Path(__file__).parents[1] / "sim" / "scenarios" / "showcase.yaml"
 CONTROL_HOST = "filterhost"
+# what the operator commands pointed at the demo's folder need (secrets and the simulator's URL
+# are left out)
+TOP_SETTINGS = {
+    "database_url", "mode", "interval_minutes", "ttft_threshold_s", "ttft_samples", "languages",
+    "daily_budget_usd", "probes_dir",
+}  # fmt: skip
+OPENROUTER_SETTINGS = {
+    "connect_timeout_s", "first_token_timeout_s", "stream_timeout_s", "listing_deadline_s",
+    "max_tokens",
+}  # fmt: skip
 
 
 class VirtualClock:
@@ -85,7 +96,7 @@ class VirtualClock:
         return self._real is not None
 
 
-def _serve_api(app: Any, port: int) -> tuple[Any, threading.Thread]:
+def _serve_api(app: FastAPI, port: int) -> tuple[uvicorn.Server, threading.Thread]:
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
     )
@@ -110,24 +121,8 @@ def write_settings(folder: Path, settings: Settings) -> Path:
     would come back as the settings' literal, ``10`` where the demo holds ``10.0``, and hash
     differently; a value the demo took from the environment would not come back at all.)"""
     path = folder / "canary.toml"
-    o = settings.openrouter
-    top = {
-        "database_url": settings.database_url,
-        "mode": settings.mode,
-        "interval_minutes": settings.interval_minutes,
-        "ttft_threshold_s": settings.ttft_threshold_s,
-        "ttft_samples": settings.ttft_samples,
-        "languages": list(settings.languages),
-        "daily_budget_usd": settings.daily_budget_usd,
-        "probes_dir": str(settings.probes_dir),
-    }
-    openrouter = {
-        "connect_timeout_s": o.connect_timeout_s,
-        "first_token_timeout_s": o.first_token_timeout_s,
-        "stream_timeout_s": o.stream_timeout_s,
-        "listing_deadline_s": o.listing_deadline_s,
-        "max_tokens": o.max_tokens,
-    }
+    top = settings.model_dump(mode="json", include=TOP_SETTINGS)
+    openrouter = settings.openrouter.model_dump(mode="json", include=OPENROUTER_SETTINGS)
     lines = [*_toml_lines(top), "", "[openrouter]", *_toml_lines(openrouter)]
     lines += ["", "[policy]", *_toml_lines(settings.policy.model_dump(mode="json"))]
     for model in settings.models:
@@ -136,13 +131,13 @@ def write_settings(folder: Path, settings: Settings) -> Path:
     return path
 
 
-def _toml_lines(table: Mapping[str, object]) -> list[str]:
+def _toml_lines(table: Mapping[str, JsonValue]) -> list[str]:
     """``key = value`` lines; None is left out (the setting's default). JSON spells strings,
     numbers (a float keeps its point), booleans and lists as TOML does."""
     return [f"{key} = {_toml_value(value)}" for key, value in table.items() if value is not None]
 
 
-def _toml_value(value: object) -> str:
+def _toml_value(value: JsonValue) -> str:
     if isinstance(value, dict):
         items = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None)
         return "{" + items + "}"
