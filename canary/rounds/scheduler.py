@@ -140,6 +140,10 @@ async def under_round_lease(
                 store.release_lease(ROUND_LEASE, holder)
 
 
+# no job overlaps itself, and the runs it missed run once
+JOB_DEFAULTS = {"max_instances": 1, "coalesce": True}
+
+
 def build_scheduler(
     interval_minutes: float,
     run_round: Callable[[], None],
@@ -156,14 +160,12 @@ def build_scheduler(
     never overlap, and missed rounds run once (coalesced);
     housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
     long prune never holds up the ignore list's refresh or the notifications."""
-    scheduler = BackgroundScheduler(timezone=UTC)
+    scheduler = BackgroundScheduler(timezone=UTC, job_defaults=JOB_DEFAULTS)
     first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
         run_round,
         SlotTrigger(interval_minutes),
         id="round",
-        max_instances=1,
-        coalesce=True,
         misfire_grace_time=int(interval_minutes * 60),
         **first_run,
     )
@@ -171,16 +173,12 @@ def build_scheduler(
         housekeeping,
         IntervalTrigger(seconds=housekeeping_every_s, timezone=UTC),
         id="housekeeping",
-        max_instances=1,
-        coalesce=True,
     )
     if retention is not None:
         scheduler.add_job(
             retention,
             IntervalTrigger(seconds=retention_every_s, timezone=UTC),
             id="retention",
-            max_instances=1,
-            coalesce=True,
             next_run_time=datetime.now(UTC) + timedelta(seconds=retention_first_after_s),
         )
     return scheduler
