@@ -14,7 +14,6 @@ from typing import Annotated, Literal, TypeVar
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     TypeAdapter,
@@ -23,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from canary.config.definitions import Strict
 from canary.config.settings import SUPPORTED_LANGUAGES, Language, ModelId
 from canary.config.validation import problems
 
@@ -72,10 +72,8 @@ Count = Annotated[int, Field(ge=0)]
 ErrorStatus = Annotated[int, Field(ge=400, le=599)]
 
 
-class _Fault(BaseModel):
+class _Fault(Strict):
     """One injected fault: its `kind`, `rate` (probability per request), its parameters."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     rate: float = Field(default=1.0, ge=0, le=1)
     when_language: Language | None = None  # applies only when the request is in this language
@@ -175,26 +173,22 @@ Fault = Annotated[
 FAULTS: TypeAdapter[tuple[Fault, ...]] = TypeAdapter(tuple[Fault, ...])
 
 
-class Price(BaseModel):
+class Price(Strict):
     """USD per million tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     prompt: float = Field(default=0.2, ge=0)
     completion: float = Field(default=0.6, ge=0)
 
 
-class Percentiles(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Percentiles(Strict):
     p50: float
     p75: float
     p90: float
     p99: float
 
 
-class Provider(BaseModel):
+class Provider(Strict):
     """One endpoint of a model, as the scenario describes it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tag: str
     name: str = ""
@@ -236,9 +230,7 @@ class Provider(BaseModel):
         return self.tag.split("/")[0]
 
 
-class ModelSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ModelSpec(Strict):
     id: ModelId
     name: str = ""
     description: str = "A role-play model served by the canary simulator."
@@ -256,10 +248,8 @@ class ModelSpec(BaseModel):
         return self
 
 
-class ProviderPatch(BaseModel):
+class ProviderPatch(Strict):
     """The endpoint fields a timeline `set` may change."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     price: Price | None = None
     quantization: Quantization | None = None
@@ -273,10 +263,8 @@ class ProviderPatch(BaseModel):
     name: str | None = None
 
 
-class TimelineEntry(BaseModel):
+class TimelineEntry(Strict):
     """One change: `faults`, `set`, `remove` or `add`; `round` says when drills apply it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     round: int = 0
     model: str
@@ -296,9 +284,7 @@ class TimelineEntry(BaseModel):
         return self
 
 
-class Scenario(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Scenario(Strict):
     seed: int = 0
     text_bank: Path | None = None
     # "as_asked": canary's own prompts are answered at the length they ask for (one sentence for
