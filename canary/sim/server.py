@@ -6,6 +6,7 @@ import asyncio
 import logging
 import socket
 import threading
+import time
 from pathlib import Path
 
 import uvicorn
@@ -103,16 +104,10 @@ class RunningSimulator:
         _quiet()
         warm_up(self.state.bank)
         self._thread.start()
-        ready = threading.Event()
-
-        def wait() -> None:
-            while not self._server.started and self._thread.is_alive():
-                threading.Event().wait(0.01)
-            ready.set()
-
-        waiter = threading.Thread(target=wait, daemon=True)
-        waiter.start()
-        if not ready.wait(timeout) or not self._server.started:
+        deadline = time.monotonic() + timeout
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self._server.started:
             self.stop()
             raise RuntimeError(f"simulator did not start: {self._error!r}")
         return self
