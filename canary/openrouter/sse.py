@@ -14,7 +14,7 @@ corruption) instead of an exception. A line longer than ``max_line_bytes`` raise
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DONE = "[DONE]"
 
@@ -23,8 +23,7 @@ class SSEError(ValueError):
     """The byte stream cannot be an event stream (a line exceeds the size limit)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     data: str
     event: str | None = None
     id: str | None = None
@@ -39,8 +38,7 @@ class SSEParser:
 
     def __init__(self, *, max_line_bytes: int = 4 * 1024 * 1024) -> None:
         self._max_line = max_line_bytes
-        self._buffer = bytearray()
-        self._scanned = 0  # self._buffer[:_scanned] holds no line end: not searched again
+        self._buffer = bytearray()  # an incomplete last line (or a CR that may begin a CRLF)
         self._data: list[bytes] = []  # the data lines of the event being read
         self._event: str | None = None
         self._id: str | None = None
@@ -49,55 +47,53 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         buf = self._buffer
-        buf += chunk
-        # A CR at the end may be the first half of a CRLF: it waits for the next read.
-        end = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
-        last = max(buf.rfind(b"\n", self._scanned, end), buf.rfind(b"\r", self._scanned, end))
-        if last >= 0:
-            lines = bytes(buf[: last + 1]).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            del buf[: last + 1]
-        self._scanned = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
+        if buf and b"\n" not in chunk and b"\r" not in chunk and buf[-1:] != b"\r":
+            buf += chunk  # a long line goes on: not searched again
+            chunk = b""
+        elif buf:
+            chunk = bytes(buf + chunk)
+            buf.clear()
+        if b"\r" in chunk:  # a CR at the end may be the first half of a CRLF: it waits
+            held = chunk.endswith(b"\r")
+            chunk = (
+                chunk.removesuffix(b"\r").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                + b"\r" * held
+            )
+        lines = chunk.split(b"\n")
+        buf += lines.pop()
         if len(buf) > self._max_line:
             raise SSEError(f"an event-stream line exceeds {self._max_line} bytes")
-        if last < 0:
-            return []
-        events = [self._line(raw) for raw in lines.split(b"\n")[:-1]]
-        return [event for event in events if event is not None]
+        if lines and self._first_line:
+            self._first_line = False
+            lines[0] = lines[0].removeprefix(b"\xef\xbb\xbf")
+        events: list[SSEEvent] = []
+        for raw in lines:
+            name, _, value = raw.partition(b":")
+            value = value[1:] if value[:1] == b" " else value
+            if name == b"data":
+                self._data.append(value)
+            elif not raw:
+                if self._data:
+                    events.append(self._dispatch())
+                self._event = None
+            elif not name:
+                self.comments += 1
+            elif name == b"event":
+                self._event = value.decode("utf-8", errors="replace")
+            elif name == b"id" and b"\x00" not in value:
+                self._id = value.decode("utf-8", errors="replace")
+        return events
 
     def close(self) -> list[SSEEvent]:
         """End of body: an event whose lines are complete but lack the final blank line is kept;
         an incomplete last line (no line end: the connection was cut) is dropped."""
         events = self.feed(b"\n") if self._buffer.endswith(b"\r") else []
         self._buffer.clear()
-        self._scanned = 0
-        event = self._dispatch()
-        return events + ([event] if event is not None else [])
+        return events + [self._dispatch()] if self._data else events
 
-    def _line(self, raw: bytes) -> SSEEvent | None:
-        if self._first_line:
-            self._first_line = False
-            raw = raw.removeprefix(b"\xef\xbb\xbf")
-        if not raw:
-            return self._dispatch()
-        if raw[:1] == b":":
-            self.comments += 1
-            return None
-        name, colon, value = raw.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
-        if name == b"data":
-            self._data.append(value)
-        elif name == b"event":
-            self._event = value.decode("utf-8", errors="replace")
-        elif name == b"id" and b"\x00" not in value:
-            self._id = value.decode("utf-8", errors="replace")
-        return None
-
-    def _dispatch(self) -> SSEEvent | None:
-        data, event = self._data, self._event
-        self._event = None
-        if not data:
-            return None
+    def _dispatch(self) -> SSEEvent:
+        data = self._data
         raw = data[0] if len(data) == 1 else b"\n".join(data)
         data.clear()
-        return SSEEvent(data=raw.decode("utf-8", errors="replace"), event=event, id=self._id)
+        event, self._event = self._event, None
+        return SSEEvent(raw.decode("utf-8", errors="replace"), event, self._id)

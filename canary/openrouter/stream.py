@@ -128,14 +128,13 @@ class StreamAssembler:
 
     def feed_chunk(self, chunk: JSONObject, at: float) -> None:
         provider = chunk.get("provider")
-        if isinstance(provider, str) and provider and provider not in self._providers:
+        if provider and isinstance(provider, str) and provider not in self._providers:
             self._providers.append(provider)
         self._model = self._model or as_text(chunk.get("model")) or None
         self._id = self._id or as_text(chunk.get("id")) or None
         if "error" in chunk and self._error is None and error_of(chunk) is not None:
             self._error = "mid-stream " + error_message(None, chunk)
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if "usage" in chunk and isinstance(usage := chunk["usage"], dict):
             self._usage = Usage(
                 prompt_tokens=as_int(usage.get("prompt_tokens")),
                 completion_tokens=as_int(usage.get("completion_tokens")),
@@ -149,13 +148,13 @@ class StreamAssembler:
 
     def _choice(self, choice: JSONObject, at: float) -> None:
         # a streaming choice has a delta; a chunk shaped as a whole completion, a message
-        delta = as_object(choice.get("delta"))
-        if delta is None:
-            delta = as_object(choice.get("message"))
-        if delta is not None:
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = choice.get("message")
+        if isinstance(delta, dict):
             self._delta(delta, at)
-        finish = as_text(choice.get("finish_reason"))
-        if finish:
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
             self._finish = finish
         native = choice.get("native_finish_reason")
         if native and isinstance(native, str):
@@ -168,8 +167,8 @@ class StreamAssembler:
                 self._error = "mid-stream error: finish_reason error"
 
     def _delta(self, delta: JSONObject, at: float) -> None:
-        content = as_text(delta.get("content"))
-        if content:
+        content = delta.get("content")
+        if content and isinstance(content, str):
             self._content.append(content)
             if self._ttft is None:
                 self._ttft = at
