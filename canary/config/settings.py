@@ -8,6 +8,7 @@ and where its value came from, never a secret.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,6 +40,7 @@ from canary.core.controls import Controls
 from canary.core.identity import check_tag
 from canary.core.model import NOTIFY_KINDS, NotifyKind
 from canary.core.policy import default_look_gap_minutes
+from canary.core.profiles import Profile
 
 Language = Literal[
     "en", "es", "pt", "fr", "de", "it", "pl", "ru", "uk", "tr", "ar", "id", "vi", "th", "ja", "ko", "zh",
@@ -73,6 +75,14 @@ def _model_id(value: str) -> str:
 
 
 ModelId = Annotated[str, AfterValidator(_model_id)]
+
+
+def _profile_name(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", value):
+        raise ValueError(
+            f"{value[:70]!r} is not a profile name: lowercase letters, digits, - and _"
+        )
+    return value
 
 
 def _http_url(value: str) -> str:
@@ -132,6 +142,43 @@ class ModelSettings(_Table):
     def controls(self) -> Controls:
         """The positive controls as the published list holds them (never usable capacity)."""
         return Controls.of(self.positive_controls, self.publish_controls)
+
+
+class ProfileSettings(_Table):
+    """A task profile (``[[profiles]]``): what a job requires of an endpoint; each requirement
+    left unset is not required (see :mod:`canary.core.profiles`)."""
+
+    name: Annotated[str, AfterValidator(_profile_name)]
+    models: tuple[Annotated[str, AfterValidator(_model_id)], ...] = ()  # empty: every model
+    needs: tuple[Literal["structured_outputs", "tools"], ...] = ()
+    max_ttft_p95_s: Positive | None = None
+    min_context_length: int | None = Field(default=None, ge=1)
+    max_price: MaxPrice | None = None
+    min_quantization: Quantization | None = None
+    unknown_quantization: Literal["allow", "exclude"] = "allow"
+    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+
+    @property
+    def rules(self) -> Profile:
+        import hashlib
+        import json
+
+        said = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        price = self.max_price or MaxPrice()
+        return Profile(
+            self.name,
+            self.models,
+            frozenset(self.needs),
+            self.max_ttft_p95_s,
+            self.min_context_length,
+            price.prompt,
+            price.completion,
+            self.min_quantization,
+            self.unknown_quantization,
+            self.max_error_rate,
+            QUANTIZATION_ORDER,
+            "s-" + hashlib.sha256(said.encode()).hexdigest()[:10],
+        )
 
 
 class OpenRouterSettings(_Table):
@@ -273,6 +320,7 @@ class Settings(BaseSettings, _Table):
     webhooks: tuple[Webhook, ...] = ()
     heartbeat: Heartbeat = Heartbeat()
     notifiers: tuple[AppriseNotifier, ...] = ()
+    profiles: tuple[ProfileSettings, ...] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -310,6 +358,16 @@ class Settings(BaseSettings, _Table):
                     f"{timeout:g} s is below ttft_threshold_s ({threshold:g} s); a stream "
                     "silent that long must count as slow",
                 )
+        seen: set[str] = set()
+        for i, profile in enumerate(self.profiles):
+            if profile.name in seen:
+                raise rule_broken(f"profiles.{i}.name", f"{profile.name!r} names two profiles")
+            seen.add(profile.name)
+            unwatched = [m for m in profile.models if self.models and m not in self.model_ids]
+            if unwatched:
+                raise rule_broken(
+                    f"profiles.{i}.models", f"{', '.join(unwatched)}: not a watched model"
+                )
         # Rounds on schedule are one interval apart: a longer gap would count none of them.
         gap = policy.min_look_gap_minutes
         if gap is not None and gap > self.interval_minutes:
@@ -339,6 +397,10 @@ class Settings(BaseSettings, _Table):
     @property
     def model_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.models)
+
+    @property
+    def profile_rules(self) -> tuple[Profile, ...]:
+        return tuple(p.rules for p in self.profiles)
 
     @property
     def model_controls(self) -> dict[str, Controls]:

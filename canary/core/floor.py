@@ -10,8 +10,10 @@ advertise every need. Rules, each in one function:
    says ``publish_controls = false``; never withheld) and the quarantines. When usable falls
    below the floor, quarantine entries are withheld, most recent first, until the floor is met
    or none is left that would help (a quarantine of an endpoint that is not listed, that is not
-   capacity, or that a fixed entry names too, gives no capacity back). ``breached`` is true
-   whenever usable < floor even so.
+   capacity, or that a fixed entry names too, gives no capacity back). On a task profile's list
+   (:mod:`canary.core.profiles`) its requirement entries are preferences: they are withheld
+   before any quarantine, an endpoint's entries together, the endpoints that miss the fewest
+   requirements first, then by tag. ``breached`` is true whenever usable < floor even so.
 2. :func:`reconcile` — what the store must record when a publication differs from what it
    remembers: a ``floor_held`` row per quarantine newly withheld, a ``republished`` row per one
    published again, and one ``floor_breached`` row opening an episode (closed by one
@@ -57,7 +59,7 @@ class Publication:
     model: str
     at: datetime
     entries: tuple[Exclusion, ...]  # merged, active, withheld quarantines left out
-    withheld: tuple[Exclusion, ...]  # quarantine entries held back by the floor
+    withheld: tuple[Exclusion, ...]  # requirement and quarantine entries held back by the floor
     listing: tuple[Listed, ...] | None  # the latest listing; None before the first listing
     usable: tuple[str, ...] | None  # tags of the capacity no published entry names
     floor: int
@@ -84,29 +86,39 @@ def publish(
     now: datetime,
     controls: Controls = NO_CONTROLS,
     needs: Collection[str] = (),
+    requirements: Sequence[Exclusion] = (),
 ) -> Publication:
     """The list of ``model`` at ``now``. ``controls``: its positive controls; ``needs``: the
     capabilities the list is cut for (capacity is then only what advertises them all; which
-    quarantines apply is :mod:`canary.core.needs`'s to say)."""
+    quarantines apply is :mod:`canary.core.needs`'s to say); ``requirements``: a task profile's
+    requirement entries."""
     cut = frozenset(needs)
-    merged = merge_layers(model, builtin, runtime, quarantines, now, controls.entries(model))
+    merged = merge_layers(
+        model, builtin, runtime, quarantines, now, controls.entries(model), requirements
+    )
     if listing is None:
         return Publication(model, now, merged, (), None, None, floor, controls, cut)
     fixed = [e for e in merged if e.layer in FIXED_LAYERS]
-    held = [e for e in merged if e.layer is Layer.quarantine]
+    missed: dict[str, list[Exclusion]] = {}
+    for entry in merged:
+        if entry.layer is Layer.requirement:
+            missed.setdefault(entry.tag, []).append(entry)
+    held = sorted((e for e in merged if e.layer is Layer.quarantine), key=_most_recent_first)
+    groups = [*sorted(missed.values(), key=lambda g: (len(g), g[0].tag)), *([e] for e in held)]
     capacity = [e for e in listing if e.tag not in controls.tags and e.serves(cut)]
     by_tag = {e.tag: e for e in capacity}
     withheld: list[Exclusion] = []
     published = list(merged)
     left = usable(capacity, published, now)
-    for entry in sorted(held, key=_most_recent_first):
+    for group in groups:
         if len(left) >= floor:
             break
-        endpoint = by_tag.get(entry.tag)
+        endpoint = by_tag.get(group[0].tag)
         if endpoint is None or excluded_by(fixed, endpoint, now):
             continue  # withholding it would give no capacity back
-        withheld.append(entry)
-        published.remove(entry)
+        withheld.extend(group)
+        for entry in group:
+            published.remove(entry)
         left = usable(capacity, published, now)
     listed = tuple(sorted(listing, key=lambda e: e.tag))
     return Publication(
@@ -247,6 +259,7 @@ def with_exclusion(before: Publication, entry: Exclusion, now: datetime) -> Publ
         now=now,
         controls=before.controls,
         needs=before.needs,
+        requirements=[e for e in entries if e.layer is Layer.requirement],
     )
 
 

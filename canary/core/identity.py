@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from canary.core.model import Endpoint, Exclusion, Layer
+from canary.core.model import Endpoint, Exclusion, Layer, Pricing
 
 TAG_PATTERN = r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9._-]+)?$"
 # What a list can be cut for, as OpenRouter's supported_parameters names each capability.
@@ -61,6 +61,10 @@ class Listed:
     # OpenRouter's display name (``provider_name``): what its answers call the provider. Shown
     # beside the tag; never part of matching.
     name: str | None = field(default=None, compare=False)
+    # What a task profile holds it to (canary.core.profiles); never part of matching.
+    context_length: int | None = field(default=None, compare=False)
+    pricing: Pricing | None = field(default=None, compare=False)  # USD per token
+    quantization: str | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, endpoint: Endpoint) -> Listed:
@@ -69,6 +73,9 @@ class Listed:
             endpoint.service_tier,
             capabilities_of(endpoint.supported_parameters),
             endpoint.provider_name or None,
+            endpoint.context_length,
+            endpoint.pricing,
+            endpoint.quantization,
         )
 
     def serves(self, needs: Iterable[str]) -> bool:

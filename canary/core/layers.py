@@ -9,7 +9,7 @@ from datetime import datetime
 
 from canary.core.model import Exclusion, Layer, iso_utc
 
-_LAYER_ORDER = {layer: i for i, layer in enumerate(Layer)}  # builtin, runtime, quarantine, control
+_LAYER_ORDER = {layer: i for i, layer in enumerate(Layer)}  # builtin, ..., control, requirement
 
 
 __all__ = ["exclusion_key", "iso_utc", "merge_layers"]
@@ -26,6 +26,7 @@ def merge_layers(
     quarantines: Sequence[Exclusion],
     now: datetime,
     controls: Sequence[Exclusion] = (),
+    requirements: Sequence[Exclusion] = (),
 ) -> tuple[Exclusion, ...]:
     """The model's exclusions active at ``now`` from every layer, sorted by tag then layer.
 
@@ -39,6 +40,7 @@ def merge_layers(
         (Layer.runtime, runtime),
         (Layer.quarantine, quarantines),
         (Layer.control, controls),
+        (Layer.requirement, requirements),
     ):
         for entry in entries:
             if entry.model != model or not entry.active(now):

@@ -67,6 +67,7 @@ class Layer(StrEnum):
     # a planned maintenance window: never an exclusion, it freezes what the endpoint's results
     # decide (canary.core.quarantine) and keeps it out of the model-wide rule
     maintenance = "maintenance"
+    requirement = "requirement"  # a task profile's requirement the endpoint misses (a preference)
 
 
 # The layers no floor withholds: human decisions (built-in, runtime) and the positive controls.

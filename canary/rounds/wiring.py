@@ -85,7 +85,9 @@ def decision_settings(settings: Settings, probes: ProbeSet) -> dict[str, Any]:
     """Every setting besides the policy rules that can change a verdict or a decision: its
     hash is part of the policy version."""
     o = settings.openrouter
+    profiles = {"profiles": [p.model_dump(mode="json") for p in settings.profiles]}
     return {
+        **(profiles if settings.profiles else {}),  # no profiles: the version stays as it was
         "ttft_threshold_s": settings.ttft_threshold_s,
         "ttft_samples": settings.ttft_samples,
         "languages": list(settings.languages),

@@ -28,6 +28,8 @@ from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.document import IgnoreDocument, ignore_document
 from canary.core.floor import Publication
 from canary.core.model import Exclusion
+from canary.core.needs import publish_for_needs
+from canary.core.profiles import Profile, UnknownProfile, publish_for_profile
 from canary.store.rows import ModelLayers
 
 
@@ -57,7 +59,11 @@ class LayerSource(Protocol):
         """What "the store is unreachable" raises (anything else is a bug)."""
         ...
 
-    def model_layers(self, models: Sequence[str], now: datetime) -> Mapping[str, ModelLayers]: ...
+    def model_layers(
+        self, models: Sequence[str], now: datetime, *, figures: bool = False
+    ) -> Mapping[str, ModelLayers]:
+        """``figures``: read the 24 h figures too (asked only when profiles are set)."""
+        ...
 
 
 DEFAULT_FLOOR = 2
@@ -117,6 +123,7 @@ class IgnoreListService:
         clock: Callable[[], datetime] = utc_now,
         floor_of: Callable[[str], int] = lambda model: DEFAULT_FLOOR,
         controls_of: Callable[[str], Controls] = lambda model: NO_CONTROLS,
+        profiles: Sequence[Profile] = (),
     ) -> None:
         self._store = store
         self._builtin = tuple(builtin)
@@ -128,7 +135,9 @@ class IgnoreListService:
         self._lock = threading.Lock()  # one refresh at a time (it reads the store: may be slow)
         self._swap = threading.Lock()  # short: replacing the snapshot; never held during I/O
         self._snapshot = _Snapshot({}, {}, None, False, None)
-        self._variants: dict[tuple[str, frozenset[str]], tuple[Published, Published]] = {}
+        self._variants: dict[tuple[str, frozenset[str], str | None], tuple[Published, Published]]
+        self._variants = {}
+        self.profiles = {p.name: p for p in profiles}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -153,17 +162,24 @@ class IgnoreListService:
     def last_error(self) -> str | None:
         return self._snapshot.error
 
-    def published(self, model: str, needs: frozenset[str] = frozenset()) -> Published:
+    def published(
+        self, model: str, needs: frozenset[str] = frozenset(), profile: str | None = None
+    ) -> Published:
         """The model's published list; with ``needs``, the variant cut for an app with those
-        needs (built from the same snapshot: it fails static with the full list)."""
+        needs; with ``profile``, that task profile's list (its needs and ``needs``). Each is
+        built from the same snapshot: it fails static with the full list. Raises UnknownModel,
+        ListUnavailable or :class:`UnknownProfile`."""
         base = self._published(model)
-        if not needs:
+        chosen = None if profile is None else self.profiles.get(profile)
+        if profile is not None and (chosen is None or not chosen.covers(model)):
+            raise UnknownProfile(profile, model, [p.name for p in self.profiles.values() if p.covers(model)])  # fmt: skip
+        if not needs and chosen is None:
             return base
-        key = (model, needs)
+        key = (model, needs, profile)
         cached = self._variants.get(key)
         if cached is not None and cached[0] is base:  # cut from this very publication
             return cached[1]
-        variant = self._variant(base, needs)
+        variant = self._variant(base, needs, chosen)
         if len(self._variants) > 1024:
             self._variants.clear()
         self._variants[key] = (base, variant)
@@ -182,10 +198,11 @@ class IgnoreListService:
         return current
 
     def document(
-        self, model: str, needs: frozenset[str] = frozenset()
+        self, model: str, needs: frozenset[str] = frozenset(), profile: str | None = None
     ) -> tuple[IgnoreDocument, str]:
-        """The model's document and its ETag; raises UnknownModel or ListUnavailable."""
-        published = self.published(model, needs)
+        """The model's document and its ETag; raises UnknownModel, ListUnavailable or
+        UnknownProfile."""
+        published = self.published(model, needs, profile)
         return published.document, published.etag
 
     def age_s(self, model: str) -> float | None:
@@ -203,7 +220,7 @@ class IgnoreListService:
             now = self._clock()
             try:
                 models = sorted(set(self._resolve_model_ids()))
-                layers = dict(self._store.model_layers(models, now))
+                layers = dict(self._store.model_layers(models, now, figures=bool(self.profiles)))
             except self._store.errors as exc:  # the store (or the model source) is unreachable
                 self._mark_stale(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
                 return False
@@ -253,30 +270,32 @@ class IgnoreListService:
             )
             return rebuilt
 
-    def _variant(self, base: Published, needs: frozenset[str]) -> Published:
-        """The list of an app with ``needs``, published on its own from the layers ``base`` was
-        published from (same moment, same floor): the floor is held on the variant itself."""
-        from canary.core.needs import publish_for_needs
+    def _variant(
+        self, base: Published, needs: frozenset[str], profile: Profile | None
+    ) -> Published:
+        """The list of an app with ``needs`` (or of a task profile), published on its own from
+        the layers ``base`` was published from (same moment, same floor): the floor is held on
+        the variant itself."""
 
         layers, full = base.layers, base.publication
-        assert layers is not None, "a needs variant is cut from a full publication"
-        publication = publish_for_needs(
-            base.model,
-            layers.listing,
-            base.builtin,
-            layers.runtime,
-            layers.quarantines,
-            needs=needs,
-            floor=full.floor,
-            now=full.at,
-            controls=full.controls,
-        )
+        assert layers is not None, "a variant is cut from a full publication"
+        cut = (base.model, layers.listing, base.builtin, layers.runtime, layers.quarantines)
+        if profile is None:
+            publication = publish_for_needs(
+                *cut, needs=needs, floor=full.floor, now=full.at, controls=full.controls
+            )
+        else:
+            publication = publish_for_profile(
+                *cut, profile=profile, extra_needs=needs, measured=layers.measured,
+                floor=full.floor, now=full.at, controls=full.controls,
+            )  # fmt: skip
         document = ignore_document(
             publication,
             generated_at=base.generated_at,
             stale=base.stale,
             policy_version=self.policy_version,
-            needs=needs,
+            needs=needs if profile is None else publication.needs,
+            profile=profile,
         )
         body = canonical_body(document)
         return Published(

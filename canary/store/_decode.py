@@ -12,7 +12,16 @@ from sqlalchemy import RowMapping
 
 from canary.core.events import event_of
 from canary.core.identity import Listed, capabilities_of
-from canary.core.model import Contract, EndpointState, Exclusion, Layer, Look, Streak, looks_of
+from canary.core.model import (
+    Contract,
+    EndpointState,
+    Exclusion,
+    Layer,
+    Look,
+    Pricing,
+    Streak,
+    looks_of,
+)
 from canary.store.log_rows import AuditRow
 from canary.store.rows import (
     ContractResultRow,
@@ -154,15 +163,28 @@ def listing_of(snapshot: Snapshot | None) -> tuple[Listed, ...] | None:
         tier, parameters = meta.get("service_tier"), meta.get("supported_parameters")
         capabilities = capabilities_of(map(str, parameters if isinstance(parameters, list) else ()))
         name = meta.get("provider_name")  # the display name: shown beside the tag
+        context, quantization = meta.get("context_length"), meta.get("quantization")
         listed.append(
             Listed(
                 tag,
                 tier if isinstance(tier, str) else None,
                 capabilities,
                 name if isinstance(name, str) and name else None,
+                context if isinstance(context, int) else None,
+                _pricing(meta.get("pricing")),
+                quantization if isinstance(quantization, str) else None,
             )
         )
     return tuple(listed)
+
+
+def _pricing(raw: JsonValue) -> Pricing | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt, completion = raw.get("prompt"), raw.get("completion")
+    if isinstance(prompt, int | float) and isinstance(completion, int | float):
+        return Pricing(float(prompt), float(completion))
+    return None
 
 
 def audit_row(row: RowMapping) -> AuditRow:

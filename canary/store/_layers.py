@@ -35,6 +35,7 @@ from canary.store._decode import listing_of, quarantine_exclusion, quarantine_ro
 from canary.store._guard import bump_guard, guard_version, lock_guard
 from canary.store._snapshots import latest_snapshots
 from canary.store.engine import StoreBase, insert_ignoring_conflict
+from canary.store.latency import measured_of
 from canary.store.rows import (
     FloorRefused,
     ModelLayers,
@@ -105,9 +106,12 @@ def active_runtime(
     return [runtime_exclusion(row, layer) for row in conn.execute(stmt).mappings()]
 
 
-def model_layers(conn: Connection, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+def model_layers(
+    conn: Connection, models: Sequence[str], now: datetime, *, figures: bool = False
+) -> dict[str, ModelLayers]:
     """Listing, runtime entries, active quarantines and the floor record of each model: four
-    statements whatever the number of models."""
+    statements whatever the number of models (two more with ``figures``: the 24 h figures a
+    task profile is held to)."""
     wanted = list(dict.fromkeys(models))
     if not wanted:
         return {}
@@ -126,6 +130,7 @@ def model_layers(conn: Connection, models: Sequence[str], now: datetime) -> dict
     for row in conn.execute(stmt.order_by(_x.model, _x.tag, _x.id)).mappings():
         runtime[row["model"]].append(runtime_exclusion(row))
     snapshots = latest_snapshots(conn, wanted)
+    measured = measured_of(conn, wanted) if figures else {}
     out = {}
     for model in wanted:
         rows = held[model]
@@ -136,6 +141,7 @@ def model_layers(conn: Connection, models: Sequence[str], now: datetime) -> dict
             FloorRecord(
                 {q.id: q.tag for q in rows if q.withheld_at is not None}, model in open_episodes
             ),
+            measured.get(model, {}),
         )
     return out
 
@@ -147,10 +153,13 @@ class LayersMixin(StoreBase):
         with self._read() as conn:
             return guard_version(conn, model)
 
-    def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
-        """Listing, runtime entries, active quarantines and the floor record of each model."""
+    def model_layers(
+        self, models: Sequence[str], now: datetime, *, figures: bool = False
+    ) -> dict[str, ModelLayers]:
+        """Listing, runtime entries, active quarantines and the floor record of each model
+        (with ``figures``, the 24 h figures a task profile is held to)."""
         with self._read() as conn:
-            return model_layers(conn, models, now)
+            return model_layers(conn, models, now, figures=figures)
 
     def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
         """Each model's latest listing (None when never listed), in one statement."""

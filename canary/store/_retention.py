@@ -78,11 +78,11 @@ class RetentionMixin(AuditMixin):
             counts[table.name] = self._prune_by_round(table, cutoff, should_stop)
         counts["endpoint_snapshots"] = self._prune_snapshots(cutoff, should_stop)
         counts["ttft_buckets"] = self._prune_histograms(cutoff, should_stop)
-        with self._write() as conn:  # one row per endpoint and window: figures of gone endpoints
-            figures = t.latency_figures
-            counts["latency_figures"] = conn.execute(
-                delete(figures).where(figures.c.at < cutoff)
-            ).rowcount
+        with self._write() as conn:  # a row or two per endpoint: figures of gone endpoints
+            counts["latency_figures"] = sum(
+                conn.execute(delete(figures).where(figures.c.at < cutoff)).rowcount
+                for figures in (t.latency_figures, t.error_figures)
+            )
         return Pruned(**counts, complete=not should_stop())
 
     def _prune_by_round(

@@ -1,6 +1,7 @@
 """Time to first token: the hourly histograms (``ttft_buckets``) a finishing round's probes are
 counted into, each endpoint's latency figures recomputed from them (``latency_figures``, see
-:mod:`canary.store.tables`), and the reads of both."""
+:mod:`canary.store.tables`), and the reads of both; beside them each endpoint's failed probes
+over 24 h (``error_figures``), and the figures a task profile is held to."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import TypedDict
 
 from sqlalchemy import Connection, case, delete, func, insert, select
 
+from canary.core.model import Transport
+from canary.core.profiles import Measured
 from canary.core.stats import LATENCY_WINDOWS, Histogram, histogram_of, window_figures
 from canary.store import tables as t
 from canary.store.engine import upsert
@@ -74,6 +77,7 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
         )
         conn.execute(stmt, buckets)
     refresh_latency_figures(conn, model, at)
+    refresh_error_figures(conn, model, at)
 
 
 def figure_rows(
@@ -110,6 +114,62 @@ def refresh_latency_figures(conn: Connection, model: str, at: datetime) -> None:
     rows = figure_rows(model, at, day, week)
     if rows:
         conn.execute(insert(t.latency_figures), rows)
+
+
+# What the wire said of the provider: a 429, an auth problem or our own bad request is in
+# neither count; a 5xx (provider_error), a timeout and a disconnect (provider_error) failed.
+_FAILED = (Transport.provider_error.value, Transport.timeout.value)
+_COUNTED = (Transport.ok.value, *_FAILED)
+
+
+def refresh_error_figures(conn: Connection, model: str, at: datetime) -> None:
+    """Recompute ``model``'s error figures over the 24 h before ``at`` from its probes (those of
+    rounds not abandoned, answered by the pinned provider), on ``conn``, in its transaction."""
+    p, r = t.probes.c, t.rounds.c
+    failed = func.sum(case((p.transport.in_(_FAILED), 1), else_=0))
+    stmt = (
+        select(p.tag, func.count(), failed)
+        .join(t.rounds, r.id == p.round_id)
+        .where(
+            p.model == model,
+            p.at > at - LATENCY_WINDOWS["24h"],
+            p.at <= at,
+            p.transport.in_(_COUNTED),
+            p.attribution_ok.is_(True),
+            r.status != "abandoned",
+        )
+        .group_by(p.tag)
+    )
+    rows = [
+        {"model": model, "tag": tag, "at": at, "probes": int(n), "errors": int(errors or 0)}
+        for tag, n, errors in conn.execute(stmt)
+    ]
+    conn.execute(delete(t.error_figures).where(t.error_figures.c.model == model))
+    if rows:
+        conn.execute(insert(t.error_figures), rows)
+
+
+def measured_of(conn: Connection, models: Sequence[str]) -> dict[str, dict[str, Measured]]:
+    """Per model and tag, the 24 h figures a task profile is held to, as of the model's latest
+    finished round: two statements for all models, a row or two per endpoint."""
+    f, e = t.latency_figures.c, t.error_figures.c
+    p95: dict[tuple[str, str], tuple[float | None, int]] = {
+        (model, tag): (p, n)
+        for model, tag, p, n in conn.execute(
+            select(f.model, f.tag, f.p95, f.n).where(f.model.in_(models), f.span == "24h")
+        )
+    }
+    errors = {
+        (model, tag): (n, bad)
+        for model, tag, n, bad in conn.execute(
+            select(e.model, e.tag, e.probes, e.errors).where(e.model.in_(models))
+        )
+    }
+    out: dict[str, dict[str, Measured]] = {m: {} for m in models}
+    for model, tag in {*p95, *errors}:
+        (p, n), (probes, bad) = p95.get((model, tag), (None, 0)), errors.get((model, tag), (0, 0))
+        out[model][tag] = Measured(p, n, bad, probes)
+    return out
 
 
 def ttft_histograms_of(

@@ -7,8 +7,8 @@ quarantines, layers, latency figures) and the store's errors; the others are in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, TypedDict
 
@@ -18,6 +18,7 @@ from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.floor import FloorRecord, Publication, publish
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer, Look
+from canary.core.profiles import Measured
 
 # A model's endpoint listing as a snapshot keeps it: each endpoint's published fields by tag.
 Snapshot = dict[str, dict[str, JsonValue]]
@@ -137,6 +138,8 @@ class ModelLayers:
     runtime: tuple[Exclusion, ...]
     quarantines: tuple[Exclusion, ...]
     record: FloorRecord
+    # each endpoint's 24 h figures a task profile is held to (read only when profiles are set)
+    measured: Mapping[str, Measured] = field(default_factory=dict)
 
     def publish(
         self,

@@ -226,6 +226,19 @@ latency_figures = Table(
     _float("p99", null=True),
 )
 
+# Each endpoint's probes over the 24 h before its model's latest finished round (``at``): those
+# that reached a verdict on the wire and those of them that ended in a 5xx, a timeout or a
+# disconnect (a task profile's ``max_error_rate``). Recomputed with ``latency_figures``.
+error_figures = Table(
+    "error_figures",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+    _when("at"),
+    _int("probes"),
+    _int("errors"),
+)
+
 contract_results = Table(
     "contract_results",
     metadata,

@@ -32,7 +32,9 @@ class LayerStore:
         self.listing: tuple[Listed, ...] | None = None
         self.fail_on: str | None = None
 
-    def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+    def model_layers(
+        self, models: Sequence[str], now: datetime, *, figures: bool = False
+    ) -> dict[str, ModelLayers]:
         out = {}
         for model in models:
             runtime = tuple(e for e in self.active_exclusions(model, now) if e.model == model)

@@ -31,7 +31,9 @@ class Flaky:
     def errors(self) -> tuple[type[Exception], ...]:
         return (ConnectionError, *self.store.errors)
 
-    def model_layers(self, models: Sequence[str], now: datetime) -> Mapping[str, ModelLayers]:
+    def model_layers(
+        self, models: Sequence[str], now: datetime, *, figures: bool = False
+    ) -> Mapping[str, ModelLayers]:
         if self.down:
             raise ConnectionError("the store is unreachable")
         return self.store.model_layers(models, now)

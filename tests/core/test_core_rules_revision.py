@@ -29,6 +29,7 @@ RULE_MODULES = (
     "canary/core/layers.py",
     "canary/core/needs.py",
     "canary/core/plan.py",
+    "canary/core/profiles.py",
     "canary/core/quarantine.py",
     "canary/core/quarantine_events.py",
     "canary/core/streaks.py",

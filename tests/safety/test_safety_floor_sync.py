@@ -28,7 +28,9 @@ class RacingStore(Store):
 
     meanwhile: Callable[[Store], None] | None = None
 
-    def model_layers(self, models: Sequence[str], now: datetime) -> dict[str, ModelLayers]:
+    def model_layers(
+        self, models: Sequence[str], now: datetime, *, figures: bool = False
+    ) -> dict[str, ModelLayers]:
         layers = super().model_layers(models, now)
         change, self.meanwhile = self.meanwhile, None
         if change is not None:
