@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from canary.api.common import error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
+from canary.core.profiles import UnknownProfile
 from canary.service.ignore_list import (
     IgnoreListService,
     ListUnavailable,
@@ -34,6 +35,12 @@ MODELS = (
     "OpenRouter model id, author/slug. Repeated (model=a&model=b): one list per model, in the "
     'order asked (a repeat counts once), answered as {"lists": [...]} under one ETag; a single '
     "model answers its list alone. An unknown one is a 404 naming the known ones."
+)
+PROFILE = (
+    "A task profile of the settings ([[profiles]]): its list adds an entry of layer "
+    "requirement for each requirement an endpoint misses (withheld first to hold the floor); "
+    "needs= adds to its needs. Its own ETag per (model, profile). An unknown one is a 404 "
+    "naming the known ones."
 )
 ETAG = (
     "Weak, over everything the list says except generated_at: the same on every replica while "
@@ -57,6 +64,7 @@ class IgnoreListRoute(APIRoute):
             return await endpoint(
                 model=query.getlist("model"),
                 needs=query.getlist("needs"),
+                profile=query.get("profile"),
                 if_none_match=request.headers.get("if-none-match"),
             )
 
@@ -70,12 +78,15 @@ class IgnoreListEndpoint:
     def __init__(self, ignore: IgnoreListService) -> None:
         self.ignore = ignore
         self._headers: dict[str, dict[str, str]] = {}  # by ETag
-        self._joined: dict[tuple[tuple[str, ...], frozenset[str]], IgnoreListsAnswer] = {}
+        self._joined: dict[
+            tuple[tuple[str, ...], frozenset[str], str | None], IgnoreListsAnswer
+        ] = {}
 
     async def __call__(
         self,
         model: Annotated[list[str], Query(description=MODELS)],
         needs: Annotated[list[str] | None, Query(description=NEEDS)] = None,
+        profile: Annotated[str | None, Query(description=PROFILE)] = None,
         if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
         models = tuple(dict.fromkeys(m.strip() for m in model))
@@ -86,15 +97,15 @@ class IgnoreListEndpoint:
         except UnknownNeed as exc:
             return error(400, str(exc), known=KNOWN_NEEDS)
         try:
-            parts = tuple(self.ignore.published(m, wanted) for m in models)
-        except UnknownModel as exc:
+            parts = tuple(self.ignore.published(m, wanted, profile) for m in models)
+        except (UnknownModel, UnknownProfile) as exc:
             return error(404, str(exc), known=exc.known)
         except ListUnavailable as exc:
             return error(503, str(exc))
         if len(parts) == 1:  # the hot path: the published body as it is
             body, etag = parts[0].body, parts[0].etag
         else:
-            body, etag = self._join(models, wanted, parts)
+            body, etag = self._join((models, wanted, profile), parts)
         headers = self._headers.get(etag)
         if headers is None:
             if len(self._headers) > 256:
@@ -105,10 +116,9 @@ class IgnoreListEndpoint:
         return Response(body, headers=headers, media_type="application/json")
 
     def _join(
-        self, models: tuple[str, ...], needs: frozenset[str], parts: tuple[Published, ...]
+        self, key: tuple[tuple[str, ...], frozenset[str], str | None], parts: tuple[Published, ...]
     ) -> tuple[bytes, str]:
         """Several lists in one body, joined once per set of publications."""
-        key = (models, needs)
         cached = self._joined.get(key)
         if cached is None or any(a is not b for a, b in zip(cached.parts, parts, strict=True)):
             if len(self._joined) > 256:

@@ -85,14 +85,21 @@ class IgnoreEntry(Answer):
         description="OpenRouter's display name (provider_name) of what it names, from the "
         "latest listing; null when not listed, or when a slug names providers of several names."
     )
-    layer: Literal["builtin", "runtime", "quarantine", "control"]
-    reason: str
+    layer: Literal["builtin", "runtime", "quarantine", "control", "requirement"]
+    reason: str = Field(
+        description="Why; a requirement entry names the requirement and the measured value."
+    )
     since: Time
     until: Time
 
 
 class ProviderField(Answer):
     ignore: list[str]
+
+
+class ProfileRef(Answer):
+    name: str
+    settings_hash: str = Field(description="A hash of the profile's settings.")
 
 
 class IgnoreList(Answer):
@@ -112,7 +119,8 @@ class IgnoreList(Answer):
         description="Listed endpoints no entry of this list names (null before the first listing)."
     )
     withheld: list[str] = Field(
-        description="Quarantined endpoints left off the list to hold the floor."
+        description="Endpoints whose quarantine (or, on a profile's list, requirement entries) "
+        "the floor left off the list."
     )
     needs: list[Literal["structured_outputs", "tools"]] | None = Field(
         description="The needs the list was cut for; null for the full list."
@@ -120,6 +128,9 @@ class IgnoreList(Answer):
     floor_breached: bool = Field(
         description="True: fewer usable endpoints than the capacity floor even with every "
         "helpful quarantine withheld."
+    )
+    profile: ProfileRef | None = Field(
+        None, description="The task profile the list was published for (only on its list)."
     )
 
 

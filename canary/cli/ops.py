@@ -40,6 +40,7 @@ from canary.core.document import IgnoreDocument
 from canary.core.events import explanation
 from canary.core.identity import InvalidTag
 from canary.core.model import Layer
+from canary.core.profiles import UnknownProfile
 from canary.store.rows import FloorRefused, NoActiveQuarantine, UnknownExclusion, WindowInForce
 from canary.views.bodies import (
     exclusions_body,
@@ -377,6 +378,15 @@ def ignore_list(
             "list cut for it, as GET /v1/ignore-list?needs= gives it.",
         ),
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            metavar="NAME",
+            help="A task profile of the settings ([[profiles]]): its list, as GET "
+            "/v1/ignore-list?profile= gives it (--needs adds to its needs).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The published ignore list of a model (or of several): --json prints GET
@@ -391,7 +401,10 @@ def ignore_list(
     with ops_context(ctx) as ops:
         for name in models:
             ops.check_model(name)
-        answer = ignore_lists_answer(ignore_service(ops, models), models, wanted)
+        try:
+            answer = ignore_lists_answer(ignore_service(ops, models), models, wanted, profile)
+        except UnknownProfile as exc:
+            fail(str(exc), code=2)
     if as_json:
         print_json(json.loads(answer.body))
         return
@@ -401,7 +414,9 @@ def ignore_list(
 
 def _show_list(model: str, doc: IgnoreDocument) -> None:
     needs_line = ", ".join(doc.get("needs") or ())  # the capabilities the list was cut for
-    cut = f" for needs {needs_line}" if needs_line else ""
+    profile = doc.get("profile")
+    cut = f" for profile {profile['name']}" if profile else ""
+    cut += f" for needs {needs_line}" if needs_line else ""
     show(
         f"ignore list of {model}{cut}  (policy {doc['policy_version']})",
         ["Provider", "Layer", "Reason", "Since", "Until"],
@@ -410,6 +425,8 @@ def _show_list(model: str, doc: IgnoreDocument) -> None:
     )
     if needs_line:
         console().print(f"needs: {needs_line}", markup=False)
+    if profile and doc["withheld"]:
+        console().print(f"withheld for the floor: {', '.join(doc['withheld'])}", markup=False)
     console().print(f"provider: {json.dumps({'ignore': doc['ignore']})}", markup=False)
 
 

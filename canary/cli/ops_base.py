@@ -225,6 +225,7 @@ def ignore_service(
         lambda: ops.now,
         floor_of=lambda model: ops.settings.model(model).capacity_floor,
         controls_of=lambda model: ops.settings.model(model).controls,
+        profiles=ops.settings.profile_rules,
     )
     if not service.refresh():
         from canary.config.settings import redact_url

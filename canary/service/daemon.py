@@ -92,6 +92,7 @@ class Daemon:
             lambda: datetime.now(UTC),
             floor_of=lambda model: self.settings.model(model).capacity_floor,
             controls_of=lambda model: self.settings.model(model).controls,
+            profiles=settings.profile_rules,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks, settings.notifiers)
         self.stopping = threading.Event()

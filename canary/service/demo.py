@@ -221,6 +221,7 @@ async def run_demo(
             clock,
             floor_of=lambda model: settings.model(model).capacity_floor,
             controls_of=lambda model: settings.model(model).controls,
+            profiles=settings.profile_rules,
         )
         ignore.refresh()
         asked, port = port, free_port(port)

@@ -139,14 +139,17 @@ class IgnoreListsAnswer:
 
 
 def ignore_lists_answer(
-    service: IgnoreListService, models: Sequence[str], needs: frozenset[str] = frozenset()
+    service: IgnoreListService,
+    models: Sequence[str],
+    needs: frozenset[str] = frozenset(),
+    profile: str | None = None,
 ) -> IgnoreListsAnswer:
     """The published list of each of ``models`` (repeats count once, in the order first asked),
     each cut for ``needs``. One model: its document as it is published. Several:
     ``{"lists": [document, ...]}`` under one weak ETag over every document's own tag, so it
-    changes when any of them does. Raises UnknownModel or ListUnavailable for the first model
-    that has no list."""
-    parts = tuple(service.published(m, needs) for m in dict.fromkeys(models))
+    changes when any of them does; with ``profile``, that task profile's lists. Raises
+    UnknownModel, UnknownProfile or ListUnavailable for the first model that has no list."""
+    parts = tuple(service.published(m, needs, profile) for m in dict.fromkeys(models))
     return joined_answer(parts)
 
 

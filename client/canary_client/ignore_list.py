@@ -6,7 +6,8 @@ only in their I/O: the cache and the rules are one :class:`_Rules` object in bot
 
 The rules:
 
-- ``GET {base_url}/v1/ignore-list?model=M[&needs=...]`` with ``If-None-Match``: a 304 keeps the
+- ``GET {base_url}/v1/ignore-list?model=M[&needs=...][&profile=P]`` with ``If-None-Match``
+  (``profile``: a task profile of canary's settings, its list for one job): a 304 keeps the
   list held; ``Cache-Control: max-age`` is honoured (no request while the list is that fresh).
 - The last good list is kept in memory and on disk (``cache_path``, written atomically) and read
   back at start, so a restarted app has a list before canary answers.
@@ -143,18 +144,20 @@ class _Rules:
         everything_excluded: Policy,
         clock: Callable[[], float],
         wall_clock: WallClock,
+        profile: str | None = None,
     ) -> None:
         if everything_excluded not in ("ignore_nothing", "raise"):
             raise ValueError(f"everything_excluded: 'ignore_nothing' or 'raise', not {everything_excluded!r}")
         self.model = model
         self.needs = _needs_param(needs)
+        self.profile = profile
         self.cache_path = None if cache_path is None else Path(cache_path)
         self.retry_after_error_s = retry_after_error_s
         self.max_stale = timedelta(seconds=max_stale_s)
         self.policy = everything_excluded
         self.clock = clock
         self.wall_clock = wall_clock
-        self.held: HeldList | None = _load(self.cache_path, model, self.needs)
+        self.held: HeldList | None = _load(self.cache_path, model, self.needs, profile)
         self.fresh_until: float | None = None  # no request before this (server's max-age)
         self.quiet_until: float | None = None  # no request before this (after an error)
         self.last_error: str | None = None
@@ -164,7 +167,8 @@ class _Rules:
 
     @property
     def params(self) -> dict[str, str]:
-        return {"model": self.model, **({"needs": self.needs} if self.needs else {})}
+        params = {"model": self.model, **({"needs": self.needs} if self.needs else {})}
+        return params | ({"profile": self.profile} if self.profile else {})
 
     def headers(self) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -272,6 +276,11 @@ class _Face:
         return self._rules.needs
 
     @property
+    def profile(self) -> str | None:
+        """The task profile whose list is kept (None: the plain list)."""
+        return self._rules.profile
+
+    @property
     def held(self) -> HeldList | None:
         """The list held, as canary sent it (None: none)."""
         return self._rules.held
@@ -320,6 +329,7 @@ class IgnoreListClient(_Face):
         max_stale_s: float = 24 * 3600,
         everything_excluded: Policy = "ignore_nothing",
         needs: Sequence[str] = (),
+        profile: str | None = None,
         background: bool = False,
         poll_every_s: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
@@ -327,7 +337,7 @@ class IgnoreListClient(_Face):
     ) -> None:
         self._rules = _Rules(
             model, needs, cache_path, retry_after_error_s, max_stale_s, everything_excluded,
-            clock, wall_clock,
+            clock, wall_clock, profile,
         )  # fmt: skip
         self._url = base_url.rstrip("/") + "/v1/ignore-list"
         self._http = httpx.Client(timeout=timeout_s, transport=transport, follow_redirects=False)
@@ -377,7 +387,7 @@ class IgnoreListClient(_Face):
             changed = self._rules.answered(response)
             ok = self._rules.last_error is None
         if changed is not None:
-            _save(self._rules.cache_path, self._rules.needs, changed)
+            _save(self._rules, changed)
         return ok
 
     def _next_s(self) -> float:
@@ -419,6 +429,7 @@ class AsyncIgnoreListClient(_Face):
         max_stale_s: float = 24 * 3600,
         everything_excluded: Policy = "ignore_nothing",
         needs: Sequence[str] = (),
+        profile: str | None = None,
         background: bool = False,
         poll_every_s: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
@@ -426,7 +437,7 @@ class AsyncIgnoreListClient(_Face):
     ) -> None:
         self._rules = _Rules(
             model, needs, cache_path, retry_after_error_s, max_stale_s, everything_excluded,
-            clock, wall_clock,
+            clock, wall_clock, profile,
         )  # fmt: skip
         self._url = base_url.rstrip("/") + "/v1/ignore-list"
         self._http = httpx.AsyncClient(
@@ -474,7 +485,7 @@ class AsyncIgnoreListClient(_Face):
             return False
         changed = self._rules.answered(response)
         if changed is not None:
-            await asyncio.to_thread(_save, self._rules.cache_path, self._rules.needs, changed)
+            await asyncio.to_thread(_save, self._rules, changed)
         return self._rules.last_error is None
 
     def _next_s(self) -> float:
@@ -606,15 +617,15 @@ def _str_or_none(value: Any) -> str | None:
 # -- the disk copy -------------------------------------------------------------------------------
 
 
-def _load(path: Path | None, model: str, needs: str) -> HeldList | None:
+def _load(path: Path | None, model: str, needs: str, profile: str | None) -> HeldList | None:
     if path is None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("format") not in (1, _CACHE_FORMAT):
             return None
-        if data.get("model") != model or data.get("needs", "") != needs:
-            return None  # another model's list, or one cut for other needs
+        if (data.get("model"), data.get("needs", ""), data.get("profile")) != (model, needs, profile):
+            return None  # another model's list, or one cut for other needs or another profile
         # format 1 kept no as_of: its generated_at is the latest the list is known current
         as_of = _time(data.get("as_of") or data.get("generated_at"))
         if as_of is None:
@@ -627,13 +638,15 @@ def _load(path: Path | None, model: str, needs: str) -> HeldList | None:
         return None
 
 
-def _save(path: Path | None, needs: str, held: HeldList) -> None:
+def _save(rules: _Rules, held: HeldList) -> None:
+    path = rules.cache_path
     if path is None:
         return
     body = {
         "format": _CACHE_FORMAT,
         "model": held.model,
-        "needs": needs,
+        "needs": rules.needs,
+        "profile": rules.profile,
         "ignore": list(held.ignore),
         "entries": [
             {"provider": e.provider, "layer": e.layer, "until": e.until and e.until.isoformat()}
