@@ -5,10 +5,9 @@ change (issue 36)."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import itertools
 
 import pytest
 from builders import endpoint, observation
@@ -131,7 +130,9 @@ def test_error_rate_price_and_context_each_name_their_measure(store: Store, now:
     }
 
 
-def test_needs_add_to_the_profile_and_unknown_profiles_are_404s(store: Store, now: datetime) -> None:
+def test_needs_add_to_the_profile_and_unknown_profiles_are_404s(
+    store: Store, now: datetime
+) -> None:
     seed(store, MODEL, now)
     seed(store, OTHER, now)
     http = client(store, now, MODEL, OTHER)

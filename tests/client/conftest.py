@@ -57,11 +57,13 @@ class IgnoreListServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 url = urlparse(self.path)
-                model = parse_qs(url.query).get("model", [None])[0]
+                query = parse_qs(url.query)
+                model = query.get("model", [None])[0]
                 behaviour.seen.append(
                     {
                         "path": url.path,
                         "model": model,
+                        "profile": query.get("profile", [None])[0],
                         "if_none_match": self.headers.get("If-None-Match"),
                     }
                 )

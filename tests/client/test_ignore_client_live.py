@@ -22,16 +22,22 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 class Replica:
     """One canary replica on a shared store: its own list service, clock and uvicorn server."""
 
-    def __init__(self, store: Any, clock: Callable[[], datetime] = lambda: NOW) -> None:
+    def __init__(
+        self, store: Any, clock: Callable[[], datetime] = lambda: NOW, profiles: Any = ()
+    ) -> None:
         import uvicorn
 
         from canary.api.app import create_app
         from canary.config.settings import ModelSettings, Settings
         from canary.service.ignore_list import IgnoreListService
 
-        self.service = IgnoreListService(store, (), [MODEL], "p-test", clock=clock)
+        settings = Settings(
+            database_url=store.url, models=(ModelSettings(id=MODEL),), profiles=profiles
+        )
+        self.service = IgnoreListService(
+            store, (), [MODEL], "p-test", clock=clock, profiles=settings.profile_rules
+        )
         assert self.service.refresh()
-        settings = Settings(database_url=store.url, models=(ModelSettings(id=MODEL),))
         app = create_app(settings, store, self.service, clock=clock)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
