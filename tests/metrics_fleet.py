@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
-from canary.config.settings import ModelSettings, Settings
+from canary.config.settings import ModelSettings, ProfileSettings, Settings
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -125,15 +125,24 @@ def _quarantine_first_and_suspect_second(
 
 
 def fleet_client(
-    store: Store, models: Sequence[str], now: datetime, *, daily_budget_usd: float | None = 5.0
+    store: Store,
+    models: Sequence[str],
+    now: datetime,
+    *,
+    daily_budget_usd: float | None = 5.0,
+    profiles: Sequence[ProfileSettings] = (),
 ) -> TestClient:
-    """The real ASGI app over ``store`` watching ``models``, its lists read, its clock at ``now``."""
+    """The real ASGI app over ``store`` watching ``models``, its lists read, its clock at ``now``
+    (``profiles``: task profiles, each with its own lists)."""
     settings = Settings(
         database_url=store.url,
         models=tuple(ModelSettings(id=m) for m in models),
         daily_budget_usd=daily_budget_usd,
+        profiles=tuple(profiles),
     )
-    service = IgnoreListService(store, (), list(models), POLICY, lambda: now)
+    service = IgnoreListService(
+        store, (), list(models), POLICY, lambda: now, profiles=settings.profile_rules
+    )
     assert service.refresh()
     return TestClient(create_app(settings, store, service, clock=lambda: now))
 

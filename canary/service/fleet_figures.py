@@ -88,6 +88,8 @@ class ListFigures:
     quarantines: int  # enforced quarantines published in it
     age_s: float
     stale: bool
+    profile: str | None = None  # a task profile's list (None: the plain list)
+    requirements: int = 0  # endpoints its published requirement entries name
 
 
 def read_store_figures(
@@ -178,24 +180,28 @@ def list_figures(ignore: IgnoreListService) -> tuple[ListFigures, ...]:
     """The lists this replica serves, from memory (no store access)."""
     out = []
     for model in ignore.models:
-        try:
-            published = ignore.published(model)
-        except (LookupError, ListUnavailable):
-            continue
-        p = published.publication
-        out.append(
-            ListFigures(
-                model=model,
-                capacity_floor=p.floor,
-                usable_endpoints=None if p.usable is None else len(p.usable),
-                floor_breached=p.breached,
-                withheld=len(p.withheld),
-                entries=len(p.ignore),
-                quarantines=sum(1 for e in p.entries if e.layer is Layer.quarantine),
-                age_s=ignore.age_s(model) or 0.0,
-                stale=published.stale,
+        covering = [name for name, p in sorted(ignore.profiles.items()) if p.covers(model)]
+        for profile in (None, *covering):
+            try:
+                published = ignore.published(model, profile=profile)
+            except (LookupError, ListUnavailable):
+                break
+            p = published.publication
+            out.append(
+                ListFigures(
+                    model=model,
+                    capacity_floor=p.floor,
+                    usable_endpoints=None if p.usable is None else len(p.usable),
+                    floor_breached=p.breached,
+                    withheld=len(p.withheld),
+                    entries=len(p.ignore),
+                    quarantines=sum(1 for e in p.entries if e.layer is Layer.quarantine),
+                    age_s=ignore.age_s(model) or 0.0,
+                    stale=published.stale,
+                    profile=profile,
+                    requirements=len({e.tag for e in p.entries if e.layer is Layer.requirement}),
+                )
             )
-        )
     return tuple(out)
 
 

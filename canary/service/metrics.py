@@ -183,7 +183,30 @@ class FleetCollector(Collector):
             "canary_ignore_list_stale",
             "1 when this replica serves the last good list because the store is unreachable.",
         )
+        per_profile = ["model", "profile"]
+        profile_breached = GaugeMetricFamily(
+            "canary_profile_floor_breached",
+            "1 when a task profile's list leaves fewer usable endpoints than the capacity floor.",
+            labels=per_profile,
+        )
+        profile_usable = GaugeMetricFamily(
+            "canary_profile_usable_endpoints",
+            "Listed endpoints no entry of a task profile's list names.",
+            labels=per_profile,
+        )
+        profile_missing = GaugeMetricFamily(
+            "canary_profile_requirement_excluded",
+            "Endpoints a task profile's list excludes for a requirement they miss.",
+            labels=per_profile,
+        )
         for f in self.lists:
+            if f.profile is not None:
+                m = [f.model, f.profile]
+                profile_breached.add_metric(m, 1 if f.floor_breached else 0)
+                if f.usable_endpoints is not None:
+                    profile_usable.add_metric(m, f.usable_endpoints)
+                profile_missing.add_metric(m, f.requirements)
+                continue
             m = [f.model]
             floor.add_metric(m, f.capacity_floor)
             if f.usable_endpoints is not None:
@@ -195,6 +218,7 @@ class FleetCollector(Collector):
             age.add_metric(m, f.age_s)
             stale.add_metric(m, 1 if f.stale else 0)
         yield from (floor, usable, breached, withheld, entries, active, age, stale)
+        yield from (profile_breached, profile_usable, profile_missing)
 
     def _endpoints(self, store: StoreFigures) -> Iterator[Metric]:
         ep = ["model", "provider"]

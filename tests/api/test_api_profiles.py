@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from builders import endpoint, observation
+from metrics_fleet import scraped
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
@@ -61,6 +62,7 @@ PROFILES = (
     ProfileSettings(name="chat", max_ttft_p95_s=2.0),
     ProfileSettings(name="batch", models=(MODEL,), max_error_rate=0.2,
                     max_price=MaxPrice(prompt=1.0), min_context_length=32768),
+    ProfileSettings(name="json", models=(MODEL,), needs=("structured_outputs",)),
 )  # fmt: skip
 
 
@@ -143,7 +145,7 @@ def test_needs_add_to_the_profile_and_unknown_profiles_are_404s(
     assert doc["ignore"] == sorted(TAGS) and doc["withheld"] == []
     assert doc["usable_endpoints"] == 0 and doc["floor_breached"] is True
     missing = http.get("/v1/ignore-list", params={"model": MODEL, "profile": "voice"})
-    assert missing.status_code == 404 and missing.json()["known"] == ["batch", "chat"]
+    assert missing.status_code == 404 and missing.json()["known"] == ["batch", "chat", "json"]
     uncovered = http.get("/v1/ignore-list", params={"model": OTHER, "profile": "batch"})
     assert uncovered.status_code == 404 and uncovered.json()["known"] == ["chat"]
     both = get(http, OTHER, profile="chat")
@@ -164,3 +166,16 @@ def test_the_plain_list_and_needs_lists_are_unchanged_by_profiles(
         body = get(with_profiles, needs=",".join(needs)).content
         assert body == service.published(MODEL, needs).body
     assert get(with_profiles, profile=profile).content != service.published(MODEL).body
+
+
+def test_a_profiles_floor_has_a_metric_of_its_own(store: Store, now: datetime) -> None:
+    """json's list is breached (nothing advertises structured outputs), the plain list is not:
+    the plain floor metric (and its alert) stays 0 and carries no profile label."""
+    seed(store, MODEL, now)
+    text = client(store, now, MODEL).get("/metrics").text
+    assert scraped(text, "canary_floor_breached", model=MODEL) == 0
+    assert 'canary_floor_breached{model="' + MODEL + '",profile' not in text
+    assert scraped(text, "canary_profile_floor_breached", model=MODEL, profile="json") == 1
+    assert scraped(text, "canary_profile_floor_breached", model=MODEL, profile="chat") == 0
+    assert scraped(text, "canary_profile_requirement_excluded", model=MODEL, profile="chat") == 1
+    assert scraped(text, "canary_profile_usable_endpoints", model=MODEL, profile="batch") == 2

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from metrics_fleet import fleet_client, fleet_models, seed_fleet, series_by_metric
 
+from canary.config.settings import ProfileSettings
 from canary.store.repository import Store
 
 # a 2,000-endpoint fleet seeded and scraped: about 10 s of CPU, three times that on a loaded machine
@@ -35,7 +36,14 @@ def series(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]
     store.add_exclusion(
         models[0], "gone", "left OpenRouter", "test", None, NOW, builtin=(), floor=0
     )
-    response = fleet_client(store, models, NOW, daily_budget_usd=5.0).get("/metrics")
+    # two task profiles over every model: their figures are per (model, profile), never per
+    # endpoint and profile
+    profiles = (
+        ProfileSettings(name="chat", max_ttft_p95_s=2.0),
+        ProfileSettings(name="batch", needs=("tools",), max_error_rate=0.1),
+    )
+    client = fleet_client(store, models, NOW, daily_budget_usd=5.0, profiles=profiles)
+    response = client.get("/metrics")
     assert response.status_code == 200
     yield dict(series_by_metric(response.text))
     store.dispose()
@@ -56,6 +64,7 @@ def test_one_scrape_at_2000_endpoints_stays_under_50000_series(series: dict[str,
     assert series["canary_endpoint_state"] == 5 * endpoints
     assert series["canary_ttft_percentile_seconds"] == 6 * endpoints
     assert series["canary_last_round_success_timestamp_seconds"] == MODELS
+    assert series["canary_profile_floor_breached"] == 2 * MODELS
 
 
 def test_readme_counts_each_metric_as_a_scrape_does(series: dict[str, int]) -> None:
