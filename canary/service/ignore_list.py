@@ -294,7 +294,7 @@ class IgnoreListService:
             generated_at=base.generated_at,
             stale=base.stale,
             policy_version=self.policy_version,
-            needs=needs if profile is None else publication.needs,
+            needs=needs if profile is None else (publication.needs or None),
             profile=profile,
         )
         body = canonical_body(document)

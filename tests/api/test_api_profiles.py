@@ -101,6 +101,7 @@ def test_a_slow_endpoint_is_on_the_profiles_list_only(store: Store, now: datetim
     assert entry["layer"] == "requirement"
     assert entry["reason"] == "max_ttft_p95_s: p95 ttft 4.0 s > 2 s over 24 h, 24 samples"
     assert doc["profile"]["name"] == "chat" and doc["profile"]["settings_hash"].startswith("s-")
+    assert doc["needs"] is None  # no needs: every quarantine applies, as on the plain list
     assert doc["floor_breached"] is False and doc["usable_endpoints"] == 4
     assert chat.headers["etag"] != plain.headers["etag"]
     again = http.get(
