@@ -7,6 +7,8 @@ and where its value came from, never a secret.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tomllib
@@ -160,8 +162,6 @@ class ProfileSettings(_Table):
 
     @property
     def rules(self) -> Profile:
-        import hashlib
-        import json
 
         said = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         price = self.max_price or MaxPrice()

@@ -84,39 +84,32 @@ def misses(profile: Profile, endpoint: Listed, measured: Measured | None) -> lis
     lacking = sorted(profile.needs - endpoint.capabilities)
     if lacking:
         found.append(("needs", f"{', '.join(lacking)} not advertised"))
-    bound = profile.max_ttft_p95_s
-    p95 = m.ttft_p95_s
-    if bound is not None and p95 is not None and m.ttft_samples >= MIN_SAMPLES and p95 > bound:
+    bound, p95, n = profile.max_ttft_p95_s, m.ttft_p95_s, m.ttft_samples
+    if bound is not None and p95 is not None and n >= MIN_SAMPLES and p95 > bound:
         found.append(
-            (
-                "max_ttft_p95_s",
-                f"p95 ttft {p95:.1f} s > {bound:g} s over 24 h, {m.ttft_samples} samples",
-            )
+            ("max_ttft_p95_s", f"p95 ttft {p95:.1f} s > {bound:g} s over 24 h, {n} samples")
         )
     least, context = profile.min_context_length, endpoint.context_length
     if least is not None and context is not None and context < least:
         found.append(("min_context_length", f"context length {context} < {least}"))
     price = endpoint.pricing
-    for side, cap in (("prompt", profile.max_price_prompt), ("completion", profile.max_price_completion)):  # fmt: skip
+    caps = {"prompt": profile.max_price_prompt, "completion": profile.max_price_completion}
+    for side, cap in caps.items():
         per_million = None if price is None else round(getattr(price, side) * PER_MILLION, 9)
         if cap is not None and per_million is not None and per_million > cap:
             found.append(("max_price", f"{side} price {per_million:g} > {cap:g} USD/M tokens"))
-    floor, order, quantization = profile.min_quantization, profile.quantization_order, endpoint.quantization  # fmt: skip
+    floor, order = profile.min_quantization, profile.quantization_order
+    quantization = endpoint.quantization
     if floor is not None and floor in order:
         if quantization not in order:
             if profile.unknown_quantization == "exclude":
                 found.append(("min_quantization", f"quantization {quantization or 'unknown'}"))
         elif order.index(quantization) < order.index(floor):
             found.append(("min_quantization", f"{quantization} below {floor}"))
-    rate = profile.max_error_rate
-    if rate is not None and m.probes >= MIN_SAMPLES and m.errors / m.probes > rate:
-        found.append(
-            (
-                "max_error_rate",
-                f"{m.errors} of {m.probes} probes failed (5xx, timeout, disconnect) "
-                f"= {m.errors / m.probes:.1%} > {rate:.1%} over 24 h",
-            )
-        )
+    rate, share = profile.max_error_rate, m.errors / m.probes if m.probes else 0.0
+    if rate is not None and m.probes >= MIN_SAMPLES and share > rate:
+        failed = f"{m.errors} of {m.probes} probes failed (5xx, timeout, disconnect)"
+        found.append(("max_error_rate", f"{failed} = {share:.1%} > {rate:.1%} over 24 h"))
     return found
 
 
