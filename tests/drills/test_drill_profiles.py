@@ -57,14 +57,16 @@ def test_a_slow_endpoint_is_on_the_profiles_list_only_from_twenty_samples(
     drill(fleet, 1, database_url=url, start=start + timedelta(minutes=30), base=base)
     plain, chat = listed(path), listed(path, "--profile", "chat")
     assert plain["ignore"] == [] and "profile" not in plain  # the plain list does not change
-    assert chat["ignore"] == ["slow"]
-    [entry] = chat["entries"]
-    assert entry["layer"] == "requirement"
-    # the measured p95 on the real clock: 4 s and whatever a loaded machine adds
-    shown = re.fullmatch(
-        r"max_ttft_p95_s: p95 ttft (\d+\.\d) s > 2 s over 24 h, 38 samples", entry["reason"]
-    )
-    assert shown is not None and 4.0 <= float(shown.group(1)) < 10, entry["reason"]
+    # The p95s are measured on the real clock: 4 s and whatever a loaded machine adds. On a
+    # starved machine a 5 ms host can measure over 2 s too; its entry then says so, as slow's.
+    by_tag = {e["provider"]: e for e in chat["entries"]}
+    assert "slow" in chat["ignore"] and set(chat["ignore"]) == set(by_tag)
+    for tag, entry in by_tag.items():
+        shown = re.fullmatch(
+            r"max_ttft_p95_s: p95 ttft (\d+\.\d) s > 2 s over 24 h, 38 samples", entry["reason"]
+        )
+        assert entry["layer"] == "requirement" and shown is not None, entry
+        assert float(shown.group(1)) >= (4.0 if tag == "slow" else 2.0), entry
     assert chat["floor_breached"] is False
 
 
