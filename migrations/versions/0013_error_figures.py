@@ -5,7 +5,7 @@ read as one row per endpoint instead of a day of probes.
 Filled as of each model's latest finished round, as 0009 filled the latency figures.
 
 Revision ID: 0013
-Revises: 0012_notifier_targets
+Revises: 0012_maintenance
 Create Date: 2026-12-06
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013"
-down_revision: str | None = "0012_notifier_targets"
+down_revision: str | None = "0012_maintenance"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "db0367297789c0cf986bd4f3e7db962258172f0eccfb9c76f7f774df8270189b")
+PINNED = (8, "48a71965908bf91710897a5022aeaf686ca74bf77133b298593d087426031ed7")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
