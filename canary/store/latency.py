@@ -9,12 +9,26 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TypedDict
 
-from sqlalchemy import Connection, case, delete, func, insert, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+)
 
+from canary.core.identity import matches
 from canary.core.model import Transport
 from canary.core.profiles import Measured
 from canary.core.stats import LATENCY_WINDOWS, Histogram, histogram_of, window_figures
 from canary.store import tables as t
+from canary.store._decode import listing_of
+from canary.store._snapshots import latest_snapshots
 from canary.store.engine import upsert
 from canary.store.rows import WindowFigures
 
@@ -64,7 +78,10 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
     p = t.probes.c
     samples = conn.execute(
         select(p.model, p.tag, p.at, p.ttft_s).where(
-            p.round_id == round_id, p.ttft_s.is_not(None), p.attribution_ok.is_(True)
+            p.round_id == round_id,
+            p.ttft_s.is_not(None),
+            p.attribution_ok.is_(True),
+            *outside_maintenance(conn, model, at),
         )
     )
     buckets = bucket_rows((m, tag, when, float(s)) for m, tag, when, s in samples if s is not None)
@@ -78,6 +95,30 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
         conn.execute(stmt, buckets)
     refresh_latency_figures(conn, model, at)
     refresh_error_figures(conn, model, at)
+
+
+def outside_maintenance(conn: Connection, model: str, at: datetime) -> list[ColumnElement[bool]]:
+    """Conditions on ``probes`` that leave out those taken inside one of ``model``'s maintenance
+    windows over the 24 h before ``at``: a window's results count in no figure."""
+    m, p = t.maintenance.c, t.probes.c
+    since = at - LATENCY_WINDOWS["24h"]
+    windows = conn.execute(
+        select(m.tag, m.created_at, m.until, m.removed_at).where(
+            m.model == model,
+            m.created_at <= at,
+            m.until > since,
+            or_(m.removed_at.is_(None), m.removed_at > since),
+        )
+    ).all()
+    if not windows:
+        return []
+    listing = listing_of(latest_snapshots(conn, [model])[model]) or ()
+    conditions = []
+    for tag, start, until, removed in windows:
+        tags = {tag} | {e.tag for e in listing if matches(tag, e)}
+        end = min(until, removed) if removed is not None else until
+        conditions.append(not_(and_(p.tag.in_(tags), p.at >= start, p.at < end)))
+    return conditions
 
 
 def figure_rows(
@@ -137,6 +178,7 @@ def refresh_error_figures(conn: Connection, model: str, at: datetime) -> None:
             p.transport.in_(_COUNTED),
             p.attribution_ok.is_(True),
             r.status != "abandoned",
+            *outside_maintenance(conn, model, at),
         )
         .group_by(p.tag)
     )

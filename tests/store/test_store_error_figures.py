@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from builders import endpoint, observation
 
-from canary.core.model import Contract, Transport
+from canary.core.model import Contract, Layer, Transport
 from canary.core.profiles import Measured
 from canary.store import Store
 
@@ -62,3 +62,25 @@ def test_a_days_failed_probes_are_counted_as_the_round_finishes(store: Store) ->
     assert figures is not None
     assert (figures.probes, figures.errors) == (8, 3)
     assert figures.ttft_samples == 5 and figures.ttft_p95_s == 0.5
+
+
+def test_probes_inside_a_maintenance_window_count_in_no_figure(store: Store) -> None:
+    model = f"acme/errors-{next(RUN)}"
+    ok, bad = Transport.ok, Transport.provider_error
+    # the provider slug's window covers the round at T0 - 1 h, and has ended by T0
+    window = store.add_maintenance(
+        model, "alpha", "upgrade", "cli:ops", T0 - timedelta(minutes=30), T0 - timedelta(hours=2)
+    )
+    round_of(store, model, T0 - timedelta(hours=1), [bad, bad, bad, Transport.timeout])
+    round_of(store, model, T0, [ok, ok, bad])
+    figures = measured(store, model)
+    assert figures is not None
+    assert (figures.probes, figures.errors) == (3, 1)
+    assert figures.ttft_samples == 2
+    # a window removed early stops leaving probes out from its removal
+    store.remove_exclusion(window, "cli:ops", "done", T0 - timedelta(hours=1, minutes=30),
+                           layer=Layer.maintenance)  # fmt: skip
+    round_of(store, model, T0 + timedelta(minutes=30), [ok])
+    figures = measured(store, model)
+    assert figures is not None
+    assert (figures.probes, figures.errors) == (8, 5)
