@@ -15,8 +15,12 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from enum import StrEnum
 from operator import eq, itemgetter
+
+from canary.core.budget import day_start
+from canary.core.plan import next_slot
 
 PAD = "\x00"  # a position past a completion's end: equal only to another ended completion
 
@@ -240,3 +244,19 @@ def _examples(completions: Mapping[str, Sequence[str]], count: int = 3) -> tuple
     """A few completions as evidence, one per prompt, shortened."""
     picked = [texts[0][:200] for _, texts in sorted(completions.items()) if texts]
     return tuple(picked[:count])
+
+
+def rounds_left_today(now: datetime, interval_minutes: float) -> int:
+    """The round slots that start after ``now`` and before the end of its UTC day."""
+    end = day_start(now) + timedelta(days=1)
+    return max(0, math.ceil((end - next_slot(now, interval_minutes)) / timedelta(minutes=interval_minutes)))
+
+
+def equality_allowance(
+    limit_usd: float | None, reserved_usd: float, rounds_left: int, round_usd: float
+) -> float | None:
+    """What an equality check may spend: rounds come first, so the day's budget less what is
+    reserved already and the estimate of the day's remaining rounds (None: no budget)."""
+    if limit_usd is None:
+        return None
+    return max(0.0, limit_usd - reserved_usd - rounds_left * round_usd)

@@ -28,6 +28,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from canary import __version__
+from canary.core.equality import EndpointEquality, Outcome
 from canary.core.model import Contract, Result, Transport
 from canary.service.fleet_figures import ListFigures, StoreFigures
 from canary.views.providers import STATES
@@ -74,6 +75,19 @@ class ProcessMetrics:
             ("outcome",),
             registry=registry,
         )
+        self.equality_checks = Counter(
+            "canary_equality_checks",
+            "Endpoint-checks of the equality check run by this process, by model.",
+            ("model",),
+            registry=registry,
+        )
+        self.equality_outliers = Counter(
+            "canary_equality_outliers",
+            "Endpoint-checks of the equality check that failed (advisory: the endpoint's answers "
+            "differ from its peers'), by model.",
+            ("model",),
+            registry=registry,
+        )
         for contract in Contract:
             for result in Result:
                 self.probes.labels(contract=contract.value, result=result.value)
@@ -94,6 +108,11 @@ class ProcessMetrics:
         self.rounds.inc()
         self.round_duration.observe(max(0.0, duration_s))
         self.cost.inc(max(0.0, cost_usd or 0.0))
+
+    def observe_equality(self, model: str, results: Iterable[EndpointEquality]) -> None:
+        outcomes = [r.outcome for r in results]
+        self.equality_checks.labels(model=model).inc(len(outcomes))
+        self.equality_outliers.labels(model=model).inc(outcomes.count(Outcome.fail))
 
     def observe_notification(self, sent: bool) -> None:
         self.notifications.labels(outcome="sent" if sent else "failed").inc()
