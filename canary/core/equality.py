@@ -78,7 +78,8 @@ def words(text: str, positions: int) -> tuple[str, ...]:
 
 def hamming(x: Sequence[str], y: Sequence[str]) -> float:
     """The share of positions where two padded word sequences agree."""
-    return sum(map(eq, x, y)) / len(x)
+    matches: int = sum(map(eq, x, y))
+    return matches / len(x)
 
 
 def _kernel(items: Sequence[tuple[str, ...]]) -> list[list[float]]:
@@ -156,7 +157,9 @@ def fisher_lower(right: int, asked: int, peer_right: int, peer_asked: int) -> fl
     total, good = asked + peer_asked, right + peer_right
     denominator = math.comb(total, asked)
     low = max(0, asked - (total - good))
-    tail = sum(math.comb(good, x) * math.comb(total - good, asked - x) for x in range(low, right + 1))
+    tail = sum(
+        math.comb(good, x) * math.comb(total - good, asked - x) for x in range(low, right + 1)
+    )
     return min(1.0, tail / denominator)
 
 
@@ -214,7 +217,10 @@ def judge_equality(
                 pool.setdefault(pid, []).extend(texts)
         effect, p_mmd = mmd_test(e.completions, pool, rng, settings)
         p_known = None
-        peer_right, peer_asked = sum(p.known_right for p in peers), sum(p.known_asked for p in peers)
+        peer_right, peer_asked = (
+            sum(p.known_right for p in peers),
+            sum(p.known_asked for p in peers),
+        )
         if e.known_asked and peer_asked:
             p_known = fisher_lower(e.known_right, e.known_asked, peer_right, peer_asked)
         tested.append((e, peers, effect, p_mmd, p_known))
@@ -223,7 +229,10 @@ def judge_equality(
     for (e, peers, effect, p_mmd, p_known), fails in zip(tested, rejected, strict=True):
         known_worse = p_known is not None and p_known < p_mmd
         reason = ("known answers" if known_worse else "distribution") if fails else "like its peers"
-        peer_right, peer_asked = sum(p.known_right for p in peers), sum(p.known_asked for p in peers)
+        peer_right, peer_asked = (
+            sum(p.known_right for p in peers),
+            sum(p.known_asked for p in peers),
+        )
         out[e.tag] = EndpointEquality(
             e.tag,
             Outcome.fail if fails else Outcome.passed,
@@ -249,7 +258,9 @@ def _examples(completions: Mapping[str, Sequence[str]], count: int = 3) -> tuple
 def rounds_left_today(now: datetime, interval_minutes: float) -> int:
     """The round slots that start after ``now`` and before the end of its UTC day."""
     end = day_start(now) + timedelta(days=1)
-    return max(0, math.ceil((end - next_slot(now, interval_minutes)) / timedelta(minutes=interval_minutes)))
+    return max(
+        0, math.ceil((end - next_slot(now, interval_minutes)) / timedelta(minutes=interval_minutes))
+    )
 
 
 def equality_allowance(

@@ -43,7 +43,7 @@ from canary.rounds.deciding import ACTOR
 from canary.rounds.dispatch import Dispatcher, provider_of
 from canary.rounds.prober import DEFAULT_REQUEST_S
 from canary.rounds.runner import runner_id
-from canary.rounds.wiring import Wiring
+from canary.rounds.wiring import Wiring, openrouter_client
 from canary.service.logs import get_logger
 from canary.store import AuditRows
 
@@ -108,7 +108,9 @@ class EqualityRunner:
         chosen = self.settings.models if models is None else models
         return list(await asyncio.gather(*(self.run_model(m, slot, now) for m in chosen)))
 
-    async def run_model(self, model: ModelSettings, slot: datetime, now: datetime) -> EqualityReport:
+    async def run_model(
+        self, model: ModelSettings, slot: datetime, now: datetime
+    ) -> EqualityReport:
         store = self.w.store
         check = await asyncio.to_thread(
             store.claim_equality, model.id, slot, self.holder, self.recorded_settings(),
@@ -137,11 +139,12 @@ class EqualityRunner:
         report.results = await asyncio.to_thread(
             judge_equality, [s for s, _ in sampled], self.prompts.planned, rng, self.rules
         )
-        report.events = [_outlier(model.id, check, r) for r in report.results if r.outcome is Outcome.fail]
+        report.events = [
+            _outlier(model.id, check, r) for r in report.results if r.outcome is Outcome.fail
+        ]
         await asyncio.to_thread(self._finish, report, {}, pooled)
         if reserved > 0:
             await asyncio.to_thread(self._settle, reserved, report.cost_usd, now)
-        self.w.metrics.observe_equality(model.id, report.results)
         log.info(
             "equality_checked", model=model.id, tested=len(tested),
             outliers=[r.tag for r in report.results if r.outcome is Outcome.fail],
@@ -172,7 +175,9 @@ class EqualityRunner:
         out = capped_max_tokens(p.max_tokens, endpoint.max_completion_tokens)
         return (p.planned + len(p.known)) * token_cost(PROMPT_TOKENS, out, endpoint.pricing)
 
-    def _reserve(self, endpoints: Sequence[Endpoint], estimate: float, now: datetime) -> float | None:
+    def _reserve(
+        self, endpoints: Sequence[Endpoint], estimate: float, now: datetime
+    ) -> float | None:
         """Reserve the check's estimate out of what the day's remaining rounds leave (0.0: no
         budget is set; None: it does not fit). The rounds' estimate is this model's round at
         its listed prices for every watched model, or today's mean spend per slot if more."""
@@ -208,7 +213,10 @@ class EqualityRunner:
         asks += [(k.id, k.prompt, 0.0) for k in p.known]
         self.dispatcher.expect(provider_of(endpoint.tag), DEFAULT_REQUEST_S * len(asks))
         answers = await asyncio.gather(
-            *(self._ask(endpoint, p.body(text, temperature=t, max_tokens=out)) for _, text, t in asks)
+            *(
+                self._ask(endpoint, p.body(text, temperature=t, max_tokens=out))
+                for _, text, t in asks
+            )
         )
         stories: dict[str, list[str]] = {}
         known: dict[str, str] = {}
@@ -223,7 +231,9 @@ class EqualityRunner:
                 known[item] = content
         return p.sampled(endpoint.tag, stories, known, pooled=pooled), cost
 
-    async def _ask(self, endpoint: Endpoint, body: dict[str, JsonValue]) -> tuple[str | None, float]:
+    async def _ask(
+        self, endpoint: Endpoint, body: dict[str, JsonValue]
+    ) -> tuple[str | None, float]:
         """One pinned request: its content when it completed, and its cost. (The client's
         observation names a contract: equality samples are prose, counted under none.)"""
         seen = await self.dispatcher.run(
@@ -254,10 +264,26 @@ class EqualityRunner:
             log.warning("equality_lost", model=report.model, check_id=report.check_id)
 
 
+async def run_due(wiring: Wiring, holder: str, stopping: Callable[[], bool]) -> None:
+    """The checks of the current slot that no runner claimed yet, one model at a time."""
+    settings = wiring.settings
+    now = datetime.now(UTC)
+    slot = slot_of(now, settings.equality.interval_hours * 60)
+    claimed = await asyncio.to_thread(wiring.store.equality_claimed, slot)
+    due = [m for m in settings.models if m.id not in claimed]
+    if not due:
+        return
+    async with openrouter_client(settings) as client:
+        runner = EqualityRunner(wiring, client, holder=holder)
+        for model in due:
+            if stopping():
+                return
+            await runner.run_model(model, slot, datetime.now(UTC))
+
+
 def _outlier(model: str, check: int, r: EndpointEquality) -> EqualityOutlier:
-    why = (
-        f"answers differ from {r.peers} peers' ({r.reason}): MMD p={r.p_value:.4g}"
-        + (f", known answers p={r.known_p_value:.4g}" if r.known_p_value is not None else "")
+    why = f"answers differ from {r.peers} peers' ({r.reason}): MMD p={r.p_value:.4g}" + (
+        f", known answers p={r.known_p_value:.4g}" if r.known_p_value is not None else ""
     )
     return EqualityOutlier(
         model=model, tag=r.tag, check_id=check, p_value=r.p_value,

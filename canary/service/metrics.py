@@ -28,7 +28,6 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from canary import __version__
-from canary.core.equality import EndpointEquality, Outcome
 from canary.core.model import Contract, Result, Transport
 from canary.service.fleet_figures import ListFigures, StoreFigures
 from canary.views.providers import STATES
@@ -75,19 +74,6 @@ class ProcessMetrics:
             ("outcome",),
             registry=registry,
         )
-        self.equality_checks = Counter(
-            "canary_equality_checks",
-            "Endpoint-checks of the equality check run by this process, by model.",
-            ("model",),
-            registry=registry,
-        )
-        self.equality_outliers = Counter(
-            "canary_equality_outliers",
-            "Endpoint-checks of the equality check that failed (advisory: the endpoint's answers "
-            "differ from its peers'), by model.",
-            ("model",),
-            registry=registry,
-        )
         for contract in Contract:
             for result in Result:
                 self.probes.labels(contract=contract.value, result=result.value)
@@ -108,11 +94,6 @@ class ProcessMetrics:
         self.rounds.inc()
         self.round_duration.observe(max(0.0, duration_s))
         self.cost.inc(max(0.0, cost_usd or 0.0))
-
-    def observe_equality(self, model: str, results: Iterable[EndpointEquality]) -> None:
-        outcomes = [r.outcome for r in results]
-        self.equality_checks.labels(model=model).inc(len(outcomes))
-        self.equality_outliers.labels(model=model).inc(outcomes.count(Outcome.fail))
 
     def observe_notification(self, sent: bool) -> None:
         self.notifications.labels(outcome="sent" if sent else "failed").inc()
@@ -329,9 +310,16 @@ class FleetCollector(Collector):
             "judged round: 0 means that round told nothing about any provider.",
             labels=["model"],
         )
+        outliers = GaugeMetricFamily(
+            "canary_equality_outliers",
+            "Endpoints whose latest equality check failed (advisory: their answers differ from "
+            "their peers'; nothing is quarantined).",
+            labels=["model"],
+        )
         for f in store.models:
             m = [f.model]
             conclusive.add_metric(m, f.conclusive)
+            outliers.add_metric(m, f.equality_outliers)
             if f.last_success_at is not None:
                 success.add_metric(m, f.last_success_at.timestamp())
             if f.last_duration_s is not None:
@@ -341,7 +329,7 @@ class FleetCollector(Collector):
             weak.add_metric(m, 1 if f.probe_weak else 0)
             started.add_metric(m, f.quarantines_started)
             would.add_metric(m, f.would_quarantines)
-        yield from (success, duration, cost, weak, started, would, conclusive)
+        yield from (success, duration, cost, weak, started, would, conclusive, outliers)
 
     def _spend_and_outbox(self, store: StoreFigures) -> Iterator[Metric]:
         yield GaugeMetricFamily(

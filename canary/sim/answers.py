@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from pydantic import JsonValue
 
+from canary.sim.ngram import equality_answer
 from canary.sim.scenario import (
     Disconnect,
     Fault,
@@ -30,7 +31,6 @@ from canary.sim.scenario import (
     SlowFirstToken,
     Stall,
 )
-from canary.sim.ngram import equality_answer
 from canary.sim.schemagen import generate
 from canary.sim.text import (
     REFUSALS,

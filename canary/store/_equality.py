@@ -78,8 +78,9 @@ class EqualityMixin(StoreBase):
                     "detail": {},
                 }
                 return int(
-                    conn.execute(insert(t.equality_checks).values(**values).returning(c.id))
-                    .scalar_one()
+                    conn.execute(
+                        insert(t.equality_checks).values(**values).returning(c.id)
+                    ).scalar_one()
                 )
         except IntegrityError:  # another runner claimed the slot first
             return None
@@ -116,6 +117,14 @@ class EqualityMixin(StoreBase):
             if audit is not None:
                 write_audit(conn, audit.events, audit.actor, audit.policy_version, at)
             return True
+
+    def equality_claimed(self, scheduled_at: datetime) -> set[str]:
+        """The models whose check of the slot was claimed (running or ended)."""
+        c = t.equality_checks.c
+        with self._read() as conn:
+            return set(
+                conn.execute(select(c.model).where(c.scheduled_at == scheduled_at)).scalars()
+            )
 
     def latest_equality(self, models: Sequence[str] | None = None) -> list[EqualityRecord]:
         """Each endpoint's latest equality result (by model, then tag)."""

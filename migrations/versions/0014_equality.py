@@ -63,9 +63,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_equality_results")),
     )
-    op.create_index(
-        "ix_equality_results_model_tag_id", "equality_results", ["model", "tag", "id"]
-    )
+    op.create_index("ix_equality_results_model_tag_id", "equality_results", ["model", "tag", "id"])
     op.create_index("ix_equality_results_check_id", "equality_results", ["check_id"])
 
 

@@ -49,9 +49,7 @@ def endpoint(
     fault: dict[str, float | bool],
 ):  # noqa: ANN201
     stories = {
-        p.id: [
-            equality_answer(probes.story(p), 1.0, rng, **fault) or "" for _ in range(samples)
-        ]
+        p.id: [equality_answer(probes.story(p), 1.0, rng, **fault) or "" for _ in range(samples)]
         for p in probes.prompts
     }
     known = {k.id: equality_answer(k.prompt, 0.0, rng, **fault) or "" for k in probes.known}

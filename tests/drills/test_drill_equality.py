@@ -81,9 +81,7 @@ def test_the_outlier_fails_its_peers_pass_and_the_control_is_left_out(
 
 def test_an_excluded_endpoint_is_tested_but_never_pooled(fleet: Wiring) -> None:
     wiring = fleet
-    wiring.store.add_exclusion(
-        MODEL, "alpha", "operator", "test", None, NOW, builtin=[], floor=0
-    )
+    wiring.store.add_exclusion(MODEL, "alpha", "operator", "test", None, NOW, builtin=[], floor=0)
     report = _check(wiring)
     by_tag = {r.tag: r for r in report.results}
     assert by_tag["alpha"].peers == 4  # the four others (delta too: nothing excludes it)
@@ -98,5 +96,3 @@ def test_a_check_the_budget_cannot_afford_is_skipped(fleet: Wiring) -> None:
     report = _check(wiring)
     assert report.status == "skipped" and report.results == ()
     assert wiring.store.latest_equality([MODEL]) == []
-
-
