@@ -29,7 +29,7 @@ from canary.core.document import IgnoreDocument
 from canary.store._equality import EqualityRecord
 from canary.views.bodies import providers_body
 from canary.views.cost import CostDay, ModelCost, cost_view, model_cost
-from canary.views.equality import equality_json, equality_line
+from canary.views.equality import equality_line
 from canary.views.latency import Latency
 from canary.views.providers import ProviderView, named_endpoints, provider_views_of
 from canary.views.records import RESULT_SYMBOLS, iso, seconds, usd
@@ -66,9 +66,8 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
                 "cost": spend["day"],
                 "models": [
                     {
-                        **providers_body(o.model, ops.now, o.providers, spend),
+                        **providers_body(o.model, ops.now, o.providers, spend, o.equality),
                         "ignore_list": o.ignore,
-                        "equality": [equality_json(r) for r in o.equality],
                     }
                     for o in out
                 ],

@@ -4,13 +4,30 @@ status page and ``canary status``, and the JSON shape of each result."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from pydantic import JsonValue
 
 from canary.store._equality import EqualityRecord
 from canary.views.records import iso
 
 
-def equality_json(r: EqualityRecord) -> dict[str, JsonValue]:
+class EqualityJson(TypedDict):
+    tag: str
+    at: str | None
+    result: str  # pass | fail | inconclusive
+    p_value: float | None
+    known_p_value: float | None
+    effect: float | None
+    peers: int
+    samples: int
+    pooled: bool
+    reason: str
+    examples: list[str]
+    settings: dict[str, JsonValue]
+
+
+def equality_json(r: EqualityRecord) -> EqualityJson:
     return {
         "tag": r.tag,
         "at": iso(r.at),
