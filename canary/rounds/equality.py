@@ -120,11 +120,24 @@ class EqualityRunner:
             return EqualityReport(model.id, None, "claimed_elsewhere")
         report = EqualityReport(model.id, check, "finished")
         try:
+            await self._run_claimed(model, slot, now, report)
+        except Exception as exc:  # an advisory check must never take the others down
+            log.error("equality_failed", model=model.id, check_id=check, error=repr(exc))
+            report.status, report.detail, report.results = "abandoned", type(exc).__name__, ()
+            report.events = []
+            await asyncio.to_thread(self._finish, report, {"error": type(exc).__name__})
+        return report
+
+    async def _run_claimed(
+        self, model: ModelSettings, slot: datetime, now: datetime, report: EqualityReport
+    ) -> None:
+        check = report.check_id or 0
+        try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
             report.status, report.detail = "abandoned", f"listing: {exc.transport.value}"
             await asyncio.to_thread(self._finish, report, {"listing": exc.transport.value})
-            return report
+            return
         tested, pooled = await asyncio.to_thread(self._roles, model, endpoints, now)
         estimate = sum(self._estimate(e) for e in tested)
         reserved = await asyncio.to_thread(self._reserve, endpoints, estimate, now)
@@ -132,7 +145,7 @@ class EqualityRunner:
             report.status, report.detail = "skipped", "budget"
             await asyncio.to_thread(self._finish, report, {"budget": round(estimate, 6)})
             log.info("equality_skipped", model=model.id, reason="budget", estimate=estimate)
-            return report
+            return
         sampled = await asyncio.gather(*(self._sample(e, e.tag in pooled) for e in tested))
         report.cost_usd = sum(cost for _, cost in sampled)
         rng = random.Random(f"{model.id}@{slot.isoformat()}")
@@ -150,7 +163,6 @@ class EqualityRunner:
             outliers=[r.tag for r in report.results if r.outcome is Outcome.fail],
             cost_usd=round(report.cost_usd, 6),
         )  # fmt: skip
-        return report
 
     def _roles(
         self, model: ModelSettings, endpoints: Sequence[Endpoint], now: datetime
@@ -264,7 +276,13 @@ class EqualityRunner:
             log.warning("equality_lost", model=report.model, check_id=report.check_id)
 
 
-async def run_due(wiring: Wiring, holder: str, stopping: Callable[[], bool]) -> None:
+async def run_due(
+    wiring: Wiring,
+    holder: str,
+    stopping: Callable[[], bool],
+    *,
+    prompts: EqualityPrompts | None = None,
+) -> None:
     """The checks of the current slot that no runner claimed yet, one model at a time."""
     settings = wiring.settings
     now = datetime.now(UTC)
@@ -274,7 +292,7 @@ async def run_due(wiring: Wiring, holder: str, stopping: Callable[[], bool]) -> 
     if not due:
         return
     async with openrouter_client(settings) as client:
-        runner = EqualityRunner(wiring, client, holder=holder)
+        runner = EqualityRunner(wiring, client, prompts=prompts, holder=holder)
         for model in due:
             if stopping():
                 return

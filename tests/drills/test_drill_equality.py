@@ -19,7 +19,7 @@ from canary.config.equality_set import EqualityPrompts, load_equality_prompts
 from canary.config.settings import ModelSettings, Settings
 from canary.core.equality import Outcome
 from canary.rounds.drill import drill_settings
-from canary.rounds.equality import EqualityReport, EqualityRunner
+from canary.rounds.equality import EqualityReport, EqualityRunner, run_due
 from canary.rounds.wiring import Wiring, build_wiring, openrouter_client
 from canary.sim.scenario import load_scenario
 from canary.sim.server import start_simulator
@@ -96,3 +96,14 @@ def test_a_check_the_budget_cannot_afford_is_skipped(fleet: Wiring) -> None:
     report = _check(wiring)
     assert report.status == "skipped" and report.results == ()
     assert wiring.store.latest_equality([MODEL]) == []
+
+
+def test_the_daemons_job_runs_the_due_checks_once_a_slot(fleet: Wiring) -> None:
+    wiring = fleet
+    asyncio.run(run_due(wiring, "one", lambda: True, prompts=_prompts()))  # stopping: nothing
+    assert wiring.store.latest_equality([MODEL]) == []
+    asyncio.run(run_due(wiring, "one", lambda: False, prompts=_prompts()))
+    first = wiring.store.latest_equality([MODEL])
+    assert {r.tag for r in first} == {"alpha", "bravo", "charlie", "delta", "echo"}
+    asyncio.run(run_due(wiring, "two", lambda: False, prompts=_prompts()))  # none due
+    assert wiring.store.latest_equality([MODEL]) == first
