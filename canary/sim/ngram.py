@@ -46,14 +46,13 @@ class NGram:
 
     def table(self, a: str, b: str, temperature: float) -> Table:
         """The next word's distribution after ``a b``, at ``temperature``."""
-        key = (a, b, temperature)
+        trigram = self.trigram.get((a, b))
+        key = (a if trigram else "", b, temperature)  # without a trigram, ``a`` changes nothing
         if (found := self._tables.get(key)) is not None:
             return found
         parts = [
             (weight, counts)
-            for weight, counts in zip(
-                MIX, (self.trigram.get((a, b)), self.bigram.get(b), self.common), strict=True
-            )
+            for weight, counts in zip(MIX, (trigram, self.bigram.get(b), self.common), strict=True)
             if counts
         ]
         total = sum(weight for weight, _ in parts)
