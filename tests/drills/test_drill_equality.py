@@ -107,3 +107,18 @@ def test_the_daemons_job_runs_the_due_checks_once_a_slot(fleet: Wiring) -> None:
     assert {r.tag for r in first} == {"alpha", "bravo", "charlie", "delta", "echo"}
     asyncio.run(run_due(wiring, "two", lambda: False, prompts=_prompts()))  # none due
     assert wiring.store.latest_equality([MODEL]) == first
+
+
+def test_the_equality_settings_stay_out_of_the_policy_version() -> None:
+    from canary.config.probe_set import load_probes
+    from canary.config.settings import EqualityCheck
+    from canary.core.policy import PolicyRules, policy_version
+    from canary.rounds.wiring import decision_settings
+
+    def version(s: Settings) -> str:
+        probes = load_probes(s.probes_dir, s.languages)
+        rules = PolicyRules.of(s.policy, s.mode, s.interval_minutes)
+        return policy_version(rules, decision_settings(s, probes))
+
+    changed = settings(equality=EqualityCheck(interval_hours=6, level=0.05, min_peers=4))
+    assert version(changed) == version(settings())
