@@ -120,30 +120,34 @@ class EqualityRunner:
             return EqualityReport(model.id, None, "claimed_elsewhere")
         report = EqualityReport(model.id, check, "finished")
         try:
-            await self._run_claimed(model, slot, now, report)
+            await self._run_claimed(model, check, slot, now, report)
         except Exception as exc:  # an advisory check must never take the others down
             log.error("equality_failed", model=model.id, check_id=check, error=repr(exc))
             report.status, report.detail, report.results = "abandoned", type(exc).__name__, ()
             report.events = []
-            await asyncio.to_thread(self._finish, report, {"error": type(exc).__name__})
+            await asyncio.to_thread(self._finish, check, report, {"error": type(exc).__name__})
         return report
 
     async def _run_claimed(
-        self, model: ModelSettings, slot: datetime, now: datetime, report: EqualityReport
+        self,
+        model: ModelSettings,
+        check: int,
+        slot: datetime,
+        now: datetime,
+        report: EqualityReport,
     ) -> None:
-        check = report.check_id or 0
         try:
             endpoints = await self.client.list_endpoints(model.id)
         except ListingError as exc:
             report.status, report.detail = "abandoned", f"listing: {exc.transport.value}"
-            await asyncio.to_thread(self._finish, report, {"listing": exc.transport.value})
+            await asyncio.to_thread(self._finish, check, report, {"listing": exc.transport.value})
             return
         tested, pooled = await asyncio.to_thread(self._roles, model, endpoints, now)
         estimate = sum(self._estimate(e) for e in tested)
         reserved = await asyncio.to_thread(self._reserve, endpoints, estimate, now)
         if reserved is None:
             report.status, report.detail = "skipped", "budget"
-            await asyncio.to_thread(self._finish, report, {"budget": round(estimate, 6)})
+            await asyncio.to_thread(self._finish, check, report, {"budget": round(estimate, 6)})
             log.info("equality_skipped", model=model.id, reason="budget", estimate=estimate)
             return
         sampled = await asyncio.gather(*(self._sample(e, e.tag in pooled) for e in tested))
@@ -155,7 +159,7 @@ class EqualityRunner:
         report.events = [
             _outlier(model.id, check, r) for r in report.results if r.outcome is Outcome.fail
         ]
-        await asyncio.to_thread(self._finish, report, {}, pooled)
+        await asyncio.to_thread(self._finish, check, report, {}, pooled)
         if reserved > 0:
             await asyncio.to_thread(self._settle, reserved, report.cost_usd, now)
         log.info(
@@ -261,6 +265,7 @@ class EqualityRunner:
 
     def _finish(
         self,
+        check: int,
         report: EqualityReport,
         detail: dict[str, JsonValue],
         pooled: set[str] | None = None,
@@ -268,12 +273,12 @@ class EqualityRunner:
         audit = AuditRows(report.events, ACTOR, None) if report.events else None
         results = [(r, r.tag in (pooled or set())) for r in report.results]
         done = self.w.store.finish_equality(
-            report.check_id or 0, self.holder, results, at=self.clock(), status=report.status,
+            check, self.holder, results, at=self.clock(), status=report.status,
             cost_usd=report.cost_usd, detail=detail, audit=audit,
         )  # fmt: skip
         if not done:
             report.status, report.detail = "lost", "another runner took the check over"
-            log.warning("equality_lost", model=report.model, check_id=report.check_id)
+            log.warning("equality_lost", model=report.model, check_id=check)
 
 
 async def run_due(
