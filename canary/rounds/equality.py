@@ -5,7 +5,7 @@ check is claimed in the store like a round): list the endpoints, sample the prom
 ``probes/equality.yaml`` from every tested endpoint through the round's HTTP client, judge them
 (:func:`canary.core.equality.judge_equality`, in a thread) and store the advisory results with
 their ``equality_outlier`` audit rows in one transaction. Quarantined and excluded endpoints are
-tested but never pooled; positive controls are neither. The check spends only what the day's
+tested but never pooled; positive controls and endpoints in a maintenance window are neither. The check spends only what the day's
 budget leaves after the day's remaining rounds. It never quarantines and never changes a list.
 """
 
@@ -35,8 +35,8 @@ from canary.core.equality import (
     rounds_left_today,
 )
 from canary.core.events import EqualityOutlier, Event
-from canary.core.identity import Listed, excluded_by
-from canary.core.model import Contract, Endpoint
+from canary.core.identity import Listed, excluded_by, named_tags
+from canary.core.model import Contract, Endpoint, Layer
 from canary.core.plan import slot_of
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.rounds.deciding import ACTOR
@@ -171,12 +171,17 @@ class EqualityRunner:
     def _roles(
         self, model: ModelSettings, endpoints: Sequence[Endpoint], now: datetime
     ) -> tuple[list[Endpoint], set[str]]:
-        """The endpoints tested (every one but the positive controls) and those pooled: not
-        quarantined, not named by any entry (withheld quarantines included)."""
+        """The endpoints tested (every one but the positive controls and those in a maintenance
+        window) and those pooled: not quarantined, not named by any entry (withheld quarantines
+        included)."""
         published = self.w.decisions.publication(model.id, model.capacity_floor, now)
         entries = (*published.entries, *published.withheld)
         states = self.w.store.load_states(model.id)
-        tested = [e for e in endpoints if e.tag not in model.positive_controls]
+        windows = self.w.store.active_exclusions(model.id, now, Layer.maintenance)
+        resting = named_tags(windows, [Listed.of(e) for e in endpoints], now)
+        tested = [
+            e for e in endpoints if e.tag not in model.positive_controls and e.tag not in resting
+        ]
         pooled = set()
         for e in tested:
             state = states.get(e.tag)

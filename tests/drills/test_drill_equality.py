@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -122,3 +122,13 @@ def test_the_equality_settings_stay_out_of_the_policy_version() -> None:
 
     changed = settings(equality=EqualityCheck(interval_hours=6, level=0.05, min_peers=4))
     assert version(changed) == version(settings())
+
+
+def test_an_endpoint_in_a_maintenance_window_is_neither_tested_nor_pooled(
+    fleet: Wiring,
+) -> None:
+    wiring = fleet
+    wiring.store.add_maintenance(MODEL, "echo", "upgrade", "test", NOW + timedelta(hours=2), NOW)
+    by_tag = {r.tag: r for r in _check(wiring).results}
+    assert "echo" not in by_tag
+    assert by_tag["alpha"].peers == 3  # bravo, charlie, delta
