@@ -110,8 +110,8 @@ class _Prompt:
         pick = itemgetter(*chosen)
         if n == 1:
             return self._single(chosen[0])
-        xx = sum(map(sum, map(pick, pick(self.k))))  # the chosen block, summed in C
-        rows = sum(pick(self.rows))
+        xx: float = sum(map(sum, map(pick, pick(self.k))))  # the chosen block, summed in C
+        rows: float = sum(pick(self.rows))
         xy = rows - xx
         yy = self.total - 2 * rows + xx
         return xx / n**2 + yy / m**2 - 2 * xy / (n * m)
