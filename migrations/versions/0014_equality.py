@@ -3,7 +3,7 @@ slot with the settings it ran with, and ``equality_results``, one advisory resul
 endpoint (pass, fail or inconclusive, p-values, effect size, example completions).
 
 Revision ID: 0014_equality
-Revises: 0012_maintenance
+Revises: 0013
 Create Date: 2026-12-06
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014_equality"
-down_revision: str | None = "0012_maintenance"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
