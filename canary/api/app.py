@@ -96,7 +96,8 @@ class _Api(AdminHandlers, Handlers):
         spend = await self._store(
             cost_view, self.store, [model], now, self.settings.daily_budget_usd
         )
-        return providers_body(model, now, views, spend)
+        checked = await self._store(self.store.latest_equality, [model])
+        return providers_body(model, now, views, spend, checked)
 
     async def cost(self) -> schemas.Cost:
         """Probe cost: the latest round and the last 24 h per model, today, the budget."""

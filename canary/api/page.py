@@ -376,7 +376,8 @@ def _section(
         f'<section><h2>{escape(section.model)} <span class="summary">{summary}</span></h2>{error}'
         f"{_ignore_block(section, now)}{_provider_rows(section, now, bound, slow)}"
         f"{_cost_line(section, day)}"
-        f"<h3>Quarantine timeline ({TIMELINE_DAYS} days back, {AHEAD_DAYS} ahead)</h3>"
+        + (f'<p class="cost">{escape(section.equality)}</p>' if section.equality else "")
+        + f"<h3>Quarantine timeline ({TIMELINE_DAYS} days back, {AHEAD_DAYS} ahead)</h3>"
         f"{timeline(section.quarantines, now)}"
         f"{_events(section, now)}</section>"
     )

@@ -13,6 +13,7 @@ from canary.store.engine import STORE_ERRORS
 from canary.store.log_rows import AuditRow
 from canary.store.repository import Store
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view
+from canary.views.equality import equality_line
 from canary.views.known import known_models
 from canary.views.providers import ProviderView, provider_views
 from canary.views.records import QuarantineRecord, quarantine_json
@@ -30,6 +31,7 @@ class ModelSection:
     quarantines: list[QuarantineRecord] = field(default_factory=list)
     events: list[AuditRow] = field(default_factory=list)
     cost: ModelSpend | None = None
+    equality: str = ""  # the equality check's line (canary.views.equality)
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,9 @@ def gather(
                 if (q.until or now) >= since
             ]
             events = store.audit(model=model, since=since, limit=12)
+            checked = equality_line(store.latest_equality([model]))
             shown = (providers, quarantines, events, costs.get(model))
-            sections.append(ModelSection(model, controls, published, None, *shown))
+            sections.append(ModelSection(model, controls, published, None, *shown, checked))
         except STORE_ERRORS as exc:
             store_ok = False
             failed = f"the store failed: {type(exc).__name__}"

@@ -254,11 +254,31 @@ class ModelCost(Spend):
     day: CostDay
 
 
+class EqualityResult(Answer):
+    """An endpoint's latest equality check (advisory: docs/equality.md)."""
+
+    tag: str
+    at: Time
+    result: str = Field(description="pass, fail or inconclusive")
+    p_value: float | None = Field(description="the MMD's permutation p-value")
+    known_p_value: float | None = Field(description="the known answers' Fisher exact p-value")
+    effect: float | None = Field(description="MMD squared, mean over prompts (0: alike)")
+    peers: int
+    samples: int
+    pooled: bool = Field(description="whether its answers joined its peers' reference")
+    reason: str
+    examples: list[str]
+    settings: dict[str, JsonValue] = Field(description="what the check ran with")
+
+
 class Providers(Answer):
     model: str
     at: Time
     providers: list[Provider] = Field(description="Worst state first.")
     cost: ModelCost
+    equality: list[EqualityResult] = Field(
+        default_factory=list, description="Each endpoint's latest equality result (advisory)."
+    )
 
 
 class Cost(Answer):

@@ -26,8 +26,10 @@ from canary.cli.ops_base import (
     table_of,
 )
 from canary.core.document import IgnoreDocument
+from canary.store._equality import EqualityRecord
 from canary.views.bodies import providers_body
 from canary.views.cost import CostDay, ModelCost, cost_view, model_cost
+from canary.views.equality import equality_line
 from canary.views.latency import Latency
 from canary.views.providers import ProviderView, named_endpoints, provider_views_of
 from canary.views.records import RESULT_SYMBOLS, iso, seconds, usd
@@ -51,8 +53,9 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
             degraded_p95_s=ops.settings.latency_degraded_p95_s,
             controls=ops.settings.model_controls,
         )  # fmt: skip
+        checked = {m: ops.store.latest_equality([m]) for m in models}
         out = [
-            _ModelStatus(m, service.document(m)[0], views_of[m], model_cost(spend, m))
+            _ModelStatus(m, service.document(m)[0], views_of[m], model_cost(spend, m), checked[m])
             for m in models
         ]
     if as_json:  # each model: GET /v1/providers's body, and its GET /v1/ignore-list document
@@ -63,7 +66,7 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
                 "cost": spend["day"],
                 "models": [
                     {
-                        **providers_body(o.model, ops.now, o.providers, spend),
+                        **providers_body(o.model, ops.now, o.providers, spend, o.equality),
                         "ignore_list": o.ignore,
                     }
                     for o in out
@@ -80,7 +83,8 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
         shown.print(floor_line(doc))
         if doc["entries"]:
             shown.print(entries_table(doc, o.providers))
-        shown.print(cost_line(o.cost), end="\n\n")
+        shown.print(cost_line(o.cost))
+        shown.print(Text(equality_line(o.equality)), end="\n\n")
     shown.print(Text(day_line(spend["day"])))
 
 
@@ -90,6 +94,7 @@ class _ModelStatus:
     ignore: IgnoreDocument
     providers: list[ProviderView]
     cost: ModelCost
+    equality: list[EqualityRecord]
 
 
 def floor_line(doc: IgnoreDocument) -> Text:

@@ -265,6 +265,15 @@ class OtelSettings(_Table):
     shutdown_timeout_s: Positive = 5.0
 
 
+class EqualityCheck(_Table):
+    """The equality check (docs/equality.md): advisory, so out of the policy version."""
+
+    enabled: StrictBool = True
+    interval_hours: Positive = 24.0
+    level: float = Field(default=0.01, gt=0, le=0.2)  # the false-discovery rate per model
+    min_peers: int = Field(default=3, ge=2)
+
+
 class Policy(_Table):
     """The quarantine rules' numbers. Their hash is the policy version recorded with decisions."""
 
@@ -321,6 +330,7 @@ class Settings(BaseSettings, _Table):
     heartbeat: Heartbeat = Heartbeat()
     notifiers: tuple[AppriseNotifier, ...] = ()
     profiles: tuple[ProfileSettings, ...] = ()
+    equality: EqualityCheck = EqualityCheck()
 
     @classmethod
     def settings_customise_sources(

@@ -302,6 +302,20 @@ class NotCounted(EventBase):
     alert: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class EqualityOutlier(EventBase):
+    """Advisory (canary.core.equality): the endpoint's answers differ from its peers'. It never
+    quarantines nor changes a list; an operator decides, with ``exclude add``."""
+
+    kind = EventKind.equality_outlier
+    check_id: int | None = None
+    p_value: float | None = None
+    known_p_value: float | None = None
+    effect: float | None = None
+    peers: int = 0
+    why: str = ""
+
+
 Event = (
     VerdictEvent
     | QuarantineStarted
@@ -324,6 +338,7 @@ Event = (
     | FloorRestored
     | Republished
     | NotCounted
+    | EqualityOutlier
 )
 # the kinds whose ``why`` field says why (a release's is a code: expired, recovered, manual)
 WITH_WHY = (
@@ -337,6 +352,7 @@ WITH_WHY = (
     FloorRestored,
     Republished,
     NotCounted,
+    EqualityOutlier,
 )
 _ALERTING = (FloorHeld, QuarantineWithheld, Drifted, BudgetSkipped, ControlMissing, FloorBreached)
 

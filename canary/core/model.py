@@ -94,6 +94,7 @@ class EventKind(StrEnum):
     not_counted = "not_counted"  # a look too close to the previous counted one: nothing moved
     maintenance_added = "maintenance_added"
     maintenance_removed = "maintenance_removed"
+    equality_outlier = "equality_outlier"  # advisory: an endpoint's answers differ from its peers'
 
 
 # the kinds the outbox sends (webhooks, and Apprise notifiers unless their ``events`` say less)
@@ -101,6 +102,7 @@ NotifyKind = Literal[
     "quarantine", "would_quarantine", "release", "floor_held", "probe_weak", "model_wide",
     "operator_alert", "budget", "drift", "floor_breached", "floor_restored", "control_missing",
     "exclusion_added", "exclusion_removed", "maintenance_added", "maintenance_removed",
+    "equality_outlier",
 ]  # fmt: skip
 NOTIFY_KINDS: tuple[NotifyKind, ...] = get_args(NotifyKind)
 

@@ -154,12 +154,16 @@ def build_scheduler(
     retention: Callable[[], None] | None = None,
     retention_every_s: float = 3600.0,
     retention_first_after_s: float = 60.0,
+    equality: Callable[[], None] | None = None,
+    equality_every_s: float = 600.0,
 ) -> BackgroundScheduler:
     """A background scheduler: rounds at every slot's start (on every replica at once, see
     :class:`~canary.rounds.slot_trigger.SlotTrigger`) and, with ``run_now``, once at start-up; rounds
     never overlap, and missed rounds run once (coalesced);
     housekeeping every few seconds; retention (when given) hourly, in a job of its own so that a
-    long prune never holds up the ignore list's refresh or the notifications."""
+    long prune never holds up the ignore list's refresh or the notifications; the equality check
+    (when given) looks every ``equality_every_s`` for models whose check of the slot is due, in
+    a job of its own so that it never holds up a round."""
     scheduler = BackgroundScheduler(timezone=UTC, job_defaults=JOB_DEFAULTS)
     first_run = {"next_run_time": datetime.now(UTC)} if run_now else {}
     scheduler.add_job(
@@ -180,5 +184,11 @@ def build_scheduler(
             IntervalTrigger(seconds=retention_every_s, timezone=UTC),
             id="retention",
             next_run_time=datetime.now(UTC) + timedelta(seconds=retention_first_after_s),
+        )
+    if equality is not None:
+        scheduler.add_job(
+            equality,
+            IntervalTrigger(seconds=equality_every_s, timezone=UTC),
+            id="equality",
         )
     return scheduler

@@ -168,6 +168,16 @@ class Daemon:
         )
         return ran, reports, slot
 
+    def run_equality(self) -> None:
+        """The scheduler's equality job: the due models' checks of the current slot, one model
+        at a time so that a stop is seen between them (canary.rounds.equality)."""
+        from canary.rounds.equality import run_due
+
+        try:
+            run_to_completion(run_due(self.wiring, self.holder, self.stopping.is_set))
+        except Exception as exc:  # an advisory check must never stop the daemon
+            log.error("equality_error", error=repr(exc))
+
     def _log_round(self, ran: bool, reports: list[ModelRound], duration_s: float) -> None:
         if not ran:
             log.info("round_skipped", holder=self.holder, why="another replica holds the lease")
@@ -374,6 +384,7 @@ def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.
         retention=daemon.prune_evidence,
         retention_every_s=RETENTION_EVERY_S,
         retention_first_after_s=RETENTION_FIRST_AFTER_S,
+        equality=daemon.run_equality if settings.equality.enabled else None,
     )
     scheduler.start()
     stop.wait()

@@ -64,6 +64,7 @@ class ModelFigures:
     quarantines_started: int
     would_quarantines: int  # observe mode's would_quarantine decisions, ever
     conclusive: int  # pass or fail results in the model's latest judged round
+    equality_outliers: int = 0  # endpoints whose latest equality result is a fail (advisory)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,9 @@ def read_store_figures(
         for view in views[model]
         if view.provider in (listings[model] or {}) or view.state == "quarantined"
     ]
+    outliers: dict[str, int] = {}
+    for r in store.latest_equality(models):
+        outliers[r.model] = outliers.get(r.model, 0) + (r.result == "fail")
     model_figures = []
     for model in models:
         last = activity.last_finished.get(model)
@@ -129,6 +133,7 @@ def read_store_figures(
                 quarantines_started=activity.quarantines_started.get(model, 0),
                 would_quarantines=activity.would_quarantines.get(model, 0),
                 conclusive=_conclusive_in_latest_round(views[model]),
+                equality_outliers=outliers.get(model, 0),
             )
         )
     return StoreFigures(

@@ -310,9 +310,16 @@ class FleetCollector(Collector):
             "judged round: 0 means that round told nothing about any provider.",
             labels=["model"],
         )
+        outliers = GaugeMetricFamily(
+            "canary_equality_outliers",
+            "Endpoints whose latest equality check failed (advisory: their answers differ from "
+            "their peers'; nothing is quarantined).",
+            labels=["model"],
+        )
         for f in store.models:
             m = [f.model]
             conclusive.add_metric(m, f.conclusive)
+            outliers.add_metric(m, f.equality_outliers)
             if f.last_success_at is not None:
                 success.add_metric(m, f.last_success_at.timestamp())
             if f.last_duration_s is not None:
@@ -322,7 +329,7 @@ class FleetCollector(Collector):
             weak.add_metric(m, 1 if f.probe_weak else 0)
             started.add_metric(m, f.quarantines_started)
             would.add_metric(m, f.would_quarantines)
-        yield from (success, duration, cost, weak, started, would, conclusive)
+        yield from (success, duration, cost, weak, started, would, conclusive, outliers)
 
     def _spend_and_outbox(self, store: StoreFigures) -> Iterator[Metric]:
         yield GaugeMetricFamily(

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from pydantic import JsonValue
 
+from canary.sim.ngram import equality_answer
 from canary.sim.scenario import (
     Disconnect,
     Fault,
@@ -22,6 +23,7 @@ from canary.sim.scenario import (
     LanguageMix,
     MidstreamError,
     Provider,
+    Quantized,
     ReasoningFirst,
     SchemaBreak,
     ServedBy,
@@ -58,6 +60,7 @@ class ChatRequest:
     tools: tuple[dict[str, JsonValue], ...] = ()
     tool_choice: JsonValue = None
     prompt_chars: int = 0
+    temperature: float = 1.0
 
     @property
     def wants_json(self) -> bool:
@@ -181,6 +184,8 @@ def compose(
         else:
             text = json.dumps(value, ensure_ascii=False)[:-1] + ","
         tokens = _chunks(text)
+    elif (equal := _equality(request, by, rng)) is not None:
+        tokens = tokenize(equal, "en")
     else:
         tokens = _prose(request, by, bank, lang, answer_lang, rng, as_asked)
 
@@ -246,6 +251,19 @@ def compose(
         retry_after=http.retry_after if http is not None else None,
         served_by=served_by.tag if served_by is not None else None,
         served_model=served_model.id if served_model is not None else None,
+    )
+
+
+def _equality(request: ChatRequest, by: dict[FaultKind, Fault], rng: random.Random) -> str | None:
+    """The answer to an equality prompt (canary.sim.ngram), or None for another prompt."""
+    quantized = _of(by, Quantized)
+    return equality_answer(
+        request.last_user,
+        request.temperature,
+        rng,
+        quantized=quantized.temperature if quantized is not None else 1.0,
+        substituted=FaultKind.substituted in by,
+        template_broken=FaultKind.template_broken in by,
     )
 
 

@@ -52,6 +52,7 @@ def _chat_request(body: dict[str, JsonValue]) -> ChatRequest:
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
     tools = tuple(t for t in as_list(body.get("tools")) if isinstance(t, dict))
     fmt = body.get("response_format")
+    temperature = body.get("temperature")
     return ChatRequest(
         model=str(body["model"]),
         last_user=last,
@@ -61,6 +62,7 @@ def _chat_request(body: dict[str, JsonValue]) -> ChatRequest:
         tools=tools,
         tool_choice=body.get("tool_choice"),
         prompt_chars=sum(len(_text(m.get("content"))) for m in messages),
+        temperature=float(temperature) if isinstance(temperature, int | float) else 1.0,
     )
 
 

@@ -65,6 +65,9 @@ class FaultKind(StrEnum):
     tool_unknown_name = "tool_unknown_name"
     tool_invalid_json = "tool_invalid_json"
     tool_schema_mismatch = "tool_schema_mismatch"
+    quantized = "quantized"
+    substituted = "substituted"
+    template_broken = "template_broken"
 
 
 LANGUAGES = SUPPORTED_LANGUAGES
@@ -145,6 +148,14 @@ class ReasoningFirst(_Fault):
     ms: Count = 500
 
 
+class Quantized(_Fault):
+    """The equality prompts answered by the same sampler at ``temperature`` times the asked
+    one (canary.sim.ngram): a model served at lower precision."""
+
+    kind: Literal[FaultKind.quantized]
+    temperature: float = Field(default=0.8, gt=0, le=2)
+
+
 class PlainFault(_Fault):
     """A fault without parameters."""
 
@@ -152,6 +163,7 @@ class PlainFault(_Fault):
         FaultKind.garbage_prefix, FaultKind.refusal, FaultKind.content_filter, FaultKind.empty,
         FaultKind.truncate, FaultKind.mojibake, FaultKind.repetition, FaultKind.tool_no_call,
         FaultKind.tool_unknown_name, FaultKind.tool_invalid_json, FaultKind.tool_schema_mismatch,
+        FaultKind.substituted, FaultKind.template_broken,
     ]  # fmt: skip
 
 
@@ -167,6 +179,7 @@ Fault = Annotated[
     | ServedBy
     | ServedModel
     | ReasoningFirst
+    | Quantized
     | PlainFault,
     Field(discriminator="kind"),
 ]

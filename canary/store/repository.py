@@ -2,7 +2,7 @@
 
 Its parts live beside it, each named for what it holds (``_claims``, ``_rounds``,
 ``_endpoint_state``, ``_layers``, ``_snapshots``, ``_audit``, ``_operator_reads``,
-``_retention``, ``_metrics_reads``); every read returns plain frozen dataclasses from
+``_retention``, ``_metrics_reads``, ``_equality``); every read returns plain frozen dataclasses from
 :mod:`canary.store.rows` or :mod:`canary.core.model`.
 """
 
@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from canary.store._audit import AuditMixin
 from canary.store._claims import ClaimsMixin
 from canary.store._endpoint_state import EndpointStateMixin
+from canary.store._equality import EqualityMixin
 from canary.store._layers import LayersMixin
 from canary.store._metrics_reads import MetricsReadsMixin
 from canary.store._operator_reads import OperatorReadsMixin
@@ -32,6 +33,7 @@ class Store(
     AuditMixin,
     OperatorReadsMixin,
     MetricsReadsMixin,
+    EqualityMixin,
 ):
     """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
 

@@ -449,3 +449,42 @@ leases = Table(
     _when("acquired_at"),
     _when("expires_at"),
 )
+
+# The equality check (docs/equality.md): one claimed check per (model, slot of
+# ``[equality] interval_hours``), like a round, and one advisory result per tested endpoint.
+equality_checks = Table(
+    "equality_checks",
+    metadata,
+    _id(),
+    _str("model"),
+    _when("scheduled_at"),
+    _when("started_at"),
+    _when("finished_at", null=True),
+    _str("status", 16),  # running | finished | skipped | abandoned
+    _str("runner_id"),
+    _json("settings"),  # what it ran with: the statistics' settings and the prompts' checksum
+    _float("cost_usd", null=True),
+    _json("detail"),
+    UniqueConstraint("model", "scheduled_at"),
+)
+
+equality_results = Table(
+    "equality_results",
+    metadata,
+    _id(),
+    Column("check_id", Integer, ForeignKey("equality_checks.id"), nullable=False),
+    _str("model"),
+    _str("tag"),
+    _when("at"),
+    _str("result", 16),  # pass | fail | inconclusive
+    _float("p_value", null=True),
+    _float("known_p_value", null=True),
+    _float("effect", null=True),
+    _int("peers"),
+    _int("samples"),
+    _bool("pooled"),
+    _text("reason"),
+    _json("examples"),
+    Index("ix_equality_results_model_tag_id", "model", "tag", "id"),
+    Index("ix_equality_results_check_id", "check_id"),
+)

@@ -19,8 +19,10 @@ from typing import TypedDict
 
 from canary.core.model import Exclusion, Layer
 from canary.service.ignore_list import IgnoreListService, Published
+from canary.store._equality import EqualityRecord
 from canary.store.repository import Store
 from canary.views.cost import CostView, ModelCost, model_cost
+from canary.views.equality import EqualityJson, equality_json
 from canary.views.providers import ProviderRecord, ProviderView
 from canary.views.records import (
     AuditRecord,
@@ -75,6 +77,7 @@ class ProvidersBody(TypedDict):
     at: str | None
     providers: list[ProviderRecord]  # worst state first
     cost: ModelCost
+    equality: list[EqualityJson]  # each endpoint's latest equality result (advisory)
 
 
 def quarantines_body(
@@ -117,15 +120,21 @@ def rounds_body(store: Store, model: str, limit: int) -> RoundsBody:
 
 
 def providers_body(
-    model: str, now: datetime, views: Sequence[ProviderView], spend: CostView
+    model: str,
+    now: datetime,
+    views: Sequence[ProviderView],
+    spend: CostView,
+    equality: Sequence[EqualityRecord] = (),
 ) -> ProvidersBody:
-    """A model's endpoints (from :func:`canary.views.providers.provider_views`) and its probe
-    cost (from :func:`canary.views.cost.cost_view`, which may hold other models too)."""
+    """A model's endpoints (from :func:`canary.views.providers.provider_views`), its probe
+    cost (from :func:`canary.views.cost.cost_view`, which may hold other models too) and its
+    endpoints' latest equality results."""
     return {
         "model": model,
         "at": iso(now),
         "providers": [v.as_json() for v in views],
         "cost": model_cost(spend, model),
+        "equality": [equality_json(r) for r in equality],
     }
 
 

@@ -1,0 +1,283 @@
+"""Equality tests: is an endpoint's model the one its peers serve? Pure; the RNG is passed in.
+
+Each endpoint's completions are compared with the pooled completions of its peers (the model's
+other usable endpoints) prompt by prompt: a Maximum Mean Discrepancy over a Hamming kernel on
+word positions (Gao, Liang and Guestrin, "Model Equality Testing", ICLR 2025), with a
+permutation p-value. Known-answer items (temperature 0) give a second signal: an endpoint whose
+accuracy is far below its peers' (a one-sided Fisher exact test) fails too. Both p-values of
+every tested endpoint of a model, combined (Bonferroni), form one family under Benjamini-Hochberg
+at the check's level.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from operator import eq, itemgetter
+
+from canary.core.budget import day_start
+from canary.core.plan import next_slot
+
+PAD = "\x00"  # a position past a completion's end: equal only to another ended completion
+
+
+class Outcome(StrEnum):
+    passed = "pass"
+    fail = "fail"
+    inconclusive = "inconclusive"
+
+
+@dataclass(frozen=True)
+class EqualitySettings:
+    """What a check runs with (recorded with each result)."""
+
+    level: float = 0.01  # the false-discovery rate across a model's endpoints
+    positions: int = 16  # the words of a completion the kernel compares
+    permutations: int = 1999  # at most; fewer when the p-value is clearly large
+    stop_after: int = 20  # exceedances that end the permutations early (Besag and Clifford)
+    min_peers: int = 3
+    min_share: float = 0.8  # of the planned completions, for an endpoint to count as sampled
+    pool_per_prompt: int = 30  # the peers' pool is subsampled to at most this many per prompt
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One endpoint's answers: completions per prompt, and known-answer items right/asked."""
+
+    tag: str
+    completions: Mapping[str, Sequence[str]]  # prompt id -> completions
+    known_right: int = 0
+    known_asked: int = 0
+    pooled: bool = True  # usable: its answers may join the peers' reference
+
+
+@dataclass(frozen=True)
+class EndpointEquality:
+    tag: str
+    outcome: Outcome
+    p_value: float | None = None  # the MMD's permutation p-value
+    known_p_value: float | None = None
+    effect: float | None = None  # the MMD squared, mean over prompts (0: alike, at most 1)
+    peers: int = 0
+    samples: int = 0
+    accuracy: float | None = None
+    peer_accuracy: float | None = None
+    reason: str = ""
+    examples: tuple[str, ...] = field(default=())
+
+
+def words(text: str, positions: int) -> tuple[str, ...]:
+    """The first ``positions`` words of a completion, padded."""
+    head = text.split()[:positions]
+    return tuple(head) + (PAD,) * (positions - len(head))
+
+
+def hamming(x: Sequence[str], y: Sequence[str]) -> float:
+    """The share of positions where two padded word sequences agree."""
+    matches: int = sum(map(eq, x, y))
+    return matches / len(x)
+
+
+def _kernel(items: Sequence[tuple[str, ...]]) -> list[list[float]]:
+    """The Hamming kernel of every pair (:func:`hamming`, inlined: this is the hot loop)."""
+    n = len(items)
+    k = [[0.0] * n for _ in range(n)]
+    for i, x in enumerate(items):
+        k[i][i] = 1.0
+        row = k[i]
+        size = len(x)
+        for j in range(i + 1, n):
+            row[j] = k[j][i] = sum(map(eq, x, items[j])) / size
+    return k
+
+
+class _Prompt:
+    """One prompt's kernel over the endpoint's samples (the first ``n``) then the pool's."""
+
+    def __init__(self, k: list[list[float]], n: int) -> None:
+        self.k, self.n, self.size = k, n, len(k)
+        self.rows = [sum(row) for row in k]
+        self.total = sum(self.rows)
+
+    def mmd(self, chosen: Sequence[int]) -> float:
+        """The biased MMD squared with ``chosen`` as the endpoint's samples. Only the chosen
+        block is summed: the pool's follows from the row sums and the total."""
+        n, m = self.n, self.size - self.n
+        pick = itemgetter(*chosen)
+        if n == 1:
+            return self._single(chosen[0])
+        xx: float = sum(map(sum, map(pick, pick(self.k))))  # the chosen block, summed in C
+        rows: float = sum(pick(self.rows))
+        xy = rows - xx
+        yy = self.total - 2 * rows + xx
+        return xx / n**2 + yy / m**2 - 2 * xy / (n * m)
+
+    def _single(self, i: int) -> float:
+        m = self.size - 1
+        xy = self.rows[i] - 1.0
+        return 1.0 + (self.total - 2 * self.rows[i] + 1.0) / m**2 - 2 * xy / m
+
+
+def mmd_test(
+    own: Mapping[str, Sequence[str]],
+    pool: Mapping[str, Sequence[str]],
+    rng: random.Random,
+    settings: EqualitySettings = EqualitySettings(),
+) -> tuple[float, float]:
+    """(MMD squared averaged over the shared prompts, permutation p-value).
+
+    Each permutation reshuffles every prompt's samples between the endpoint and the pool; the
+    p-value is ``(1 + exceedances) / (1 + permutations)``, or, once ``stop_after`` exceedances
+    are seen after ``l`` permutations, ``stop_after / l`` (Besag and Clifford 1991's sequential
+    p-value, valid like the full one and much cheaper when the endpoint is like its peers)."""
+    prompts: list[_Prompt] = []
+    for pid in sorted(own):
+        xs, ys = list(own[pid]), list(pool.get(pid, ()))
+        if not xs or not ys:
+            continue
+        if len(ys) > settings.pool_per_prompt:
+            ys = rng.sample(ys, settings.pool_per_prompt)
+        items = [words(s, settings.positions) for s in xs + ys]
+        prompts.append(_Prompt(_kernel(items), len(xs)))
+    if not prompts:
+        raise ValueError("no prompt has samples on both sides")
+    observed = sum(p.mmd(range(p.n)) for p in prompts) / len(prompts)
+    exceed = 0
+    for done in range(1, settings.permutations + 1):
+        stat = 0.0
+        for p in prompts:
+            stat += p.mmd(rng.sample(range(p.size), p.n))
+        if stat / len(prompts) >= observed - 1e-12:
+            exceed += 1
+            if exceed >= settings.stop_after:
+                return observed, exceed / done
+    return observed, (1 + exceed) / (1 + settings.permutations)
+
+
+def fisher_lower(right: int, asked: int, peer_right: int, peer_asked: int) -> float:
+    """One-sided Fisher exact p-value that the endpoint's accuracy is below its peers'.
+
+    P(X <= right) for X hypergeometric: ``asked`` draws from ``asked + peer_asked`` items of
+    which ``right + peer_right`` are right. Written out because no dependency of canary has it
+    (scipy is not one) and it is four lines of ``math.comb``."""
+    total, good = asked + peer_asked, right + peer_right
+    denominator = math.comb(total, asked)
+    low = max(0, asked - (total - good))
+    tail = sum(
+        math.comb(good, x) * math.comb(total - good, asked - x) for x in range(low, right + 1)
+    )
+    return min(1.0, tail / denominator)
+
+
+def benjamini_hochberg(p_values: Sequence[float], level: float) -> list[bool]:
+    """Which hypotheses Benjamini-Hochberg rejects at false-discovery rate ``level``."""
+    order = sorted(range(len(p_values)), key=p_values.__getitem__)
+    m = len(p_values)
+    cut = 0
+    for rank, i in enumerate(order, start=1):
+        if p_values[i] <= level * rank / m:
+            cut = rank
+    rejected = [False] * m
+    for i in order[:cut]:
+        rejected[i] = True
+    return rejected
+
+
+def combined(p_mmd: float, p_known: float | None) -> float:
+    """One endpoint's p-value of its two tests (Bonferroni): each endpoint is one hypothesis of
+    the model's family."""
+    return p_mmd if p_known is None else min(1.0, 2 * min(p_mmd, p_known))
+
+
+def enough(sampled: Sampled, planned: int, settings: EqualitySettings) -> bool:
+    """Did the endpoint answer enough of its planned completions to be compared?"""
+    got = sum(len(c) for c in sampled.completions.values())
+    return planned > 0 and got >= settings.min_share * planned
+
+
+def judge_equality(
+    endpoints: Sequence[Sampled],
+    planned: int,
+    rng: random.Random,
+    settings: EqualitySettings = EqualitySettings(),
+) -> tuple[EndpointEquality, ...]:
+    """Each endpoint against the pool of its usable, sufficiently sampled peers.
+
+    ``planned``: the completions asked of each endpoint. An endpoint with too few answers, or
+    fewer than ``min_peers`` peers with enough, is inconclusive. Each tested endpoint's two
+    p-values make one (:func:`combined`); Benjamini-Hochberg across the tested endpoints fails
+    those it rejects."""
+    ready = [e for e in endpoints if enough(e, planned, settings)]
+    pool_of = [e for e in ready if e.pooled]
+    tested: list[tuple[Sampled, list[Sampled], float, float, float | None]] = []
+    out: dict[str, EndpointEquality] = {}
+    for e in endpoints:
+        peers = [p for p in pool_of if p.tag != e.tag]
+        if e not in ready or len(peers) < settings.min_peers:
+            why = "too few answers" if e not in ready else f"{len(peers)} peers with answers"
+            out[e.tag] = EndpointEquality(e.tag, Outcome.inconclusive, peers=len(peers), reason=why)
+            continue
+        pool: dict[str, list[str]] = {}
+        for p in peers:
+            for pid, texts in p.completions.items():
+                pool.setdefault(pid, []).extend(texts)
+        effect, p_mmd = mmd_test(e.completions, pool, rng, settings)
+        p_known = None
+        peer_right, peer_asked = (
+            sum(p.known_right for p in peers),
+            sum(p.known_asked for p in peers),
+        )
+        if e.known_asked and peer_asked:
+            p_known = fisher_lower(e.known_right, e.known_asked, peer_right, peer_asked)
+        tested.append((e, peers, effect, p_mmd, p_known))
+    family = [combined(p_mmd, p_known) for *_, p_mmd, p_known in tested]
+    rejected = benjamini_hochberg(family, settings.level)
+    for (e, peers, effect, p_mmd, p_known), fails in zip(tested, rejected, strict=True):
+        known_worse = p_known is not None and p_known < p_mmd
+        reason = ("known answers" if known_worse else "distribution") if fails else "like its peers"
+        peer_right, peer_asked = (
+            sum(p.known_right for p in peers),
+            sum(p.known_asked for p in peers),
+        )
+        out[e.tag] = EndpointEquality(
+            e.tag,
+            Outcome.fail if fails else Outcome.passed,
+            p_value=p_mmd,
+            known_p_value=p_known,
+            effect=effect,
+            peers=len(peers),
+            samples=sum(len(c) for c in e.completions.values()),
+            accuracy=e.known_right / e.known_asked if e.known_asked else None,
+            peer_accuracy=peer_right / peer_asked if peer_asked else None,
+            reason=reason,
+            examples=_examples(e.completions),
+        )
+    return tuple(out[e.tag] for e in endpoints)
+
+
+def _examples(completions: Mapping[str, Sequence[str]], count: int = 3) -> tuple[str, ...]:
+    """A few completions as evidence, one per prompt, shortened."""
+    picked = [texts[0][:200] for _, texts in sorted(completions.items()) if texts]
+    return tuple(picked[:count])
+
+
+def rounds_left_today(now: datetime, interval_minutes: float) -> int:
+    """The round slots that start after ``now`` and before the end of its UTC day."""
+    end = day_start(now) + timedelta(days=1)
+    return max(
+        0, math.ceil((end - next_slot(now, interval_minutes)) / timedelta(minutes=interval_minutes))
+    )
+
+
+def equality_allowance(
+    limit_usd: float | None, reserved_usd: float, rounds_left: int, round_usd: float
+) -> float | None:
+    """What an equality check may spend: rounds come first, so the day's budget less what is
+    reserved already and the estimate of the day's remaining rounds (None: no budget)."""
+    if limit_usd is None:
+        return None
+    return max(0.0, limit_usd - reserved_usd - rounds_left * round_usd)
