@@ -29,9 +29,7 @@ pytestmark = pytest.mark.skipif(not SHARED_CORPUS.present, reason=SHARED_CORPUS.
 
 @pytest.fixture(scope="module")
 def analyzer() -> LanguageAnalyzer:
-    analyzer = LanguageAnalyzer(SUPPORTED_LANGUAGES)
-    analyzer.warm()
-    return analyzer
+    return LanguageAnalyzer(SUPPORTED_LANGUAGES)  # each model loads when a sentence needs it
 
 
 @pytest.fixture(scope="module")
