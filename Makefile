@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Test workers (pytest-xdist), more than the cores: much of the suite waits on daemons, sockets
-# and timers rather than computing; the quick subset computes more, so it takes one per core and
-# one more. `make test WORKERS=1` runs in one process.
+# and timers rather than computing. The quick subset computes, so it takes one per core: each
+# worker costs about 7 s of CPU to start (collecting, lingua's models, the migrated template).
+# `make test WORKERS=1` runs in one process.
 CORES := $(shell nproc 2>/dev/null || echo 2)
 WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
-CHECK_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
+CHECK_WORKERS ?= $(CORES)
 # pytest keeps each test module compiled (asserts rewritten) in __pycache__ when Python may write
 # bytecode: a variable that forbids it would make every run and every worker compile them again.
 # --dist loadscope: a module's tests run in one worker, in their order (its module-scoped set-up
