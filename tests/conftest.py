@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from shared_data import CHROMIUM_ABSENT, DATA_SETS, SKIP_PREFIX
 from sqlite_template import migrated_sqlite
 
@@ -37,6 +38,10 @@ NO_SHARED_DATA = "skipped (no shared data)"
 NO_CHROMIUM = "skipped (no chromium)"
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+# `make check` runs a quarter of every property test's examples (tests/quick.py); `make test`
+# runs them all, and warns of a slow strategy (on a loaded machine any strategy is slow)
+settings.register_profile("quick", max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+from cli_runner import CliRunner
 from polling import wait_for
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import Settings

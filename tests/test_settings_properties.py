@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
+from quick import examples
 
 from canary.config.settings import (
     SUPPORTED_LANGUAGES,
@@ -86,7 +87,9 @@ def _no_settings_file_around(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(flat=st.dictionaries(st.sampled_from(FIELDS), values, max_size=4), deep=nested)
 def test_any_file_gives_settings_or_one_line_per_problem(
@@ -139,7 +142,9 @@ valid = st.builds(
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=valid)
 def test_settings_read_back_from_what_they_hold_unchanged(
@@ -186,7 +191,9 @@ NUMBER_SECRET = 31415926535
 
 
 @settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(secret=secrets)
 def test_a_secret_is_never_shown_not_even_when_something_is_wrong(

@@ -55,26 +55,35 @@ class _Detectors:
 
 
 _CACHE: dict[tuple[str, ...], _Detectors] = {}
+_PRELOADED: set[tuple[str, ...]] = set()
 _LOCK = threading.Lock()
 
 
-def _detectors_for(languages: tuple[str, ...]) -> _Detectors:
-    """Build (once per language set, process-wide) both detectors with their models preloaded."""
+def _detectors_for(languages: tuple[str, ...], *, preload: bool = False) -> _Detectors:
+    """Both detectors, built once per language set, process-wide. The low-accuracy one loads its
+    trigram models at once (a tenth of a second); the high-accuracy one loads a model when a
+    sentence first needs it, or every model now (about 3 s) with ``preload``: lingua shares the
+    models it has loaded with every detector of the process."""
     with _LOCK:
         found = _CACHE.get(languages)
+        isos = [IsoCode639_1.from_str(code) for code in languages]
         if found is None:
-            isos = [IsoCode639_1.from_str(code) for code in languages]
-            high = LanguageDetectorBuilder.from_iso_codes_639_1(*isos)
-            low = LanguageDetectorBuilder.from_iso_codes_639_1(*isos)
             found = _Detectors(
-                high=high.with_preloaded_language_models().build(),
-                low=low.with_preloaded_language_models().with_low_accuracy_mode().build(),
+                high=LanguageDetectorBuilder.from_iso_codes_639_1(*isos).build(),
+                low=LanguageDetectorBuilder.from_iso_codes_639_1(*isos)
+                .with_preloaded_language_models()
+                .with_low_accuracy_mode()
+                .build(),
                 by_language={
                     Language.from_iso_code_639_1(iso): code
                     for iso, code in zip(isos, languages, strict=True)
                 },
             )
             _CACHE[languages] = found
+        if preload and languages not in _PRELOADED:
+            every = LanguageDetectorBuilder.from_iso_codes_639_1(*isos)
+            every.with_preloaded_language_models().build()
+            _PRELOADED.add(languages)
         return found
 
 
@@ -100,8 +109,8 @@ class LanguageAnalyzer:
         self._cache_lock = threading.Lock()
 
     def warm(self) -> None:
-        """Load the models now (a few seconds) rather than on the first answer."""
-        _detectors_for(self.languages)
+        """Load every model now (a few seconds) rather than on the first answers."""
+        _detectors_for(self.languages, preload=True)
 
     def __call__(self, text: str, expected: str) -> TextAnalysis:
         return self.analyze(text, expected)

@@ -14,6 +14,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from ops_seed import MODEL, POLICY, Api
 from ops_seed import settings as api_settings
+from quick import examples
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -62,7 +63,10 @@ def test_no_server_error_and_answers_match_the_document(
 
     @given(case=operation.as_strategy())
     @settings(
-        max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+        max_examples=examples(15),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
     )
     def run(case: schemathesis.Case) -> None:
         response = case.call(headers=headers)

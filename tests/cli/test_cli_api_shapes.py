@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
+from cli_runner import CliRunner
 from ops_seed import seed
 from starlette.testclient import TestClient
-from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 

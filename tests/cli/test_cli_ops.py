@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
+from cli_runner import CliRunner
 from ops_seed import relist
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.core.model import looks_json

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 from canary.core.plan import slot_of

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cli_fleet import REPO, Fleet
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 from canary.config.definitions import load_builtin_exclusions

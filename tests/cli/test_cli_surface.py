@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from cli_fleet import Fleet
-from typer.testing import CliRunner
+from cli_runner import CliRunner, command_tree
 
 from canary import __version__
 from canary.cli.main import app
@@ -31,9 +31,7 @@ def run(*args: str) -> Any:
 
 
 def _command_paths() -> list[list[str]]:
-    import typer.main
-
-    root = typer.main.get_command(app)
+    root = command_tree(app)
     paths: list[list[str]] = [[]]
     for name, command in getattr(root, "commands", {}).items():
         paths.append([name])
@@ -50,14 +48,12 @@ def test_version_prints_the_package_version() -> None:
 def test_help_answers_to_h_and_names_values_as_words(path: list[str]) -> None:
     """Every option that takes a value names it as a word (MODEL, N, FILE), not as a Python
     type (``<str>``, ``<list[str]>``)."""
-    import typer.main
-
     short, long = run(*path, "-h"), run(*path, "--help")
     assert short.exit_code == 0 and short.stdout == long.stdout
-    command = typer.main.get_command(app)
+    found = command_tree(app)
     for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    for param in command.params:
+        found = found.commands[name]
+    for param in found.params:
         if param.param_type_name == "option" and not getattr(param, "is_flag", False):
             assert param.metavar and param.metavar.isupper(), (path, param.opts)
             assert f" {param.metavar} " in short.stdout, (path, param.opts)
@@ -72,12 +68,10 @@ def test_option_values_are_named_in_help() -> None:
 
 
 def _options_of(path: list[str]) -> list[list[str]]:
-    import typer.main
-
-    command = typer.main.get_command(app)
+    found = command_tree(app)
     for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return [list(p.opts) for p in command.params if p.param_type_name == "option"]
+        found = found.commands[name]
+    return [list(p.opts) for p in found.params if p.param_type_name == "option"]
 
 
 SHORT_OF = {"--model": "-m", "--provider": "-p"}

@@ -2,7 +2,8 @@
 callback put the list into every call, merged with the call's own ``provider`` object.
 
 The list (from the loopback ignore-list server) names two of the simulator's three hosts, so
-every answer comes from the third."""
+every answer comes from the third. The SDKs are imported in the tests that use them: importing
+openai costs every test process half a second, collecting alone."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import openai
 import pytest
-from openai import AsyncOpenAI, OpenAI
 
 from canary.sim.server import RunningSimulator
 from canary_client import AsyncIgnoreListClient, IgnoreListClient
@@ -38,6 +37,8 @@ def ignore(server: Any, clock: Any) -> Iterator[IgnoreListClient]:
 def test_the_openai_wrapper_adds_the_list_to_every_call(
     sim: RunningSimulator, ignore: IgnoreListClient
 ) -> None:
+    from openai import OpenAI
+
     plain = OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0)
     with with_ignore_list(plain, ignore) as client:  # closes the client it wraps
         for _ in range(4):
@@ -52,8 +53,10 @@ def test_the_openai_wrapper_adds_the_list_to_every_call(
 def test_the_openai_wrapper_merges_into_the_calls_own_provider_object(
     sim: RunningSimulator, server: Any, ignore: IgnoreListClient
 ) -> None:
+    import openai
+
     server.behaviour.ignore = ["alpha"]
-    with OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0) as plain:
+    with openai.OpenAI(base_url=sim.base_url, api_key="sk-test", max_retries=0) as plain:
         client = with_ignore_list(plain, ignore)
         client.chat.completions.create(
             model=MODEL, messages=HELLO, extra_body={"provider": {"ignore": ["bravo"]}},
@@ -70,6 +73,8 @@ def test_the_openai_wrapper_merges_into_the_calls_own_provider_object(
 def test_with_no_list_held_the_call_goes_out_without_ignore(
     sim: RunningSimulator, server: Any, clock: Any
 ) -> None:
+    from openai import OpenAI
+
     server.stop()
     with (
         IgnoreListClient(server.base_url, MODEL, clock=clock, wall_clock=clock.wall) as ignore,
@@ -83,6 +88,8 @@ def test_with_no_list_held_the_call_goes_out_without_ignore(
 def test_the_async_openai_wrapper_adds_the_list(
     sim: RunningSimulator, server: Any, clock: Any
 ) -> None:
+    from openai import AsyncOpenAI
+
     server.behaviour.ignore = ["bravo", "charlie"]
 
     async def main() -> None:
@@ -101,6 +108,8 @@ def test_the_async_openai_wrapper_adds_the_list(
 
 
 def test_a_wrapper_refuses_helpers_of_the_other_kind(ignore: IgnoreListClient) -> None:
+    from openai import AsyncOpenAI
+
     plain = AsyncOpenAI(base_url="http://127.0.0.1:9", api_key="sk-test")
     with pytest.raises(TypeError, match="AsyncOpenAI takes AsyncIgnoreListClient helpers"):
         with_ignore_list(plain, ignore)

@@ -9,6 +9,7 @@ import pytest
 from core_builders import ENFORCE, MODEL, OBSERVE, T0, Fleet, cr, kinds, listing, rv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.core.controls import CONTROL_REASON, NO_CONTROLS, Controls
 from canary.core.document import ignore_document
@@ -211,7 +212,7 @@ def test_the_control_entry_is_on_every_variant(needs: set[str]) -> None:
     assert any(e.layer is Layer.control and e.tag == "ctl" for e in variant.entries)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from core_builders import ENFORCE, MODEL, OBSERVE, T0, cr, ids, listing, quarantine_entries
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.core.events import Event
 from canary.core.model import (
@@ -210,7 +211,7 @@ def assert_apart(looks: Sequence[Look], gap: timedelta, what: str) -> None:
         assert after - before >= gap, f"{what}: looks {before} and {after} closer than {gap}"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     SLOTS,
     st.data(),

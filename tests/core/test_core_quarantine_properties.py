@@ -7,6 +7,7 @@ from datetime import timedelta
 from core_builders import Fleet
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.core.model import Contract, EventKind
 
@@ -15,7 +16,7 @@ letters = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(letters)
 def test_quarantine_needs_two_conclusive_failures_in_a_row(steps: list[tuple[str, int]]) -> None:
     fleet = Fleet()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "48a71965908bf91710897a5022aeaf686ca74bf77133b298593d087426031ed7")
+PINNED = (8, "52e834d29985a8678a3a44ef7b15fd3921690439b8685df3b855c3990ed3a1c3")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
@@ -29,7 +29,6 @@ RULE_MODULES = (
     "canary/core/layers.py",
     "canary/core/needs.py",
     "canary/core/plan.py",
-    "canary/core/profiles.py",
     "canary/core/quarantine.py",
     "canary/core/quarantine_events.py",
     "canary/core/streaks.py",

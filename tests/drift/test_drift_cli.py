@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import MaxPrice, ModelSettings, Settings

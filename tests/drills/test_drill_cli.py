@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import CliRunner
 from drill_kit import MODEL, advance, fault, provider, scenario
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 

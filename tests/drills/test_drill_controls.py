@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cli_runner import CliRunner
 from drill_kit import LANGUAGES, TEXT_ONLY, drill, fault, provider, settings
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import ModelSettings

@@ -93,12 +93,23 @@ def _waits(broken: dict[str, Any]) -> bool:
     return broken["kind"] in {"slow_first_token", "stall"} or broken.get("ms", 0) >= 300
 
 
+# The inner loop drills one fault per contract and two harmless ones: the path from a failed
+# contract to a quarantine is the same for every fault of a contract, and every fault kind is
+# judged as its contract (or as no evidence) in tests/e2e/test_fault_judgement.py. `make test`
+# drills them all.
+QUICK = {
+    "garbage_prefix", "refusal", "schema_break-missing_field", "language_mix-de-0.34",
+    "tool_no_call", "http_error", "served_by",
+}  # fmt: skip
+
+
+def _marks(broken: dict[str, Any], case_id: str) -> list[pytest.MarkDecorator]:
+    return [] if case_id in QUICK and not _waits(broken) else [pytest.mark.slow]
+
+
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(c, id=_case_id(c), marks=[pytest.mark.slow] if _waits(c[0]) else [])
-        for c in DEGRADATIONS
-    ],
+    [pytest.param(c, id=_case_id(c), marks=_marks(c[0], _case_id(c))) for c in DEGRADATIONS],
 )
 def test_a_degradation_at_rate_one_is_quarantined_at_round_two(
     case: tuple[dict[str, Any], str],
@@ -135,10 +146,7 @@ HARMLESS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize(
     "broken",
-    [
-        pytest.param(f, id=f["kind"], marks=[pytest.mark.slow] if _waits(f) else [])
-        for f in HARMLESS
-    ],
+    [pytest.param(f, id=f["kind"], marks=_marks(f, f["kind"])) for f in HARMLESS],
 )
 def test_faults_that_prove_nothing_about_quality_quarantine_nothing(
     broken: dict[str, Any],

@@ -7,8 +7,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from cli_runner import CliRunner
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 

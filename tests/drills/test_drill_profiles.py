@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import CliRunner
 from drill_kit import MODEL, drill, fault, provider, scenario, settings
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 

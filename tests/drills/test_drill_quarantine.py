@@ -33,7 +33,9 @@ def test_fault_starting_at_round_k_quarantines_at_k_plus_1_never_at_k() -> None:
     assert ignored(result) == ["delta"]
 
 
-@pytest.mark.parametrize("status", [503, 429])
+# A 429 is a transport error as a 503 is (tests/e2e/test_fault_judgement.py) and any transport
+# error freezes the count (tests/core/test_core_quarantine.py): `make test` drills it too
+@pytest.mark.parametrize("status", [503, pytest.param(429, marks=pytest.mark.slow)])
 def test_transport_error_round_freezes_the_count(status: int) -> None:
     result = drill(
         scenario(
@@ -96,6 +98,8 @@ def test_repeat_offender_climbs_the_1_3_7_day_ladder() -> None:
     assert ignored(result) == ["delta"]
 
 
+@pytest.mark.slow  # the rule is tests/core/test_core_quarantine.py's; the ladder's state
+# across rounds is drilled above (1, 3, 7 days) in make check
 def test_ladder_restarts_at_one_day_after_14_quiet_days() -> None:
     result = drill(
         scenario(

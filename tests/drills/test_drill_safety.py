@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_runner import CliRunner
 from drill_kit import (
     LANGUAGES,
     MODEL,
@@ -30,7 +31,6 @@ from drill_kit import (
     verdict_line,
     verdicts,
 )
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import ModelSettings, Settings

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 from drill_kit import LANGUAGES, MODEL, drill, fault, faults_at, provider, scenario
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.service.logs import configure_logging

@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from cli_runner import CliRunner
 from e2e_helpers import provider
 from pydantic import SecretStr
 from starlette.testclient import TestClient
-from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import CliRunner, Result
 from e2e_helpers import provider
-from typer.testing import CliRunner, Result
 
 from canary.cli.main import app
 from canary.sim.server import RunningSimulator, start_simulator

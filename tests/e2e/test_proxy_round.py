@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 from e2e_helpers import provider
 from polling import wait_for
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport

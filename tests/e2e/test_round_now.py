@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 from e2e_helpers import provider
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.sim.server import start_simulator

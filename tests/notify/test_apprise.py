@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import structlog
+from cli_runner import CliRunner
 from notify_receiver import Receiver
 from pydantic import SecretStr
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import AppriseNotifier, SettingsError, Webhook, load_settings

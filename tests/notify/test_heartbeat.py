@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cli_runner import CliRunner
 from notify_receiver import Receiver
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.config.settings import SettingsError, load_settings

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.openrouter.sse import SSEError, SSEEvent, SSEParser
 
@@ -61,7 +62,7 @@ def test_one_byte_at_a_time() -> None:
     assert feed_in_pieces(BODY, list(range(len(BODY)))) == EXPECTED
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(BODY)), max_size=20), st.booleans())
 def test_any_chunking_gives_the_same_events(cuts: list[int], crlf: bool) -> None:
     body = BODY.replace(b"\n", b"\r\n") if crlf else BODY

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 from wire_server import chunk, usage_chunk
 
 from canary.core.model import Transport
@@ -237,7 +238,7 @@ EVENT_BYTES = st.one_of(  # a data line holds no line end
     crlf=st.booleans(),
     cuts=st.lists(st.integers(0, 4000), max_size=6),
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_a_body_read_in_any_pieces_gives_what_parsing_every_event_gives(
     first: bytes, events: list[bytes], comments: list[int], crlf: bool, cuts: list[int]
 ) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from quick import examples
 from upstream import Misbehaviour, UpstreamThread, listing
 from wire_server import chunk, sse, usage_chunk
 
@@ -38,7 +39,7 @@ FAST: dict[str, Any] = {
 }
 HANGING: dict[str, Any] = {"first_token_timeout_s": 0.5, "stream_timeout_s": 1.0}
 PROPERTY = settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -307,7 +308,7 @@ def test_an_event_that_is_not_a_json_object_makes_the_stream_malformed(
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     megabytes=st.floats(1.5, 4.0),
     kind=st.sampled_from(["events", "one_line", "html_error"]),

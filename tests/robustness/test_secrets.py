@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 import structlog
+from cli_runner import CliRunner
 from notify_receiver import Receiver
 from pydantic import SecretStr
 from sqlalchemy import MetaData, select
 from starlette.testclient import TestClient
-from typer.testing import CliRunner
 
 from canary.api.app import create_app
 from canary.cli.main import app as cli

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.openrouter.sse import SSEEvent, SSEParser
 
@@ -58,13 +59,13 @@ def whole(body: bytes) -> tuple[list[SSEEvent], int]:
     return parser.feed(body) + parser.close(), parser.comments
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(body=STREAMS, cuts=st.lists(st.integers(0, 400), max_size=40))
 def test_any_split_of_any_bytes_gives_the_same_events(body: bytes, cuts: list[int]) -> None:
     assert split_feed(body, cuts) == whole(body)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(body=STREAMS)
 def test_byte_by_byte_feeding_gives_the_same_events(body: bytes) -> None:
     assert split_feed(body, list(range(len(body)))) == whole(body)
@@ -79,7 +80,7 @@ EVENTS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     events=EVENTS,
     newline=st.sampled_from([b"\n", b"\r\n", b"\r"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from canary.cli.main import app
 

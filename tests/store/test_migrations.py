@@ -7,8 +7,8 @@ import threading
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from cli_runner import CliRunner
 from sqlalchemy import inspect
-from typer.testing import CliRunner
 
 from canary.cli.main import app
 from canary.store import Store

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from builders import passed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from quick import examples
 from sqlalchemy import delete, func, select
 
 from canary.store import Store
@@ -57,7 +58,7 @@ def _latest(store: Store, model: str) -> tuple[dict[tuple[str, str], int], ...]:
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -38,7 +38,8 @@ pytestmark = pytest.mark.timeout(90)
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DAYS = 60
 KEEP_DAYS = 30
-EVERY = timedelta(hours=6)  # four rounds a day: 240 rounds in all
+PER_DAY = 2  # rounds a day: 120 rounds in all (retention cuts by date, not by count)
+EVERY = timedelta(days=1) / PER_DAY
 TAGS = ("alpha", "bravo/fp8")
 SAMPLES = 3
 
@@ -163,14 +164,17 @@ def test_pruning_60_days_to_30_keeps_every_read_inside_the_window(
     seeded: tuple[Store, Fleet, dict[str, Any]],
 ) -> None:
     store, fleet, before = seeded
-    window_rounds = KEEP_DAYS * 4
-    assert _count(store, t.probes, fleet.model) == DAYS * 4 * len(TAGS) * SAMPLES
+    window_rounds = KEEP_DAYS * PER_DAY
+    assert _count(store, t.probes, fleet.model) == DAYS * PER_DAY * len(TAGS) * SAMPLES
 
     pruned = store.prune_once("me:1", NOW, keep_days=KEEP_DAYS, lease_s=3600)
 
     assert pruned is not None and pruned.complete
     cutoff = NOW - timedelta(days=KEEP_DAYS)
-    assert pruned.probes == (DAYS - KEEP_DAYS) * 4 * len(TAGS) * SAMPLES + 20 * len(TAGS) * SAMPLES
+    assert (
+        pruned.probes
+        == (DAYS - KEEP_DAYS) * PER_DAY * len(TAGS) * SAMPLES + 5 * PER_DAY * len(TAGS) * SAMPLES
+    )
     assert _reads(store, fleet) == before
     # bounded: only the window's evidence is left
     assert _count(store, t.probes, fleet.model) == window_rounds * len(TAGS) * SAMPLES
@@ -184,7 +188,7 @@ def test_pruning_60_days_to_30_keeps_every_read_inside_the_window(
     ):
         assert _oldest(store, column, fleet.model) >= cutoff, table.name
     # the record of decisions is whole: every round, the old quarantine and its audit row
-    assert _count(store, t.rounds, fleet.model) == DAYS * 4
+    assert _count(store, t.rounds, fleet.model) == DAYS * PER_DAY
     assert _count(store, t.quarantines, fleet.model) == 1
     assert _count(store, t.audit, fleet.model) == 1
     # the model last listed 40 days ago keeps that listing: the next round diffs against it

@@ -15,10 +15,9 @@ CORPUS = SHARED_CORPUS.path
 
 @pytest.fixture(scope="session")
 def analyzer() -> LanguageAnalyzer:
-    """The real lingua-backed analyzer over all supported languages (models load once)."""
-    found = LanguageAnalyzer(SUPPORTED_LANGUAGES)
-    found.warm()
-    return found
+    """The real lingua-backed analyzer over all supported languages (each model loads once,
+    when a sentence first needs it)."""
+    return LanguageAnalyzer(SUPPORTED_LANGUAGES)
 
 
 @pytest.fixture(scope="session")

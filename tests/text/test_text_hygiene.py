@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.config.probe_set import ProbeSet
 from canary.config.settings import SUPPORTED_LANGUAGES
@@ -239,7 +240,7 @@ def test_a_recheck_answer_is_unclean_or_clean(
     repeats=st.integers(1, 400),
     noise=st.binary(max_size=3000),
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_the_small_window_compresses_to_as_many_bytes_as_zlib_default(
     unit: str, repeats: int, noise: bytes
 ) -> None:
