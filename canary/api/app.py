@@ -310,12 +310,12 @@ def create_app(
     get("/metrics", response_class=PlainTextResponse)(api.metrics)
     reads = errors(400, 404, 503)
     get("/v1/providers", response_model=schemas.Providers, responses=reads)(api.providers)
-    get("/v1/rounds", response_model=schemas.Rounds, responses=reads)(api.rounds)
-    get("/v1/history", response_model=schemas.History, responses=reads)(api.history)
+    get("/v1/rounds", responses=reads)(api.rounds)
+    get("/v1/history", responses=reads)(api.history)
     get("/v1/cost", responses=errors(503))(api.cost)
-    get("/v1/audit", response_model=schemas.Audit, responses=errors(400, 503))(api.audit)
-    get("/v1/exclusions", response_model=schemas.Exclusions, responses=reads)(api.exclusions)
-    get("/v1/quarantines", response_model=schemas.Quarantines, responses=reads)(api.quarantines)
+    get("/v1/audit", responses=errors(400, 503))(api.audit)
+    get("/v1/exclusions", responses=reads)(api.exclusions)
+    get("/v1/quarantines", responses=reads)(api.quarantines)
     written = (400, 401, 403, 404, 413, 422, 503)
     app.router.add_api_route(
         "/v1/quarantines/release",
@@ -325,7 +325,7 @@ def create_app(
         responses=errors(*written),
         route_class_override=CappedRoute,
     )
-    get("/v1/maintenance", response_model=schemas.Maintenance, responses=reads)(api.maintenance)
+    get("/v1/maintenance", responses=reads)(api.maintenance)
     for path, add, remove in (
         ("/v1/exclusions", api.add_exclusion, api.remove_exclusion),
         ("/v1/maintenance", api.add_maintenance, api.remove_maintenance),

@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic import StringConstraints as Text
 
-from canary.views.records import parse_when
+from canary.views.records import ExclusionRecord, parse_when
 
 MAX_LIMIT = 1000
 MAX_REASON = 500
@@ -143,18 +143,6 @@ class IgnoreLists(Answer):
 # -- read views -------------------------------------------------------------------------------
 
 
-class Exclusion(Answer):
-    """A built-in, runtime or control entry in force."""
-
-    id: int | None = Field(description="Runtime entries only.")
-    model: str
-    provider: str = Field(description="An endpoint tag or a provider slug.")
-    layer: str
-    reason: str
-    since: Time
-    until: Time
-
-
 class Percentiles(Answer):
     p50: float | None
     p95: float | None
@@ -211,7 +199,7 @@ class Provider(Answer):
     failing_by_contract: dict[str, int]
     recovery_rounds: int
     quarantine: ProviderQuarantine | None
-    exclusions: list[Exclusion] = Field(
+    exclusions: list[ExclusionRecord] = Field(
         description="The entries that name this endpoint (its tag, or its provider slug)."
     )
     last_round: dict[str, ResultMark] = Field(description="Per contract, of the latest round.")
@@ -285,105 +273,6 @@ class Cost(Answer):
     at: Time
     day: CostDay
     models: list[ModelSpend]
-
-
-class Round(Answer):
-    id: int
-    model: str
-    scheduled_at: Time
-    started_at: Time
-    finished_at: Time
-    status: str
-    policy_version: str | None
-    cost_usd: float | None
-    skipped: JsonValue
-    extra: bool = Field(description="An extra round (`canary round --now`).")
-
-
-class Rounds(Answer):
-    model: str
-    rounds: list[Round]
-
-
-class ContractResult(Answer):
-    contract: str
-    result: str
-    detail: str | None
-
-
-class HistoryRecord(Answer):
-    round_id: int
-    at: Time
-    round_status: str
-    extra: bool = Field(description="An extra round (`canary round --now`).")
-    verdict: str
-    language_anomaly_in: str | None
-    results: list[ContractResult]
-
-
-class History(Answer):
-    model: str
-    provider: str
-    history: list[HistoryRecord]
-
-
-class Look(Answer):
-    """One look at an endpoint that a decision stands on."""
-
-    kind: str
-    id: int
-    at: Time
-
-
-class Quarantine(Answer):
-    id: int | None
-    model: str
-    provider: str
-    since: Time
-    until: Time
-    step: int | None
-    reason: str | None
-    causes: list[str]
-    withheld: bool = Field(description="The capacity floor holds it off the published list.")
-    released_at: Time
-    release_why: str | None
-    evidence: list[Look]
-
-
-class Quarantines(Answer):
-    model: str | None
-    at: Time
-    quarantines: list[Quarantine]
-
-
-class Exclusions(Answer):
-    model: str | None
-    at: Time
-    exclusions: list[Exclusion] = Field(description="Runtime entries, then built-in ones.")
-
-
-class Maintenance(Answer):
-    model: str | None
-    at: Time
-    maintenance: list[Exclusion] = Field(
-        description="The maintenance windows in force (layer maintenance)."
-    )
-
-
-class AuditRecord(Answer):
-    id: int | None
-    at: Time
-    event: str
-    actor: str | None
-    model: str | None
-    provider: str | None
-    detail: dict[str, JsonValue]
-    evidence: list[Look]
-    policy_version: str | None
-
-
-class Audit(Answer):
-    records: list[AuditRecord] = Field(description="Newest first.")
 
 
 # -- admin and operations ---------------------------------------------------------------------

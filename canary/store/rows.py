@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
 
 from pydantic import JsonValue
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.floor import FloorRecord, Publication, publish

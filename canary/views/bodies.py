@@ -15,7 +15,10 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.model import Exclusion, Layer
 from canary.service.ignore_list import IgnoreListService, Published
@@ -30,6 +33,8 @@ from canary.views.records import (
     HistoryRecord,
     QuarantineRecord,
     RoundRecord,
+    Time,
+    answer,
     audit_json,
     exclusion_json,
     history_json,
@@ -39,34 +44,44 @@ from canary.views.records import (
 )
 
 
+@answer
 class QuarantinesBody(TypedDict):
     model: str | None  # None: every model
-    at: str | None
+    at: Time
     quarantines: list[QuarantineRecord]
 
 
+@answer
 class ExclusionsBody(TypedDict):
     model: str | None
-    at: str | None
-    exclusions: list[ExclusionRecord]  # runtime, then built-in
+    at: Time
+    exclusions: Annotated[
+        list[ExclusionRecord], Field(description="Runtime entries, then built-in ones.")
+    ]
 
 
+@answer
 class MaintenanceBody(TypedDict):
     model: str | None
-    at: str | None
-    maintenance: list[ExclusionRecord]  # the windows in force, layer maintenance
+    at: Time
+    maintenance: Annotated[
+        list[ExclusionRecord], Field(description="The maintenance windows in force.")
+    ]
 
 
+@answer
 class AuditBody(TypedDict):
-    records: list[AuditRecord]  # newest first
+    records: Annotated[list[AuditRecord], Field(description="Newest first.")]
 
 
+@answer
 class HistoryBody(TypedDict):
     model: str
     provider: str
     history: list[HistoryRecord]  # newest first
 
 
+@answer
 class RoundsBody(TypedDict):
     model: str
     rounds: list[RoundRecord]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import Annotated
 
-from pydantic import JsonValue
+from pydantic import ConfigDict, Field, JsonValue, with_config
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.layers import iso_utc
 from canary.core.model import Exclusion, looks_json
@@ -15,6 +16,11 @@ from canary.store.log_rows import AuditRow, HistoryRow
 from canary.store.rows import QuarantineRow, RoundRow, SkippedEndpoint
 
 iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None stays None
+# The records below are the API's response bodies too: FastAPI validates and documents them, and
+# an undeclared key is refused (a bug), not dropped.
+answer = with_config(ConfigDict(extra="forbid"))
+Time = str | None  # ISO-8601 UTC with a "Z"; null when unknown
+Extra = Annotated[bool, Field(description="An extra round (`canary round --now`).")]
 
 
 def parse_when(text: str) -> datetime:
@@ -25,24 +31,26 @@ def parse_when(text: str) -> datetime:
     return value.astimezone(UTC)
 
 
+@answer
 class QuarantineRecord(TypedDict):
     id: int
     model: str
     provider: str
-    since: str | None
-    until: str | None
+    since: Time
+    until: Time
     step: int
     reason: str
     causes: list[str]
-    withheld: bool
-    released_at: str | None
+    withheld: Annotated[bool, Field(description="The capacity floor holds it off the list.")]
+    released_at: Time
     release_why: str | None
     evidence: list[JsonValue]
 
 
+@answer
 class AuditRecord(TypedDict):
     id: int
-    at: str | None
+    at: Time
     event: str
     actor: str
     model: str | None
@@ -52,40 +60,46 @@ class AuditRecord(TypedDict):
     policy_version: str | None
 
 
+@answer
 class ExclusionRecord(TypedDict):
-    id: int | None
+    """A built-in, runtime, control or maintenance entry in force."""
+
+    id: Annotated[int | None, Field(description="Runtime entries only.")]
     model: str
-    provider: str
+    provider: Annotated[str, Field(description="An endpoint tag or a provider slug.")]
     layer: str
     reason: str
-    since: str | None
-    until: str | None
+    since: Time
+    until: Time
 
 
+@answer
 class RoundRecord(TypedDict):
     id: int
     model: str
-    scheduled_at: str | None
-    started_at: str | None
-    finished_at: str | None
+    scheduled_at: Time
+    started_at: Time
+    finished_at: Time
     status: str
     policy_version: str | None
     cost_usd: float | None
     skipped: list[SkippedEndpoint]
-    extra: bool
+    extra: Extra
 
 
+@answer
 class ResultRecord(TypedDict):
     contract: str
     result: str
     detail: str
 
 
+@answer
 class HistoryRecord(TypedDict):
     round_id: int
-    at: str | None
+    at: Time
     round_status: str
-    extra: bool
+    extra: Extra
     verdict: str
     language_anomaly_in: str | None
     results: list[ResultRecord]
