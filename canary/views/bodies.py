@@ -87,10 +87,11 @@ class RoundsBody(TypedDict):
     rounds: list[RoundRecord]
 
 
+@answer
 class ProvidersBody(TypedDict):
     model: str
-    at: str | None
-    providers: list[ProviderRecord]  # worst state first
+    at: Time
+    providers: Annotated[list[ProviderRecord], Field(description="Worst state first.")]
     cost: ModelCost
     equality: list[EqualityJson]  # each endpoint's latest equality result (advisory)
 

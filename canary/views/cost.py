@@ -9,36 +9,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Annotated, Any
+
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.budget import day_start
 from canary.core.model import DAY
 from canary.store.repository import Store
 from canary.store.rows import RoundRow
-from canary.views.records import iso
+from canary.views.records import Time, answer, iso
 
 
+@answer
 class SkippedEndpoint(TypedDict):
     provider: str | None
     reason: str | None
 
 
+@answer
 class LastRound(TypedDict):
     id: int
-    scheduled_at: str | None
-    finished_at: str | None
+    scheduled_at: Time
+    finished_at: Time
     status: str
     cost_usd: float | None
-    skipped: list[SkippedEndpoint]
+    skipped: Annotated[
+        list[SkippedEndpoint], Field(description="Endpoints not probed in that round, with why.")
+    ]
 
 
+@answer
 class CostDay(TypedDict):
-    day_start: str | None
-    today_usd: float | None
+    day_start: Time
+    today_usd: Annotated[float | None, Field(description="All models, since midnight UTC.")]
     daily_budget_usd: float | None
     budget_left_usd: float | None  # None without a daily budget
 
 
+@answer
 class ModelSpend(TypedDict):
     model: str
     last_round: LastRound | None
@@ -51,6 +60,14 @@ class CostView(TypedDict):
     models: list[ModelSpend]
 
 
+@answer
+class CostBody(TypedDict):
+    at: Time
+    day: CostDay
+    models: list[ModelSpend]
+
+
+@answer
 class ModelCost(TypedDict):
     """One model's spend with the day block beside it."""
 

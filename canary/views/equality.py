@@ -4,24 +4,30 @@ status page and ``canary status``, and the JSON shape of each result."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Annotated
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.store._equality import EqualityRecord
-from canary.views.records import iso
+from canary.views.records import Time, answer, iso
 
 
+@answer
 class EqualityJson(TypedDict):
+    """An endpoint's latest equality check (advisory: docs/equality.md)."""
+
     tag: str
-    at: str | None
-    result: str  # pass | fail | inconclusive
-    p_value: float | None
-    known_p_value: float | None
-    effect: float | None
+    at: Time
+    result: Annotated[str, Field(description="pass, fail or inconclusive")]
+    p_value: Annotated[float | None, Field(description="the MMD's permutation p-value")]
+    known_p_value: Annotated[
+        float | None, Field(description="the known answers' Fisher exact p-value")
+    ]
+    effect: Annotated[float | None, Field(description="MMD squared, mean over prompts (0: alike)")]
     peers: int
     samples: int
-    pooled: bool
+    pooled: Annotated[bool, Field(description="whether its answers joined its peers' reference")]
     reason: str
     examples: list[str]
     settings: dict[str, JsonValue]

@@ -14,14 +14,16 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
+from typing import Annotated
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.drift import ttft_state
 from canary.core.stats import LATENCY_WINDOWS
 from canary.store.repository import Store
 from canary.store.rows import WindowFigures
+from canary.views.records import answer
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
 SPARK_POINTS = 40
@@ -30,12 +32,22 @@ NO_SAMPLE: dict[str, float | int | None] = {"p50": None, "p95": None, "p99": Non
 Figures = Mapping[str, float | int | None]  # {p50, p95, p99, n} of one window
 
 
+@answer
 class LatencyRecord(TypedDict):
-    state: str
+    """Information only: a degraded latency never quarantines."""
+
+    state: Annotated[
+        str, Field(description="degraded: our 24 h ttft p95 > p95_bound_s; unknown: no sample.")
+    ]
     p95_bound_s: float
-    peers_p95_24h_s: float | None
-    peers: int
-    openrouter_last_30m_ms: dict[str, float] | None
+    peers_p95_24h_s: Annotated[
+        float | None, Field(description="Median of the other endpoints' 24 h ttft p95, seconds.")
+    ]
+    peers: Annotated[int, Field(description="Other endpoints with samples.")]
+    openrouter_last_30m_ms: Annotated[
+        dict[str, float] | None,
+        Field(description="OpenRouter's advertised ttft {p50, p75, p90, p99} in ms."),
+    ]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TypedDict
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 
 from canary.core.controls import Controls
 from canary.core.identity import Listed, excluded_by
@@ -14,37 +17,46 @@ from canary.core.model import EndpointState, Exclusion, Layer
 from canary.store.repository import Store
 from canary.store.rows import QuarantineRow, ResultMark
 from canary.views.latency import Latency, LatencyRecord, fleet_latencies
-from canary.views.records import ExclusionRecord, exclusion_json, iso
+from canary.views.records import ExclusionRecord, Time, answer, exclusion_json, iso
 
 # Routing states, worst first: the order the status page and the CLI sort providers in.
 # Latency (healthy | degraded | unknown) is a separate field: it never changes the routing state.
 STATES = ("quarantined", "excluded", "suspect", "healthy", "unknown")
 
 
+@answer
 class QuarantineState(TypedDict):
-    since: str | None
-    until: str | None
+    since: Time
+    until: Time
     step: int | None
     causes: list[str]
     withheld: bool
 
 
+@answer
 class MarkRecord(TypedDict):
     result: str
     detail: str
     round_id: int
 
 
+@answer
 class ProviderRecord(TypedDict):
     provider: str
-    name: str | None  # OpenRouter's display name in the latest listing
-    state: str
-    failing_rounds: int
+    name: Annotated[
+        str | None, Field(description="OpenRouter's display name in the latest listing.")
+    ]
+    state: Annotated[str, Field(description="Routing state; latency never changes it.")]
+    failing_rounds: Annotated[int, Field(description="The longest per-contract failing count.")]
     failing_by_contract: dict[str, int]
     recovery_rounds: int
     quarantine: QuarantineState | None
-    exclusions: list[ExclusionRecord]
-    last_round: dict[str, MarkRecord]
+    exclusions: Annotated[
+        list[ExclusionRecord], Field(description="The entries that name this endpoint.")
+    ]
+    last_round: Annotated[
+        dict[str, MarkRecord], Field(description="Per contract, of the latest round.")
+    ]
     ttft_s: dict[str, dict[str, float | int | None]]  # 24h and 7d: {p50, p95, p99, n}
     latency: LatencyRecord
 
