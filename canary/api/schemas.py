@@ -1,5 +1,6 @@
-"""The API's request and response bodies as pydantic models: FastAPI validates requests and
+"""The API's request bodies and admin answers as pydantic models: FastAPI validates requests and
 answers with them, and generates the OpenAPI document from them. Each limit is written here once.
+The read routes answer the TypedDicts of :mod:`canary.views`, shared with the CLI.
 """
 
 from __future__ import annotations
