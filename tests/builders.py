@@ -20,6 +20,8 @@ from canary.core.model import (
     Transport,
     Verdict,
 )
+from canary.store.repository import Store
+from canary.store.rows import RoundRow
 
 MODEL = "acme/roleplay-1"
 
@@ -82,3 +84,8 @@ def endpoint(
 def endpoints(model: str, *tags: str, **fields: Any) -> list[Endpoint]:
     """A listing of ``tags`` (``fields`` for every one of them)."""
     return [endpoint(tag, model=model, **fields) for tag in tags]
+
+
+def round_of(store: Store, round_id: int) -> RoundRow:
+    """One round read through the store's public reads (its newest rounds)."""
+    return next(r for r in store.recent_rounds(limit=1000) if r.id == round_id)

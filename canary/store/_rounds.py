@@ -147,17 +147,6 @@ class RoundsMixin(StoreBase):
         with self._write() as conn:
             return conn.execute(stmt).rowcount
 
-    def get_round(self, round_id: int) -> RoundRow:
-        with self._read() as conn:
-            row = (
-                conn.execute(select(t.rounds).where(t.rounds.c.id == round_id))
-                .mappings()
-                .one_or_none()
-            )
-        if row is None:
-            raise UnknownRound(round_id)
-        return round_row(row)
-
     def recent_rounds(self, model: str | None = None, limit: int = 20) -> list[RoundRow]:
         r = t.rounds.c
         stmt = select(t.rounds).order_by(r.scheduled_at.desc(), r.id.desc()).limit(limit)

@@ -398,7 +398,7 @@ def postgres_chaos(restarts: int, folder: Path, figures: dict[str, Any]) -> list
                 end = time.monotonic() + 60
                 status = "running"
                 while status == "running" and time.monotonic() < end:
-                    status = store.get_round(running).status
+                    status = next(r for r in store.recent_rounds() if r.id == running).status
                     time.sleep(0.5)
                 if status == "running":
                     violations.append(f"round {running} still running after the restart")

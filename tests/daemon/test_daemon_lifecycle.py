@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from builders import round_of
 from polling import wait_for
 
 from canary.core.plan import slot_length, slot_of
@@ -137,7 +138,7 @@ def test_sigterm_past_the_grace_abandons_the_round_frees_the_lease_and_exits_0(
         assert _stopped(serve) == 0, serve.log.read_text()
     finally:
         _stopped(serve)
-    row = s.get_round(running.id)
+    row = round_of(s, running.id)
     assert row.status == "abandoned" and row.detail == {"why": "shutdown"}
     assert s.lease(ROUND_LEASE) is None  # the next slot is free for any replica
     # it decided nothing: no verdict, no state, no audit record
@@ -161,7 +162,7 @@ def test_sigterm_within_the_grace_lets_the_round_finish_and_logs_its_summary(
         assert _stopped(serve) == 0, serve.log.read_text()
     finally:
         _stopped(serve)
-    row = s.get_round(running.id)
+    row = round_of(s, running.id)
     assert row.status == "finished"
     assert set(s.round_verdicts(running.id)) == {"a", "b"}
     assert s.lease(ROUND_LEASE) is None
@@ -224,7 +225,7 @@ def test_a_taken_port_fails_at_once_in_one_line_and_leaves_another_holders_round
     assert result.stderr.decode().splitlines() == [
         f"canary: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
-    assert s.get_round(theirs or 0).status == "running"
+    assert round_of(s, theirs or 0).status == "running"
     lease = s.lease(ROUND_LEASE)
     assert lease is not None and lease.holder == "other-host:1"
 

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from builders import round_of
 from polling import wait_for
 
 from canary.service.ports import free_port
@@ -268,7 +269,7 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
         killed.process.send_signal(signal.SIGKILL)
         killed.process.wait(timeout=10)
         (survivor,) = [p for p in replicas if p is not killed]
-        assert store.get_round(victim.id).status == "running"  # it died mid-round
+        assert round_of(store, victim.id).status == "running"  # it died mid-round
         _set_ttft(simulator, slow, TTFT_MS)
 
         def claimed_again() -> RoundRow | None:
@@ -276,7 +277,7 @@ def test_two_replicas_share_each_slot_and_a_killed_ones_models_are_claimed_again
             return live if live is not None and live.status == "finished" else None
 
         again = wait_for("the survivor to finish the killed replica's model", claimed_again, WAIT_S)
-        dead = store.get_round(victim.id)
+        dead = round_of(store, victim.id)
         assert dead.status == "abandoned" and dead.detail == {"why": "claimer lost"}
         assert again.runner_id.endswith(survivor.holder_suffix) and again.id != victim.id
         assert store.probes(victim.id) == []  # killed while its first answers were due
@@ -327,7 +328,7 @@ def test_a_replica_stopped_mid_round_hands_its_model_to_the_other_in_the_same_sl
         stopped.process.send_signal(signal.SIGTERM)
         assert stopped.process.wait(timeout=30) == 0
         _set_ttft(simulator, slow, TTFT_MS)
-        given_up = store.get_round(victim.id)
+        given_up = round_of(store, victim.id)
         assert given_up.status == "abandoned" and given_up.detail.get("why") == "shutdown"
 
         def finished_here() -> RoundRow | None:

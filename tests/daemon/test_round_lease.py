@@ -7,6 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from builders import round_of
 
 from canary.rounds.scheduler import ROUND_LEASE, LeaseLost, under_round_lease
 from canary.store.repository import Store
@@ -51,11 +52,11 @@ def test_taking_over_the_lease_abandons_the_dead_holders_round(store: Store) -> 
     later = T0 + timedelta(seconds=60)  # the lease has just expired
 
     async def work() -> str:
-        return store.get_round(dead or 0).status
+        return round_of(store, dead or 0).status
 
     outcome = asyncio.run(under_round_lease(store, "me:2", work, clock=lambda: later, ttl_s=60))
     assert outcome == (True, "abandoned")
-    row = store.get_round(dead or 0)
+    row = round_of(store, dead or 0)
     assert row.detail == {"why": "stale"} and row.finished_at == later
 
 

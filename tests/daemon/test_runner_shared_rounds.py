@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import round_of
 from pydantic import SecretStr
 
 from canary.config.settings import ModelSettings, OpenRouterSettings, Settings
@@ -45,7 +46,7 @@ def simulator() -> Iterator[RunningSimulator]:
 def _reclaim(store: Store, round_id: int) -> int | None:
     """What another replica does to a round whose beats it thinks stopped (every beat of the
     round's fixed clock is older than ``lost_before``)."""
-    row = store.get_round(round_id)
+    row = round_of(store, round_id)
     later = row.started_at + LATER
     return store.claim_round(
         row.model, row.scheduled_at, OTHER, row.policy_version, {}, started_at=later,
@@ -148,7 +149,7 @@ def test_a_round_reclaimed_while_its_thread_writes_leaves_nothing_that_counts(
     report, store = _round(simulator, tmp_path, ReclaimedWhileWriting)
     assert report.status == "lost" and report.round_id is not None and not report.decided
     with store:
-        assert store.get_round(report.round_id).status == "abandoned"
+        assert round_of(store, report.round_id).status == "abandoned"
         assert store.probes(report.round_id) == []
         assert store.round_verdicts(report.round_id) == {}
         week = DRILL_START - timedelta(days=7)
@@ -164,7 +165,7 @@ def test_a_decided_round_is_not_reclaimed_before_it_ends(
     assert isinstance(store, ReclaimedAfterDeciding) and store.reclaimed is None
     assert report.status == "finished" and report.decided and report.error is None
     with store:
-        assert store.get_round(report.round_id or 0).status == "finished"
+        assert round_of(store, report.round_id or 0).status == "finished"
 
 
 def test_a_shutdown_right_after_the_decision_leaves_the_round_finished(
@@ -174,7 +175,7 @@ def test_a_shutdown_right_after_the_decision_leaves_the_round_finished(
     assert isinstance(store, ShutDownAfterDeciding) and store.abandoned == 0
     assert report.status == "finished" and report.decided
     with store:
-        assert store.get_round(report.round_id or 0).status == "finished"
+        assert round_of(store, report.round_id or 0).status == "finished"
 
 
 def test_a_heartbeat_after_the_round_finished_does_not_report_it_lost(

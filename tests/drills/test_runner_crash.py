@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import round_of
 from drill_kit import MODEL, fault, provider, scenario, settings
 
 from canary.config.settings import ModelSettings
@@ -84,7 +85,7 @@ def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
     assert second.error is None and third.error is None
     assert second.status == third.status == "finished"
     with store:
-        row = store.get_round(crashed.round_id or 0)
+        row = round_of(store, crashed.round_id or 0)
         audit = [a for a in store.audit(MODEL) if a.round_id == crashed.round_id]
         quarantines = store.quarantines(MODEL, active_only=False)
     assert row.status != "running" and row.detail == {"error": "StoreGoneAway"}

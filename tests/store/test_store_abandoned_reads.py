@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from builders import observation, passed, ttft
+from builders import observation, passed, round_of, ttft
 
 from canary.core.model import (
     Contract,
@@ -68,7 +68,7 @@ def test_an_abandoned_attempt_is_left_out_of_the_reads(store: Store, model: str)
     again = store.claim_round(
         model, T0 + SLOT, "two", "p-1", {}, started_at=later, lost_before=later - TTL
     )
-    assert again is not None and store.get_round(dead).status == "abandoned"
+    assert again is not None and round_of(store, dead).status == "abandoned"
 
     assert _week(store, model) == {latency_bucket(1.0): (1, 1.0)}
     assert store.ttft_recent(model, T0, 10) == {"alpha": [1.0]}

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
+from builders import round_of
 from racing import race
 
 from canary.core.events import event_of
@@ -39,7 +40,7 @@ def test_a_dead_claimers_round_is_abandoned_and_claimed_again(store: Store, mode
     later = T0 + TTL + timedelta(seconds=1)
     again = _claim(store, model, "two", later)
     assert again is not None and again != dead
-    old = store.get_round(dead)
+    old = round_of(store, dead)
     assert old.status == "abandoned" and old.detail == {"why": "claimer lost"}
     assert store.live_rounds([model], T0)[model].id == again
     # the dead claimer, should it wake up, can neither beat, decide nor end the round

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from builders import round_of
 
 from canary.core.model import (
     Contract,
@@ -57,16 +58,16 @@ def test_a_round_is_finished_by_its_decision_and_no_reclaim_abandons_it(
 ) -> None:
     rid = _claim(store, model, "one", T0)
     assert _decide(store, model, rid, _failing(model, T0, rid), holder="one")
-    assert store.get_round(rid).status == "finished"
+    assert round_of(store, rid).status == "finished"
     # its claimer stopped beating long ago: still, a decided round is not claimed again
     assert (
         store.claim_round(model, T0, "two", "p-1", {}, started_at=LATER, lost_before=LATER) is None
     )
     assert store.abandon_stale_rounds(LATER + timedelta(hours=2), now=LATER) == 0
-    assert store.get_round(rid).status == "finished"
+    assert round_of(store, rid).status == "finished"
     assert store.heartbeat_round(rid, "one", LATER)  # finished, not lost
     store.finish_round(rid, "finished", cost_usd=0.5, at=LATER, holder="one")  # its end, noted
-    row = store.get_round(rid)
+    row = round_of(store, rid)
     assert row.status == "finished" and row.cost_usd == 0.5 and row.finished_at == LATER
 
 
@@ -75,11 +76,11 @@ def test_a_shutdown_never_abandons_a_round_that_decided(store: Store, model: str
     running = _claim(store, model, "one", T0, slot=T0 + timedelta(minutes=30))
     assert _decide(store, model, decided, _failing(model, T0, decided), holder="one")
     assert store.abandon_rounds_of("one", LATER, why="shutdown") == 1
-    assert store.get_round(decided).status == "finished"
-    assert store.get_round(running).status == "abandoned"
+    assert round_of(store, decided).status == "finished"
+    assert round_of(store, running).status == "abandoned"
     # a failure after the decision closes the round without a holder: it stays finished
     store.finish_round(decided, "abandoned", detail={"error": "Boom"}, at=LATER)
-    row = store.get_round(decided)
+    row = round_of(store, decided)
     assert row.status == "finished" and row.detail == {"error": "Boom"}
 
 
@@ -87,7 +88,7 @@ def test_an_abandoned_round_stays_abandoned(store: Store, model: str) -> None:
     rid = _claim(store, model, "one", T0)
     assert store.abandon_rounds_of("one", T0, why="shutdown") == 1
     store.finish_round(rid, "finished", at=LATER)
-    assert store.get_round(rid).status == "abandoned"
+    assert round_of(store, rid).status == "abandoned"
 
 
 def test_a_heartbeat_of_a_finished_round_is_not_a_loss(store: Store, model: str) -> None:
@@ -104,7 +105,7 @@ def test_a_stale_round_still_beating_is_not_abandoned(store: Store, model: str) 
     rid = _claim(store, model, "one", T0)
     assert store.heartbeat_round(rid, "one", T0 + timedelta(hours=2))
     assert store.abandon_stale_rounds(T0 + timedelta(hours=1), now=T0 + timedelta(hours=2)) == 0
-    assert store.get_round(rid).status == "running"
+    assert round_of(store, rid).status == "running"
 
 
 def test_a_lost_round_writes_nothing(store: Store, model: str) -> None:
@@ -164,8 +165,8 @@ def test_an_extra_round_keeps_its_mark_however_it_ends(store: Store, model: str)
     assert store.abandon_rounds_of("extra-one", LATER, why="shutdown") == 2
     assert store.abandon_stale_rounds(LATER, now=LATER) >= 1
     for rid, why in ((shut, "shutdown"), (lost, "shutdown"), (stale, "stale")):
-        row = store.get_round(rid)
+        row = round_of(store, rid)
         assert row.status == "abandoned" and row.detail == {"why": why, "extra": True}
     scheduled = _claim(store, model, "extra-one", T0 + timedelta(minutes=30))
     assert store.abandon_rounds_of("extra-one", LATER, why="shutdown") == 1
-    assert store.get_round(scheduled).detail == {"why": "shutdown"}
+    assert round_of(store, scheduled).detail == {"why": "shutdown"}

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from builders import result
+from builders import result, round_of
 from builders import ttft as first_token
 from builders import verdict as build_verdict
 
@@ -73,7 +73,7 @@ def test_finish_round_records_cost_and_skipped(store: Store, model: str) -> None
         skipped=[{"provider": "beta", "reason": "budget"}],
         at=T0 + timedelta(minutes=2),
     )
-    row = store.get_round(round_id)
+    row = round_of(store, round_id)
     assert row.status == "finished" and row.cost_usd == pytest.approx(0.012)
     assert row.skipped == ({"provider": "beta", "reason": "budget"},)
     finished = store.last_finished_round_at(model)
@@ -91,8 +91,8 @@ def test_stale_running_rounds_are_abandoned(store: Store, model: str) -> None:
     )
     assert old is not None and fresh is not None
     assert store.abandon_stale_rounds(T0 + timedelta(minutes=30), now=T0 + timedelta(hours=1)) >= 1
-    assert store.get_round(old).status == "abandoned"
-    assert store.get_round(fresh).status == "running"
+    assert round_of(store, old).status == "abandoned"
+    assert round_of(store, fresh).status == "running"
 
 
 def test_observations_are_stored_with_a_short_sample_and_retries_do_not_duplicate(
@@ -303,7 +303,7 @@ def test_datetimes_come_back_aware_and_in_utc(store: Store, model: str) -> None:
     local = T0.astimezone(plus_five)
     round_id = store.claim_round(model, local, "r", "p-1", {}, started_at=local)
     assert round_id is not None
-    row = store.get_round(round_id)
+    row = round_of(store, round_id)
     assert row.scheduled_at == T0 and row.scheduled_at.tzinfo == UTC
     assert row.started_at.utcoffset() == timedelta(0)
 
