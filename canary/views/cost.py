@@ -7,9 +7,9 @@ where a probe had none); a round counts once it has ended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
@@ -17,14 +17,8 @@ from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 from canary.core.budget import day_start
 from canary.core.model import DAY
 from canary.store.repository import Store
-from canary.store.rows import RoundRow
+from canary.store.rows import RoundRow, SkippedEndpoint
 from canary.views.records import Time, answer, iso
-
-
-@answer
-class SkippedEndpoint(TypedDict):
-    provider: str | None
-    reason: str | None
 
 
 @answer
@@ -81,19 +75,6 @@ def _usd(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def skipped_json(skipped: Iterable[Any]) -> list[SkippedEndpoint]:
-    """A round's skipped endpoints as ``[{provider, reason}]`` whatever shape they were kept in."""
-    out: list[SkippedEndpoint] = []
-    for item in skipped:
-        if isinstance(item, Mapping):
-            out.append({"provider": item.get("provider"), "reason": item.get("reason")})
-        elif isinstance(item, (list, tuple)) and item:
-            out.append({"provider": item[0], "reason": item[1] if len(item) > 1 else None})
-        else:
-            out.append({"provider": str(item), "reason": None})
-    return out
-
-
 def last_round_json(row: RoundRow | None) -> LastRound | None:
     if row is None:
         return None
@@ -103,7 +84,7 @@ def last_round_json(row: RoundRow | None) -> LastRound | None:
         "finished_at": iso(row.finished_at),
         "status": row.status,
         "cost_usd": _usd(row.cost_usd),
-        "skipped": skipped_json(row.skipped),
+        "skipped": list(row.skipped),
     }
 
 

@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from canary.core.stats import histogram_of, window_figures
-from canary.views.cost import skipped_json
 from canary.views.latency import Latency
 from canary.views.latency import latencies as latencies_of_figures
 
@@ -106,14 +105,6 @@ def test_the_sparkline_keeps_the_latest_forty_samples_oldest_first() -> None:
     samples = [float(v) for v in range(50)]
     out = latencies({"a": samples}, {}, {}, ["a", "b"], BOUND, {"a": samples})
     assert out["a"].spark == tuple(samples[10:]) and out["b"].spark == ()
-
-
-def test_skipped_endpoints_read_in_any_kept_shape() -> None:
-    assert skipped_json([{"provider": "z", "reason": "budget"}, ("y", "budget"), "x"]) == [
-        {"provider": "z", "reason": "budget"},
-        {"provider": "y", "reason": "budget"},
-        {"provider": "x", "reason": None},
-    ]
 
 
 def test_stored_figures_stand_until_their_window_has_wholly_passed() -> None:
