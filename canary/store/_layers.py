@@ -356,22 +356,14 @@ def _apply_floor(
 ) -> list[Event]:
     q = t.quarantines.c
     written: list[Event] = []
-    for quarantine_id, event in changes.withhold:
-        done = conn.execute(
-            update(t.quarantines)
-            .where(q.id == quarantine_id, q.withheld_at.is_(None))
-            .values(withheld_at=now)
-        ).rowcount
-        if done:
-            written.append(event)
-    for quarantine_id, republished in changes.republish:
-        done = conn.execute(
-            update(t.quarantines)
-            .where(q.id == quarantine_id, q.withheld_at.is_not(None))
-            .values(withheld_at=None)
-        ).rowcount
-        if done:
-            written.append(republished)
+    for moves, held, withheld_at in (
+        (changes.withhold, q.withheld_at.is_(None), now),
+        (changes.republish, q.withheld_at.is_not(None), None),
+    ):
+        for quarantine_id, event in moves:
+            stmt = update(t.quarantines).where(q.id == quarantine_id, held)
+            if conn.execute(stmt.values(withheld_at=withheld_at)).rowcount:
+                written.append(event)
     e = t.floor_episodes.c
     if changes.open_episode is not None:
         opened = conn.execute(
