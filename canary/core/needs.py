@@ -22,7 +22,7 @@ from datetime import datetime
 from canary.core.controls import Controls
 from canary.core.floor import Publication, publish
 from canary.core.identity import CAPABILITIES, Listed
-from canary.core.model import Contract, Exclusion, Layer
+from canary.core.model import Contract, Exclusion
 
 CAPABILITY_OF = {Contract.schema.value: "structured_outputs", Contract.tools.value: "tools"}
 KNOWN_NEEDS = tuple(sorted(CAPABILITIES))
@@ -45,14 +45,6 @@ def parse_needs(text: str | None) -> frozenset[str]:
     if unknown:
         raise UnknownNeed(unknown)
     return needs
-
-
-def applies(entry: Exclusion, needs: Collection[str] | None) -> bool:
-    """Does ``entry`` keep an app with these needs off the endpoint? Always, but for a
-    quarantine every cause of which is a capability the app does not need."""
-    if needs is None or entry.layer is not Layer.quarantine:
-        return True
-    return causes_apply(entry.causes, needs)
 
 
 def causes_apply(causes: Collection[str], needs: Collection[str]) -> bool:

@@ -11,7 +11,7 @@ from canary.core.controls import NO_CONTROLS
 from canary.core.floor import publish
 from canary.core.identity import CAPABILITIES, Listed
 from canary.core.model import Exclusion, Layer
-from canary.core.needs import UnknownNeed, applies, parse_needs, publish_for_needs
+from canary.core.needs import UnknownNeed, causes_apply, parse_needs, publish_for_needs
 
 DAY = timedelta(days=1)
 
@@ -46,24 +46,22 @@ def test_an_unknown_need_names_the_known_ones() -> None:
 
 
 @pytest.mark.parametrize(
-    ("entry", "needs", "expected"),
+    ("causes", "needs", "expected"),
     [
-        (q("a", "schema"), {"tools"}, False),  # the app never asks for structured output
-        (q("a", "schema"), {"structured_outputs"}, True),
-        (q("a", "schema", "tools"), {"tools"}, True),
-        (q("a", "tools"), set(), False),
-        (q("a", "schema", "ttft"), {"tools"}, True),  # latency concerns every request
-        (q("a", "hygiene"), set(), True),
-        (q("a", "all"), set(), True),  # causes unknown: the safe side
-        (q("a"), set(), True),
-        (Exclusion(MODEL, "a", Layer.runtime, "ops"), set(), True),  # humans always apply
-        (q("a", "schema"), None, True),  # no needs stated: the full list
+        (("schema",), {"tools"}, False),  # the app never asks for structured output
+        (("schema",), {"structured_outputs"}, True),
+        (("schema", "tools"), {"tools"}, True),
+        (("tools",), set(), False),
+        (("schema", "ttft"), {"tools"}, True),  # latency concerns every request
+        (("hygiene",), set(), True),
+        (("all",), set(), True),  # causes unknown: the safe side
+        ((), set(), True),
     ],
 )
 def test_a_quarantine_applies_unless_every_cause_is_a_capability_not_needed(
-    entry: Exclusion, needs: set[str] | None, expected: bool
+    causes: tuple[str, ...], needs: set[str], expected: bool
 ) -> None:
-    assert applies(entry, needs) is expected
+    assert causes_apply(causes, needs) is expected
 
 
 def test_the_cut_list_counts_usable_again() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "52e834d29985a8678a3a44ef7b15fd3921690439b8685df3b855c3990ed3a1c3")
+PINNED = (8, "094466bc27e1130acdcebff0184f093dcce450bf1a87d87f25c2689eb111b1bf")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
