@@ -110,6 +110,12 @@ class FleetSettings:
     daily_budget_usd: float | None
 
 
+def _per_model(
+    name: str, doc: str, family: type[GaugeMetricFamily | CounterMetricFamily] = GaugeMetricFamily
+) -> GaugeMetricFamily | CounterMetricFamily:
+    return family(name, doc, labels=["model"])
+
+
 class FleetCollector(Collector):
     """The fleet's figures as metric families: the store's (None before the first good read),
     whether its latest read succeeded, and the served lists'. ``now`` is the scrape time."""
@@ -156,30 +162,27 @@ class FleetCollector(Collector):
         )
 
     def _lists(self) -> Iterator[Metric]:
-        def family(name: str, doc: str) -> GaugeMetricFamily:
-            return GaugeMetricFamily(name, doc, labels=["model"])
-
-        floor = family("canary_capacity_floor", "The model's capacity floor (endpoints).")
-        usable = family(
+        floor = _per_model("canary_capacity_floor", "The model's capacity floor (endpoints).")
+        usable = _per_model(
             "canary_usable_endpoints",
             "Listed endpoints no entry of the served list names (absent before the first listing).",
         )
-        breached = family(
+        breached = _per_model(
             "canary_floor_breached", "1 when usable endpoints are below the capacity floor."
         )
-        withheld = family(
+        withheld = _per_model(
             "canary_quarantines_withheld",
             "Quarantines held back from the served list by the capacity floor.",
         )
-        entries = family("canary_ignore_list_entries", "Providers in the served ignore list.")
-        active = family(
+        entries = _per_model("canary_ignore_list_entries", "Providers in the served ignore list.")
+        active = _per_model(
             "canary_quarantines_active", "Enforced quarantines published in the served list."
         )
-        age = family(
+        age = _per_model(
             "canary_ignore_list_age_seconds",
             "Time since the served list was last rebuilt from the store (this replica).",
         )
-        stale = family(
+        stale = _per_model(
             "canary_ignore_list_stale",
             "1 when this replica serves the last good list because the store is unreachable.",
         )
@@ -272,43 +275,36 @@ class FleetCollector(Collector):
         yield from (state, ttft, peers, degraded, success, last_ttft)
 
     def _rounds(self, store: StoreFigures) -> Iterator[Metric]:
-        success = GaugeMetricFamily(
+        success = _per_model(
             "canary_last_round_success_timestamp_seconds",
             "End of the model's latest finished round, Unix time (absent before the first).",
-            labels=["model"],
         )
-        duration = GaugeMetricFamily(
-            "canary_last_round_duration_seconds",
-            "Wall time of the model's latest finished round.",
-            labels=["model"],
+        duration = _per_model(
+            "canary_last_round_duration_seconds", "Wall time of the model's latest finished round."
         )
-        cost = GaugeMetricFamily(
-            "canary_round_cost_usd",
-            "Probe spend of the model's latest finished round, USD.",
-            labels=["model"],
+        cost = _per_model(
+            "canary_round_cost_usd", "Probe spend of the model's latest finished round, USD."
         )
-        weak = GaugeMetricFamily(
+        weak = _per_model(
             "canary_probe_weak",
             "1 when the refusal probe of the model's latest finished round was weak (the "
             "positive control passed or was missing): its refusal results prove nothing.",
-            labels=["model"],
         )
-        started = CounterMetricFamily(
+        started = _per_model(
             "canary_quarantines_started",
             "Quarantines started for the model, ever (from the store).",
-            labels=["model"],
+            CounterMetricFamily,
         )
-        would = CounterMetricFamily(
+        would = _per_model(
             "canary_would_quarantines",
             "Quarantines observe mode would have started for the model, ever: its "
             "would_quarantine audit rows (from the store).",
-            labels=["model"],
+            CounterMetricFamily,
         )
-        conclusive = GaugeMetricFamily(
+        conclusive = _per_model(
             "canary_conclusive_probes",
             "Pass or fail results (not inconclusive, not transport errors) in the model's latest "
             "judged round: 0 means that round told nothing about any provider.",
-            labels=["model"],
         )
         outliers = GaugeMetricFamily(
             "canary_equality_outliers",
