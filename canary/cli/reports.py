@@ -76,8 +76,16 @@ def report_list(
         "reports",
         ("Id", "At", "Model", "Endpoints", "Symptom", "Outcome", "Checks", "Note"),
         [
-            (b["id"], b["at"], b["model"], ", ".join(r.tags) or "-", b["symptom"],
-             b["outcome"], ", ".join(map(str, r.checks)), (r.note or "")[:40])
+            (
+                b["id"],
+                b["at"],
+                b["model"],
+                ", ".join(r.tags) or "-",
+                b["symptom"],
+                b["outcome"],
+                ", ".join(map(str, r.checks)),
+                (r.note or "")[:40],
+            )
             for b, r in zip(bodies, rows, strict=True)
         ],  # fmt: skip
         "no report",

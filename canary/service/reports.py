@@ -63,9 +63,7 @@ def in_maintenance(store: Store, model: str, tags: Sequence[str], now: datetime)
     return False
 
 
-def take_report(
-    store: Store, settings: Settings, said: Said, sender: str, now: datetime
-) -> Taken:
+def take_report(store: Store, settings: Settings, said: Said, sender: str, now: datetime) -> Taken:
     """Check, attribute, rate-limit and store one report (a store error propagates)."""
     try:
         symptom = Symptom(said.symptom)

@@ -87,7 +87,11 @@ class ReportsMixin(StoreBase):
         return None if row is None else _report(row)
 
     def attribute_report(
-        self, report_id: int, provider: str | None, tags: Sequence[str], outcome: str,
+        self,
+        report_id: int,
+        provider: str | None,
+        tags: Sequence[str],
+        outcome: str,
         reason: str | None,
     ) -> None:
         """Name a report's provider and endpoints once canary resolved them (or could not)."""

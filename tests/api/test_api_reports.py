@@ -29,9 +29,7 @@ def client(api: Api) -> TestClient:
 
 
 def _post(client: TestClient, api: Api, **body: str) -> dict[str, object]:
-    response = client.post(
-        "/v1/reports", json={"model": api.model, **body}, headers=REPORTER
-    )
+    response = client.post("/v1/reports", json={"model": api.model, **body}, headers=REPORTER)
     return {"status": response.status_code, **response.json()}
 
 
@@ -81,9 +79,7 @@ def test_only_a_report_token_may_report(client: TestClient, api: Api) -> None:
 
 def test_a_report_token_may_not_be_the_admin_token(api: Api) -> None:
     with pytest.raises(ValueError, match="admin token"):
-        api.settings.replace(
-            reports=ReportSettings(tokens=(ReportToken(name="x", token=TOKEN),))
-        )
+        api.settings.replace(reports=ReportSettings(tokens=(ReportToken(name="x", token=TOKEN),)))
 
 
 def test_bodies_are_capped(client: TestClient, api: Api) -> None:

@@ -31,6 +31,7 @@ RULE_MODULES = (
     "canary/core/plan.py",
     "canary/core/quarantine.py",
     "canary/core/quarantine_events.py",
+    "canary/core/reports.py",
     "canary/core/streaks.py",
     "canary/core/verdict.py",
     "canary/text/*",
