@@ -33,7 +33,6 @@ PROVIDER_KEYS = frozenset({
     "preferred_min_throughput", "preferred_max_latency", "max_price",
 })  # fmt: skip
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-GENERATION_LAG_S = 1.0  # how long after an answer ends GET /generation knows it
 
 
 def _error(
@@ -136,7 +135,7 @@ def build_app(state: SimState) -> SimApp:
             return no
         gen_id = request.query_params.get("id", "")
         entry = state.generation(gen_id)
-        if entry is None or time.perf_counter() < _ready_s(entry):
+        if entry is None or time.perf_counter() < _ready_s(entry, state.generation_lag_s):
             return _error(404, f"Generation {gen_id} not found")
         return JSONResponse({"data": generation_json(entry)})
 
@@ -266,12 +265,12 @@ def build_app(state: SimState) -> SimApp:
     return SimApp(app, _asgi_endpoint(chat))
 
 
-def _ready_s(entry: dict[str, JsonValue]) -> float:
+def _ready_s(entry: dict[str, JsonValue], lag_s: float) -> float:
     """When OpenRouter would first answer for a generation: its end, and a short lag."""
     arrived, planned = entry.get("arrived_s"), entry.get("planned_ms")
     start = arrived if isinstance(arrived, float) else 0.0
     took = planned / 1000 if isinstance(planned, (int, float)) else 0.0
-    return start + took + GENERATION_LAG_S
+    return start + took + lag_s
 
 
 class _asgi_endpoint:  # noqa: N801 - used like a decorator

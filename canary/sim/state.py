@@ -61,6 +61,7 @@ class SimState:
         self._counters: dict[tuple[str, str], int] = {}
         self._log: list[dict[str, JsonValue]] = []
         self._generations: dict[str, dict[str, JsonValue]] = {}  # id -> its answer's log entry
+        self.generation_lag_s = 1.0  # how long after an answer ends GET /generation knows it
         self.reset()
 
     # ---- reading -------------------------------------------------------------------------

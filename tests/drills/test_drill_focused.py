@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import httpx
 from drill_kit import fault, provider, scenario, settings
 
 from canary.config.settings import ModelSettings, Settings
@@ -49,6 +50,11 @@ async def _story(
                         sim.state.set_faults(model, "delta", [fault("schema_break")])
                     elif what == "report":
                         said = Said(model, "broken_json", provider=arg)
+                        take_report(wiring.store, base, said, "app", at)
+                    elif what == "answer":  # an app's answer from ``arg``, reported by its id
+                        sim.state.generation_lag_s = 0.0
+                        gen_id = _answer(sim.base_url, model, str(arg))
+                        said = Said(model, "broken_json", generation_id=gen_id)
                         take_report(wiring.store, base, said, "app", at)
                     else:
                         checks = await FocusedChecks(wiring, client, clock=clock).tick()
@@ -94,6 +100,37 @@ def test_a_report_and_its_second_look_quarantine_in_minutes(store_url: str) -> N
     assert outcomes == ["confirmed", "confirmed"]
     focused = [r for r in seen["rounds_rows"] if r.detail.get("focused")]  # type: ignore[attr-defined]
     assert len(focused) == 2 and all(r.detail.get("extra") for r in focused)
+
+
+def _answer(base_url: str, model: str, tag: str) -> str:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "provider": {"only": [tag], "allow_fallbacks": False},
+    }
+    headers = {"Authorization": f"Bearer {SIM_KEY}"}
+    answer = httpx.post(f"{base_url}/chat/completions", json=body, headers=headers)
+    return str(answer.json()["id"])
+
+
+def test_a_report_naming_only_its_generation_id_is_attributed_through_openrouter(
+    store_url: str,
+) -> None:
+    seen = asyncio.run(
+        _story(
+            store_url,
+            "acme/focused-3",
+            [
+                (timedelta(), "round", None),
+                (MINUTE, "break", None),
+                (2 * MINUTE, "answer", "delta"),
+                (2 * MINUTE, "tick", None),
+            ],
+        )
+    )
+    [report] = seen["reports"]  # type: ignore[misc]
+    assert report.provider == "Delta" and report.tags == ("delta",)
+    assert report.outcome == "confirmed" and len(report.checks) == 1
 
 
 def test_reports_against_clean_endpoints_change_nothing(store_url: str) -> None:
