@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +16,7 @@ from builders import endpoint
 from canary.api.app import create_app
 from canary.config.settings import ModelSettings, ReportSettings, ReportToken, Settings
 from canary.service.ignore_list import IgnoreListService
-from canary.sim.server import RunningSimulator, start_simulator
+from canary.sim.server import RunningSimulator
 from canary.store.repository import Store
 from canary_client.reports import AsyncReporter, Reporter, ReportRefused
 
@@ -25,28 +24,12 @@ MODEL = "acme/roleplay-1"
 KEY = "sk-app"
 TOKEN = "app-report-token"
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-SCENARIO = {
-    "seed": 5,
-    "api_key": KEY,
-    "models": [{"id": MODEL, "providers": [
-        {"tag": t, "name": n, "ttft_ms": 1, "tokens_per_second": 9000}
-        for t, n in (("alpha", "Alpha"), ("bravo/fp8", "Bravo"))
-    ]}],
-}  # fmt: skip
-
-
-@pytest.fixture
-def sim() -> Iterator[RunningSimulator]:
-    with start_simulator(SCENARIO) as running:
-        running.state.generation_lag_s = 0.0
-        yield running
 
 
 @pytest.fixture
 def canary(sqlite_store: Store) -> httpx.ASGITransport:
     sqlite_store.record_snapshots(
-        None, MODEL, [endpoint("alpha", model=MODEL), endpoint("bravo/fp8", model=MODEL,
-                                                              provider_name="Bravo")], NOW,
+        None, MODEL, [endpoint(t, model=MODEL) for t in ("alpha", "bravo", "charlie")], NOW,
     )  # fmt: skip
     settings = Settings(
         database_url=sqlite_store.url,
@@ -63,11 +46,12 @@ def test_an_app_on_the_openrouter_sdk_reports_a_bad_answer_by_its_generation_id(
 ) -> None:
     from openrouter import OpenRouter
 
+    sim.state.generation_lag_s = 0.0  # the shared simulator answers for a generation at once
     with OpenRouter(api_key=KEY, server_url=sim.base_url) as client:
         answer = client.chat.send(
             model=MODEL,
             messages=[{"role": "user", "content": "Hallo, weiter!"}],
-            provider={"only": ["bravo/fp8"], "allow_fallbacks": False},
+            provider={"only": ["bravo"], "allow_fallbacks": False},
         )
 
     async def report() -> dict[str, Any]:
@@ -79,7 +63,7 @@ def test_an_app_on_the_openrouter_sdk_reports_a_bad_answer_by_its_generation_id(
 
     stored = asyncio.run(report())
     assert stored["generation_id"] == answer.id and stored["provider"] == "Bravo"
-    assert stored["endpoints"] == ["bravo/fp8"] and stored["outcome"] == "pending"
+    assert stored["endpoints"] == ["bravo"] and stored["outcome"] == "pending"
 
 
 def _canary_mock(seen: list[dict[str, Any]], status: int = 201) -> httpx.MockTransport:
