@@ -293,8 +293,8 @@ def create_app(
     get, admin = app.get, [Depends(api.admin)]
     app.router.add_api_route(
         "/v1/ignore-list",
-        IgnoreListEndpoint(ignore_service),
-        response_model=schemas.IgnoreList | schemas.IgnoreLists,
+        IgnoreListEndpoint(ignore_service, store.document_at),
+        response_model=schemas.IgnoreList | schemas.IgnoreLists | schemas.PublishedThen,
         responses={
             200: {"headers": {"ETag": {"description": ETAG, "schema": {"type": "string"}}}},
             304: {"description": "Not modified (If-None-Match matched the ETag, weakly)."},

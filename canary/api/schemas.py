@@ -467,3 +467,13 @@ class Report(Answer):
 
 class Reports(Answer):
     reports: list[Report]
+
+
+class PublishedThen(Answer):
+    """``GET /v1/ignore-list?at=T``: the document published at T, recorded when its ETag changed."""
+
+    model: str
+    at: str
+    published_at: str = Field(description="When that document was first published.")
+    etag: str
+    document: IgnoreList

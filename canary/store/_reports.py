@@ -4,6 +4,7 @@ ETag changed (what a model's list said at a time)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -163,9 +164,12 @@ class ReportsMixin(StoreBase):
             return moved.rowcount == 1
 
     def record_document(
-        self, model: str, variant: str, etag: str, body: JsonValue, at: datetime
+        self, model: str, variant: str, etag: str, body: JsonValue | bytes, at: datetime
     ) -> bool:
-        """Record a published document unless the latest recorded one has its ETag."""
+        """Record a published document (JSON, or its canonical bytes) unless the latest
+        recorded one has its ETag."""
+        if isinstance(body, bytes):
+            body = json.loads(body)
         d = t.published_documents.c
         latest = (
             select(d.etag)

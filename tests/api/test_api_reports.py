@@ -3,14 +3,15 @@ symptoms, one report per generation id, rate limits (429 + Retry-After), notes f
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
-from ops_seed import TOKEN, Api
+from ops_seed import POLICY, TOKEN, Api, builtin
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
 from canary.config.settings import ReportSettings, ReportToken
+from canary.service.ignore_list import IgnoreListService
 
 REPORTER = {"Authorization": "Bearer app-report-token"}
 
@@ -122,3 +123,31 @@ def test_reports_filter_by_outcome(client: TestClient, api: Api) -> None:
     _post(client, api, symptom="empty", provider="alpha")
     listed = client.get("/v1/reports", params={"model": api.model, "outcome": "unattributed"})
     assert [r["outcome"] for r in listed.json()["reports"]] == ["unattributed"]
+
+
+def test_what_was_published_at_a_time_and_why(api: Api) -> None:
+    """Every published document is recorded when its ETag changes (each needs variant too)."""
+    recorded: list[tuple[str, str, str]] = []
+
+    def record(model: str, variant: str, etag: str, body: bytes, at: datetime) -> bool:
+        recorded.append((model, variant, etag))
+        return api.store.record_document(model, variant, etag, body, at)
+
+    service = IgnoreListService(
+        api.store, builtin(api.model), [api.model], POLICY, api.clock, record=record
+    )
+    assert service.refresh()
+    assert {v for _, v, _ in recorded} == {"", "structured_outputs", "tools",
+                                            "structured_outputs,tools"}  # fmt: skip
+    assert service.refresh() and len(recorded) == 4  # unchanged: nothing recorded again
+    client = TestClient(create_app(api.settings, api.store, service, clock=api.clock))
+    then = client.get("/v1/ignore-list", params={"model": api.model, "at": "2026-05-01T12:00:00Z"})
+    assert then.status_code == 200
+    body = then.json()
+    assert body["document"]["ignore"] == api.ignore() and body["published_at"] == body["at"]
+    reasons = {e["provider"]: e["reason"] for e in body["document"]["entries"]}
+    assert "stray leading tokens" in reasons["echo"]  # why: each entry's layer and reason
+    before = client.get("/v1/ignore-list", params={"model": api.model, "at": "2026-05-01T11:00Z"})
+    assert before.status_code == 404
+    bad = client.get("/v1/ignore-list", params={"model": api.model, "at": "yesterday"})
+    assert bad.status_code == 400

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from cli_fleet import Fleet
@@ -37,3 +38,20 @@ def test_report_add_then_list_shows_the_endpoints_outcome_and_note(fleet: Fleet)
 def test_report_add_refuses_an_unknown_symptom(fleet: Fleet) -> None:
     result = run(fleet, "report", "add", "-m", fleet.model, "-s", "boring", "-p", "alpha")
     assert result.exit_code != 0 and "unknown symptom 'boring'" in result.output
+
+
+def test_ignore_list_at_shows_what_was_published_then(fleet: Fleet) -> None:
+    doc = {"model": fleet.model, "ignore": ["bravo"], "policy_version": "p-1", "needs": [],
+           "entries": [{"provider": "bravo", "layer": "quarantine", "reason": "hygiene failed",
+                        "since": None, "until": None}]}  # fmt: skip
+    at = datetime(2026, 5, 1, 14, 0, tzinfo=UTC)
+    fleet.store.record_document(fleet.model, "", 'W/"1"', doc, at)
+    shown = run(fleet, "ignore-list", "-m", fleet.model, "--at", "2026-05-01T14:10:00Z")
+    assert shown.exit_code == 0, shown.output
+    assert "published at 2026-05-01T14:00:00Z" in shown.stdout and "hygiene failed" in shown.stdout
+    body = json.loads(
+        run(fleet, "ignore-list", "-m", fleet.model, "--at", "2026-05-01T14:10Z", "--json").stdout
+    )
+    assert body["document"]["ignore"] == ["bravo"] and body["etag"] == 'W/"1"'
+    before = run(fleet, "ignore-list", "-m", fleet.model, "--at", "2026-05-01T13:00:00Z")
+    assert before.exit_code != 0 and "nothing was recorded" in before.output
