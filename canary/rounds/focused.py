@@ -168,6 +168,7 @@ class FocusedRunner(RoundRunner):
             if r.tags and set(r.tags) <= unpaid:
                 answer = Outcome.over_budget
             self.w.store.settle_reports([r.id], check=round_id, outcome=answer.value, at=now)
+            self.w.metrics.observe_report(answer.value)
 
 
 class FocusedChecks:
@@ -254,6 +255,7 @@ class FocusedChecks:
         store = self.w.store
         if name is None:
             store.attribute_report(report.id, None, (), Outcome.unattributed.value, UNRESOLVED)
+            self.w.metrics.observe_report(Outcome.unattributed.value)
             return
         snapshot = store.latest_snapshot(report.model) or {}
         listing = {t: m.get("provider_name") for t, m in snapshot.items()}
@@ -265,3 +267,4 @@ class FocusedChecks:
         else:
             why = f"no endpoint of the latest listing is named {name!r}"
             store.attribute_report(report.id, name, (), Outcome.unattributed.value, why)
+            self.w.metrics.observe_report(Outcome.unattributed.value)

@@ -115,6 +115,10 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
         reason=reason,
     )
     row, created = store.add_report(new)
+    if created:
+        from canary.service.metrics import PROCESS
+
+        PROCESS.observe_report(row.outcome)
     return Taken(row, created, wait if created else None)
 
 
