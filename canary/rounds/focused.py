@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import JsonValue
 
 from canary.config.settings import ModelSettings
-from canary.core.events import ModelWide
+from canary.core.events import ModelWide, ReportConfirmed
 from canary.core.identity import Listed
 from canary.core.model import Contract, Endpoint, Look, LookKind, Verdict
 from canary.core.reports import (
@@ -130,6 +130,18 @@ class FocusedRunner(RoundRunner):
         wide = sorted(
             {e.contract.value for e in outcome.events if isinstance(e, ModelWide)} & contracts
         )
+        look = self.look(round_id, now)
+        confirmed = [
+            ReportConfirmed(
+                model=model.id,
+                tag=tag,
+                evidence=(look,),
+                contracts=tuple(sorted(r.contract.value for r in counted[tag].results)),
+                reports=tuple(r.id for r in self.focus.reports if tag in r.tags),
+            )  # fmt: skip
+            for tag in self.focus.reported
+            if tag in counted and counted[tag].results
+        ]
         decisions = self.w.decisions
         decision = decisions.decide_round(
             model.id,
@@ -137,13 +149,14 @@ class FocusedRunner(RoundRunner):
             listing=[Listed.of(e) for e in endpoints],
             verdicts=counted,
             skipped=(),
-            round_events=(),
+            round_events=confirmed,
             floor=model.capacity_floor,
             now=now,
             holder=self.holder,
-            look=self.look(round_id, now),
+            look=look,
         )
         report.decided = True
+        report.events += confirmed
         report.events += list(decision.events)
         report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
         failed: dict[str, JsonValue] = {

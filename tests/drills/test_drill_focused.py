@@ -89,6 +89,8 @@ def test_a_report_and_its_second_look_quarantine_in_minutes(store_url: str) -> N
     [check] = first
     assert check.verdicts["delta"].verdict.value == "fail" and check.decided
     assert not [e for e in check.events if e.kind.value == "quarantine"]
+    [confirmed] = [e for e in check.events if e.kind.value == "report_confirmed"]
+    assert confirmed.tag == "delta" and confirmed.detail["contracts"] == ["schema"]
     assert nothing == []
     [again] = second
     [quarantine] = [e for e in again.events if e.kind.value == "quarantine"]
