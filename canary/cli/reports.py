@@ -14,13 +14,18 @@ from canary.cli.ops_base import JsonOpt, ModelOpt, OptModelOpt, actor, ops_conte
 def report_add(
     ctx: typer.Context,
     model: ModelOpt,
-    symptom: Annotated[str, typer.Option("--symptom", "-s", help="One of docs/api.md's set.")],
+    symptom: Annotated[
+        str, typer.Option("--symptom", "-s", metavar="SYMPTOM", help="One of docs/api.md's set.")
+    ],
     provider: Annotated[
-        str | None, typer.Option("--provider", "-p", help="The provider the answer named.")
+        str | None,
+        typer.Option("--provider", "-p", metavar="PROVIDER", help="The provider the answer named."),
     ] = None,
-    generation_id: Annotated[str | None, typer.Option("--generation-id", "-g")] = None,
-    language: Annotated[str | None, typer.Option("--language")] = None,
-    note: Annotated[str | None, typer.Option("--note")] = None,
+    generation_id: Annotated[
+        str | None, typer.Option("--generation-id", "-g", metavar="ID")
+    ] = None,
+    language: Annotated[str | None, typer.Option("--language", metavar="LANG")] = None,
+    note: Annotated[str | None, typer.Option("--note", metavar="TEXT")] = None,
     at: Annotated[str | None, typer.Option("--at", metavar="TIME", help="ISO-8601.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -53,7 +58,7 @@ def report_list(
     ctx: typer.Context,
     model: OptModelOpt = None,
     since: Annotated[str | None, typer.Option("--since", metavar="TIME")] = None,
-    outcome: Annotated[str | None, typer.Option("--outcome")] = None,
+    outcome: Annotated[str | None, typer.Option("--outcome", metavar="OUTCOME")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10000, metavar="N")] = 100,
     as_json: JsonOpt = False,
 ) -> None:

@@ -238,8 +238,9 @@ class FocusedChecks:
         for r in pending:
             for c in r.contracts:
                 due.setdefault(r.model, {}).setdefault(Contract(c), set()).update(r.tags)
-        for model in self.w.settings.model_ids:
-            for c, tags in second_looks(store.load_states(model).values(), now, gap).items():
+        states = store.load_states_of(list(self.w.settings.model_ids))  # one read for all
+        for model, of_model in states.items():
+            for c, tags in second_looks(of_model.values(), now, gap).items():
                 due.setdefault(model, {}).setdefault(c, set()).update(tags)
         focuses = []
         for model, by_contract in sorted(due.items()):
