@@ -309,7 +309,10 @@ class Round(Answer):
     policy_version: str | None
     cost_usd: float | None
     skipped: JsonValue
-    extra: bool = Field(description="An extra round (`canary round --now`).")
+    extra: bool = Field(description="An extra round (`canary round --now`) or a focused check.")
+    kind: Literal["round", "focused"] = Field(
+        description="`focused`: a check an app's report started (it counts its failures only)."
+    )
 
 
 class Rounds(Answer):

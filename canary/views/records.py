@@ -73,6 +73,7 @@ class RoundRecord(TypedDict):
     cost_usd: float | None
     skipped: list[SkippedEndpoint]
     extra: bool
+    kind: str  # round | focused (a check an app's report started)
 
 
 class ResultRecord(TypedDict):
@@ -148,6 +149,7 @@ def round_json(row: RoundRow) -> RoundRecord:
         "cost_usd": row.cost_usd,
         "skipped": list(row.skipped),
         "extra": bool(row.detail.get("extra")),
+        "kind": "focused" if row.detail.get("focused") else "round",
     }
 
 

@@ -102,6 +102,9 @@ def test_a_report_and_its_second_look_quarantine_in_minutes(store_url: str) -> N
     assert outcomes == ["confirmed", "confirmed"]
     focused = [r for r in seen["rounds_rows"] if r.detail.get("focused")]  # type: ignore[attr-defined]
     assert len(focused) == 2 and all(r.detail.get("extra") for r in focused)
+    from canary.views.records import round_json
+
+    assert {round_json(r)["kind"] for r in focused} == {"focused"}  # as /v1/rounds shows them
 
 
 def _answer(base_url: str, model: str, tag: str) -> str:
