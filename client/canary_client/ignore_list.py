@@ -147,9 +147,7 @@ class _Rules:
         profile: str | None = None,
     ) -> None:
         if everything_excluded not in ("ignore_nothing", "raise"):
-            raise ValueError(
-                f"everything_excluded: 'ignore_nothing' or 'raise', not {everything_excluded!r}"
-            )
+            raise ValueError(f"everything_excluded: 'ignore_nothing' or 'raise', not {everything_excluded!r}")
         self.model = model
         self.needs = _needs_param(needs)
         self.profile = profile
@@ -181,9 +179,7 @@ class _Rules:
     def wait_s(self) -> float:
         """Seconds before a request is due (0: due now)."""
         now = self.clock()
-        until = [
-            t for t in (self.quiet_until, self.fresh_until if self.held else None) if t is not None
-        ]
+        until = [t for t in (self.quiet_until, self.fresh_until if self.held else None) if t is not None]
         return max([0.0, *(t - now for t in until)])
 
     def answered(self, response: httpx.Response) -> HeldList | None:
@@ -214,9 +210,7 @@ class _Rules:
         if self._warned_at is not None and now - self._warned_at < WARN_EVERY_S:
             return
         held = self.held
-        kept = (
-            f"keeping the last good list of {len(held.ignore)} entries" if held else "no list held"
-        )
+        kept = f"keeping the last good list of {len(held.ignore)} entries" if held else "no list held"
         log.warning(
             "ignore list for %s not refreshed: %s (%d failed attempts since the last warning); %s",
             self.model, error, self._failures, kept,

@@ -50,8 +50,5 @@ class IgnoreListCallback(CustomLogger):
             return None
         extra = kwargs.get("extra_body")
         if isinstance(extra, dict) and "provider" in extra:
-            return {
-                **kwargs,
-                "extra_body": {**extra, "provider": merge_provider(extra["provider"], tags)},
-            }
+            return {**kwargs, "extra_body": {**extra, "provider": merge_provider(extra["provider"], tags)}}
         return {**kwargs, "provider": merge_provider(kwargs.get("provider"), tags)}

@@ -54,10 +54,7 @@ class _Wrapped:
     """A client or one of its resources: calls that name a model get its list."""
 
     def __init__(
-        self,
-        target: Any,
-        lists: dict[str, IgnoreListClient | AsyncIgnoreListClient],
-        is_async: bool,
+        self, target: Any, lists: dict[str, IgnoreListClient | AsyncIgnoreListClient], is_async: bool
     ) -> None:
         self._target, self._lists, self._async = target, lists, is_async
 
