@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from canary.config.settings import Settings
 from canary.core.plan import slot_of
 from canary.service.ignore_list import IgnoreListService, Published
-from canary.store.engine import STORE_ERRORS
 from canary.store._reports import ReportRow
+from canary.store.engine import STORE_ERRORS
 from canary.store.log_rows import AuditRow
 from canary.store.repository import Store
 from canary.views.cost import CostDay, CostView, ModelSpend, cost_view

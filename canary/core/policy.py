@@ -35,7 +35,7 @@ from canary.core.model import Mode
 # 8: an endpoint in a maintenance window is frozen (its results decide nothing) and left out of
 # the model-wide rule.
 # 9: a focused check (an app's report) is a look: its confirmed failures count, its passes not.
-RULES_REVISION = 8
+RULES_REVISION = 9
 
 DEFAULT_LOOK_GAP_MINUTES = 10.0  # the gap's default, at most: half the interval when shorter
 

@@ -49,7 +49,7 @@ from canary.core.verdict import RoundOutcome, judge_round
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.rounds.budget import DayBudget, affordable
 from canary.rounds.deciding import ACTOR
-from canary.rounds.dispatch import claim_order, provider_of
+from canary.rounds.dispatch import claim_order
 from canary.rounds.drift_records import record_identity, record_listing
 from canary.rounds.outcome import ModelRound
 from canary.rounds.prober import EndpointProbing, Prober

@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from pydantic import JsonValue
 
 from canary.config.settings import Settings
+from canary.core.identity import Listed, named_tags
+from canary.core.model import Layer
 from canary.core.reports import Outcome, Symptom, contracts_of, endpoints_named, retry_after
 from canary.store._reports import NewReport, ReportRow
 from canary.store.repository import Store
@@ -59,8 +61,9 @@ class Said:
 
 
 def in_maintenance(store: Store, model: str, tags: Sequence[str], now: datetime) -> bool:
-    """Whether a reported endpoint is in a maintenance window (none yet: the windows land apart)."""
-    return False
+    """Whether every reported endpoint is in a maintenance window in force (stored, no check)."""
+    windows = store.active_exclusions(model, now, Layer.maintenance)
+    return bool(windows) and set(tags) <= named_tags(windows, [Listed(t) for t in tags], now)
 
 
 def take_report(store: Store, settings: Settings, said: Said, sender: str, now: datetime) -> Taken:

@@ -152,3 +152,13 @@ def test_what_was_published_at_a_time_and_why(api: Api) -> None:
     assert before.status_code == 404
     bad = client.get("/v1/ignore-list", params={"model": api.model, "at": "yesterday"})
     assert bad.status_code == 400
+
+
+def test_a_report_on_an_endpoint_in_maintenance_is_stored_and_checks_nothing(
+    client: TestClient, api: Api
+) -> None:
+    until = api.clock.now + timedelta(hours=2)
+    api.store.add_maintenance(api.model, "foxtrot", "planned upgrade", "test", until, api.clock.now)
+    made = _post(client, api, symptom="slow_first_token", provider="foxtrot")
+    assert made["status"] == 201 and made["outcome"] == "in_maintenance"
+    assert _post(client, api, symptom="slow_first_token", provider="alpha")["outcome"] == "pending"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "52e834d29985a8678a3a44ef7b15fd3921690439b8685df3b855c3990ed3a1c3")
+PINNED = (9, "5ff21bd7121b8f93d6ecb684227311d3709bb0a058f4738a2118ff11def0307c")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
