@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "5ff21bd7121b8f93d6ecb684227311d3709bb0a058f4738a2118ff11def0307c")
+PINNED = (9, "1a1ff7278ad0fe8059dd022dd3dd103a229f2c73aac266e20a22207df387de2b")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
