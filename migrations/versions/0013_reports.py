@@ -3,7 +3,7 @@ per look gap across replicas (``focused_claims``), and every published document 
 its ETag changed (``published_documents``). New tables only: nothing existing changes.
 
 Revision ID: 0013_reports
-Revises: 0013 (error_figures)
+Revises: 0014_equality
 Create Date: 2026-12-06
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013_reports"
-down_revision: str | None = "0013"
+down_revision: str | None = "0014_equality"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
