@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "1a1ff7278ad0fe8059dd022dd3dd103a229f2c73aac266e20a22207df387de2b")
+PINNED = (9, "464642879a53d8e4e172d91fabbaa485daf9e4742670c52327506af061619ff1")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
