@@ -29,6 +29,7 @@ from canary.api.common import (
 from canary.api.ignore_endpoint import ETAG, IgnoreListEndpoint, IgnoreListRoute
 from canary.api.page import render
 from canary.api.page_data import gather, next_slot
+from canary.api.reports import ReportHandlers
 from canary.api.schemas import Flag, Limit, When
 from canary.config.settings import Settings
 from canary.core.identity import InvalidTag
@@ -60,7 +61,7 @@ from canary.views.providers import provider_views
 from canary.views.records import iso
 
 
-class _Api(AdminHandlers, Handlers):
+class _Api(AdminHandlers, ReportHandlers, Handlers):
     def __init__(
         self,
         settings: Settings,
@@ -292,8 +293,8 @@ def create_app(
     get, admin = app.get, [Depends(api.admin)]
     app.router.add_api_route(
         "/v1/ignore-list",
-        IgnoreListEndpoint(ignore_service),
-        response_model=schemas.IgnoreList | schemas.IgnoreLists,
+        IgnoreListEndpoint(ignore_service, store.document_at),
+        response_model=schemas.IgnoreList | schemas.IgnoreLists | schemas.PublishedThen,
         responses={
             200: {"headers": {"ETag": {"description": ETAG, "schema": {"type": "string"}}}},
             304: {"description": "Not modified (If-None-Match matched the ETag, weakly)."},
@@ -342,6 +343,15 @@ def create_app(
         app.delete(
             f"{path}/{{id}}", dependencies=admin, responses=errors(400, 401, 403, 404, 422, 503)
         )(remove)
+    app.router.add_api_route(
+        "/v1/reports",
+        api.add_report,
+        methods=["POST"],
+        status_code=201,
+        responses=errors(*written, 429),
+        route_class_override=CappedRoute,
+    )
+    get("/v1/reports", response_model=schemas.Reports, responses=reads)(api.list_reports)
     app.add_middleware(HeadAsGet)
     app.state.api = api
     return app

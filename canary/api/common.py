@@ -37,14 +37,15 @@ OptionalModel = Annotated[str | None, Query(description="OpenRouter model id, au
 
 _ERROR_TEXT = {
     400: "Malformed request (missing parameter, bad JSON, bad number or time).",
-    401: "Missing or wrong admin token.",
-    403: "Admin calls are disabled: no admin token is configured.",
+    401: "Missing or wrong admin token (report token, for reports).",
+    403: "Admin calls (reports) are disabled: no admin (report) token is configured.",
     404: "Unknown model, provider or id; the error names the known ones.",
     409: "Refused: it would leave fewer usable endpoints than the model's capacity floor (or "
     "the model was never listed); the error names the floor and the usable count. Send "
     '`"force": true` to do it anyway (audited as a floor breach).',
     413: f"The request body is larger than {MAX_BODY} bytes.",
     422: "Well-formed but invalid request.",
+    429: "Too many reports (per token or per endpoint): Retry-After says when to send again.",
     503: "The store is unreachable (or the list was never read).",
 }
 # Query and path values the request could be read with but that break a rule of their own: 422.

@@ -4,12 +4,14 @@ built once per published document, its parameters taken without FastAPI's depend
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Header, Query
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from canary.api.common import error
 from canary.core.needs import KNOWN_NEEDS, UnknownNeed, parse_needs
@@ -19,8 +21,12 @@ from canary.service.ignore_list import (
     ListUnavailable,
     Published,
     UnknownModel,
+    needs_key,
 )
+from canary.store._reports import DocumentRow
+from canary.store.engine import STORE_ERRORS
 from canary.views.bodies import IgnoreListsAnswer, joined_answer
+from canary.views.records import iso, parse_when
 
 CACHE_CONTROL = "public, max-age=15"
 NEEDS = (
@@ -42,6 +48,12 @@ PROFILE = (
     "needs= adds to its needs. Its own ETag per (model, profile). An unknown one is a 404 "
     "naming the known ones."
 )
+AT = (
+    "ISO-8601 time: what was published for the model (and its needs) at that moment, and why "
+    "(each entry's layer and reason), from the history every published document is kept in "
+    "(retention_days); one model. A 404 when nothing was recorded by then."
+)
+History = Callable[[str, str, datetime], DocumentRow | None]
 ETAG = (
     "Weak, over everything the list says except generated_at: the same on every replica while "
     "the list is unchanged. For several models, one tag over all of their lists."
@@ -66,6 +78,7 @@ class IgnoreListRoute(APIRoute):
                 needs=query.getlist("needs"),
                 profile=query.get("profile"),
                 if_none_match=request.headers.get("if-none-match"),
+                at=query.get("at"),
             )
 
         return handle
@@ -75,8 +88,10 @@ class IgnoreListEndpoint:
     """The merged ignore list of one model or several, from memory (it fails static: while the
     store is unreachable it serves the last good lists, marked stale)."""
 
-    def __init__(self, ignore: IgnoreListService) -> None:
+    def __init__(self, ignore: IgnoreListService, history: History | None = None) -> None:
+        """``history``: the published documents by time (``?at=T``), read off the loop."""
         self.ignore = ignore
+        self.history = history
         self._headers: dict[str, dict[str, str]] = {}  # by ETag
         self._joined: dict[
             tuple[tuple[str, ...], frozenset[str], str | None], IgnoreListsAnswer
@@ -88,6 +103,7 @@ class IgnoreListEndpoint:
         needs: Annotated[list[str] | None, Query(description=NEEDS)] = None,
         profile: Annotated[str | None, Query(description=PROFILE)] = None,
         if_none_match: Annotated[str | None, Header()] = None,
+        at: Annotated[str | None, Query(description=AT)] = None,
     ) -> Response:
         models = tuple(dict.fromkeys(m.strip() for m in model))
         if not models or "" in models:
@@ -96,6 +112,8 @@ class IgnoreListEndpoint:
             wanted = parse_needs(",".join(needs or ()))  # every value given
         except UnknownNeed as exc:
             return error(400, str(exc), known=KNOWN_NEEDS)
+        if at is not None:
+            return await self._then(models, wanted, at)
         try:
             parts = tuple(self.ignore.published(m, wanted, profile) for m in models)
         except (UnknownModel, UnknownProfile) as exc:
@@ -114,6 +132,24 @@ class IgnoreListEndpoint:
         if _matches(if_none_match, etag):
             return Response(status_code=304, headers=headers)
         return Response(body, headers=headers, media_type="application/json")
+
+    async def _then(self, models: tuple[str, ...], needs: frozenset[str], at: str) -> Response:
+        """What was published for one model (and needs) at ``at``, from the history."""
+        try:
+            when = parse_when(at)
+        except ValueError:
+            return error(400, f"at {at[:40]!r} is not an ISO-8601 time")
+        if len(models) != 1 or self.history is None:
+            return error(400, "at= reads the history of one model, on a daemon's API")
+        try:
+            row = await run_in_threadpool(self.history, models[0], needs_key(needs), when)
+        except STORE_ERRORS:
+            return error(503, "the store is unreachable; try again shortly")
+        if row is None:
+            return error(404, f"nothing was recorded as published for {models[0]!r} at {at}")
+        body = {"model": row.model, "at": iso(when), "published_at": iso(row.at),
+                "etag": row.etag, "document": row.body}  # fmt: skip
+        return JSONResponse(body)
 
     def _join(
         self, key: tuple[tuple[str, ...], frozenset[str], str | None], parts: tuple[Published, ...]

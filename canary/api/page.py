@@ -361,6 +361,19 @@ def _events(section: ModelSection, now: datetime) -> str:
     return f"<h3>Latest decisions</h3><ul class=events>{''.join(items)}</ul>"
 
 
+def _reports(section: ModelSection, now: datetime) -> str:
+    """Apps' reports of the last day, per endpoint: the symptom and the outcome (never a note)."""
+    if not section.reports:
+        return ""
+    items = [
+        f'<li><span class=muted title="{iso(r.at)}">{escape(_ago(now, r.at))}</span> '
+        f"<code>{escape(', '.join(r.tags) or r.provider or '?')}</code> "
+        f"{escape(r.symptom)}: <b>{escape(r.outcome.replace('_', ' '))}</b></li>"
+        for r in section.reports
+    ]
+    return f"<h3>Recent reports (24 h)</h3><ul class=events>{''.join(items)}</ul>"
+
+
 def _section(
     section: ModelSection, now: datetime, bound: float, slow: float, day: CostDay | None
 ) -> str:
@@ -379,7 +392,7 @@ def _section(
         + (f'<p class="cost">{escape(section.equality)}</p>' if section.equality else "")
         + f"<h3>Quarantine timeline ({TIMELINE_DAYS} days back, {AHEAD_DAYS} ahead)</h3>"
         f"{timeline(section.quarantines, now)}"
-        f"{_events(section, now)}</section>"
+        f"{_events(section, now)}{_reports(section, now)}</section>"
     )
 
 

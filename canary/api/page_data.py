@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from canary.config.settings import Settings
 from canary.core.plan import slot_of
 from canary.service.ignore_list import IgnoreListService, Published
+from canary.store._reports import ReportRow
 from canary.store.engine import STORE_ERRORS
 from canary.store.log_rows import AuditRow
 from canary.store.repository import Store
@@ -32,6 +33,7 @@ class ModelSection:
     events: list[AuditRow] = field(default_factory=list)
     cost: ModelSpend | None = None
     equality: str = ""  # the equality check's line (canary.views.equality)
+    reports: list[ReportRow] = field(default_factory=list)  # the last day's, newest first
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,11 @@ def gather(
             ]
             events = store.audit(model=model, since=since, limit=12)
             checked = equality_line(store.latest_equality([model]))
+            reports = store.reports(model=model, since=now - timedelta(days=1), limit=12)
             shown = (providers, quarantines, events, costs.get(model))
-            sections.append(ModelSection(model, controls, published, None, *shown, checked))
+            sections.append(
+                ModelSection(model, controls, published, None, *shown, checked, reports)
+            )
         except STORE_ERRORS as exc:
             store_ok = False
             failed = f"the store failed: {type(exc).__name__}"

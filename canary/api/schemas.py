@@ -77,6 +77,18 @@ class ExclusionRequest(ReleaseRequest):
     force: StrictBool = Field(False, description="Exclude it even below the capacity floor.")
 
 
+class ReportRequest(BaseModel):
+    model: Name
+    symptom: Name = Field(description="One of the closed set (docs/api.md); another is a 400.")
+    provider: Name | None = Field(
+        None, description="The `provider` the answer named (a display name, slug or tag)."
+    )
+    generation_id: Name | None = Field(None, description="The answer's `id` (X-Generation-Id).")
+    language: Annotated[str, Text(strip_whitespace=True, min_length=2, max_length=8)] | None = None
+    note: Annotated[str, Text(max_length=4000)] | None = None
+    at: When | None = Field(None, description="When the app saw it (default: now).")
+
+
 # -- the ignore list --------------------------------------------------------------------------
 
 
@@ -190,3 +202,33 @@ class Readiness(Answer):
         "unreachable), else null."
     )
     probing_models: list[str] = Field(description="The models `probing` concerns.")
+
+
+class Report(Answer):
+    id: int
+    at: str
+    model: str
+    provider: str | None
+    endpoints: list[str] = Field(description="The endpoint tags the report names.")
+    generation_id: str | None
+    symptom: str
+    contracts: list[str]
+    language: str | None
+    outcome: str
+    reason: str | None
+    checks: list[int] = Field(description="The focused checks (rounds) it started or joined.")
+    note: str | None = Field(None, description="Only on the admin API (the admin token).")
+
+
+class Reports(Answer):
+    reports: list[Report]
+
+
+class PublishedThen(Answer):
+    """``GET /v1/ignore-list?at=T``: the document published at T, recorded when its ETag changed."""
+
+    model: str
+    at: str
+    published_at: str = Field(description="When that document was first published.")
+    etag: str
+    document: IgnoreList

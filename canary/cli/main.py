@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from canary.cli import db, demo, drift, ops, probe, rounds, sim
+from canary.cli import db, demo, drift, ops, probe, reports, rounds, sim
 
 app = typer.Typer(
     name="canary",
@@ -50,7 +50,7 @@ def _global(
 
 
 # Each module registers its commands and imports heavy libraries inside them only.
-for _module in (db, sim, probe, rounds, ops, drift, demo):
+for _module in (db, sim, probe, rounds, ops, reports, drift, demo):
     _module.register(app)
 
 

@@ -387,10 +387,14 @@ def ignore_list(
             "/v1/ignore-list?profile= gives it (--needs adds to its needs).",
         ),
     ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option("--at", metavar="TIME", help="What was published then (one model), and why."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The published ignore list of a model (or of several): --json prints GET
-    /v1/ignore-list's body for the same models."""
+    /v1/ignore-list's body for the same models; --at T, the list published at T."""
     from canary.core.needs import UnknownNeed, parse_needs
 
     try:
@@ -398,9 +402,27 @@ def ignore_list(
     except UnknownNeed as exc:
         fail(str(exc), code=2)
     models = list(dict.fromkeys(model))
+    then = when(at, "--at") if at else None
+    if then is not None and len(models) != 1:
+        fail("--at reads the history of one model", code=2)
     with ops_context(ctx) as ops:
         for name in models:
             ops.check_model(name)
+        if then is not None:
+            from canary.service.ignore_list import needs_key
+
+            row = ops.store.document_at(models[0], needs_key(wanted), then)
+            if row is None:
+                fail(f"nothing was recorded as published for {models[0]} at {at}")
+            if as_json:  # GET /v1/ignore-list?at=T's body
+                from canary.views.records import iso
+
+                print_json({"model": row.model, "at": iso(then), "published_at": iso(row.at),
+                            "etag": row.etag, "document": row.body})  # fmt: skip
+            else:
+                console().print(f"published at {to_second(row.at)} ({row.etag})", markup=False)
+                _show_list(models[0], row.body)  # type: ignore[arg-type]
+            return
         try:
             answer = ignore_lists_answer(ignore_service(ops, models), models, wanted, profile)
         except UnknownProfile as exc:

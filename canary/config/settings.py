@@ -255,6 +255,34 @@ class AppriseNotifier(_SecretUrl):
         return self.name or f"notifiers[{index}]:{self.url.get_secret_value().partition(':')[0]}"
 
 
+class ReportToken(_Table):
+    """A named token apps send their reports with (never the admin token)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    token: SecretStr = SecretStr("")
+    token_file: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _token_from_file(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("token_file") in (None, ""):
+            if isinstance(data, dict) and not data.get("token"):
+                raise ValueError("set token_file (or token)")
+            return data
+        if data.get("token"):
+            raise ValueError("set token or token_file, not both")
+        return {**data, "token": read_secret_file(Path(data["token_file"]), "token_file")}
+
+
+class ReportSettings(_Table):
+    """Apps' reports (``POST /v1/reports``): who may send them and how fast."""
+
+    tokens: tuple[ReportToken, ...] = ()
+    per_token_per_minute: int = Field(default=60, ge=1)
+    per_endpoint_per_minute: int = Field(default=10, ge=1)
+    max_note_chars: int = Field(default=1000, ge=0, le=4000)
+
+
 class OtelSettings(_Table):
     """OpenTelemetry traces of rounds (needs ``pip install canary[otel]``); off by default."""
 
@@ -331,6 +359,7 @@ class Settings(BaseSettings, _Table):
     notifiers: tuple[AppriseNotifier, ...] = ()
     profiles: tuple[ProfileSettings, ...] = ()
     equality: EqualityCheck = EqualityCheck()
+    reports: ReportSettings = ReportSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -378,6 +407,9 @@ class Settings(BaseSettings, _Table):
                 raise rule_broken(
                     f"profiles.{i}.models", f"{', '.join(unwatched)}: not a watched model"
                 )
+        admin = self.admin_token.get_secret_value()
+        if admin and any(t.token.get_secret_value() == admin for t in self.reports.tokens):
+            raise rule_broken("reports.tokens", "a report token must not be the admin token")
         # Rounds on schedule are one interval apart: a longer gap would count none of them.
         gap = policy.min_look_gap_minutes
         if gap is not None and gap > self.interval_minutes:

@@ -289,6 +289,15 @@ class Republished(EventBase):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReportConfirmed(EventBase):
+    """A focused check confirmed a failure apps reported on an endpoint (one failing look)."""
+
+    kind = EventKind.report_confirmed
+    contracts: tuple[str, ...] = ()
+    reports: tuple[int, ...] = ()  # the report ids behind the check
+
+
+@dataclass(frozen=True, kw_only=True)
 class NotCounted(EventBase):
     """A look too close to the previous counted one: the counts it would move stay."""
 
@@ -339,6 +348,7 @@ Event = (
     | Republished
     | NotCounted
     | EqualityOutlier
+    | ReportConfirmed
 )
 # the kinds whose ``why`` field says why (a release's is a code: expired, recovered, manual)
 WITH_WHY = (
@@ -367,6 +377,10 @@ def explanation(event: Event) -> str:
         return event.listing
     if isinstance(event, VerdictEvent):
         return event.verdict.value
+    if isinstance(event, ReportConfirmed):
+        return f"reports {', '.join(map(str, event.reports))} confirmed: " + ", ".join(
+            event.contracts
+        )
     if isinstance(event, WITH_WHY):
         return event.why
     return event.reason or ""

@@ -95,6 +95,7 @@ class EventKind(StrEnum):
     maintenance_added = "maintenance_added"
     maintenance_removed = "maintenance_removed"
     equality_outlier = "equality_outlier"  # advisory: an endpoint's answers differ from its peers'
+    report_confirmed = "report_confirmed"  # a focused check confirmed what apps reported
 
 
 # the kinds the outbox sends (webhooks, and Apprise notifiers unless their ``events`` say less)
@@ -103,6 +104,7 @@ NotifyKind = Literal[
     "operator_alert", "budget", "drift", "floor_breached", "floor_restored", "control_missing",
     "exclusion_added", "exclusion_removed", "maintenance_added", "maintenance_removed",
     "equality_outlier",
+    "report_confirmed",
 ]  # fmt: skip
 NOTIFY_KINDS: tuple[NotifyKind, ...] = get_args(NotifyKind)
 

@@ -8,7 +8,7 @@ became pending: after a longer outage (no round decided in between) the rotation
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -111,3 +111,19 @@ def plan_endpoint(
         if applicable(contract, endpoint)
     )
     return tuple(probes)
+
+
+# The probes whose answers judge each contract: language and hygiene judge every prose answer,
+# so a focused check of hygiene sends the ttft samples and the language probe.
+PROBES_FOR: dict[Contract, frozenset[Contract]] = {
+    **{c: frozenset({c}) for c in Contract},
+    Contract.hygiene: frozenset({Contract.ttft, Contract.language}),
+}
+
+
+def focus_plan(
+    plan: Sequence[PlannedProbe], contracts: Collection[Contract]
+) -> tuple[PlannedProbe, ...]:
+    """A focused check's probes: those of the round's plan that judge ``contracts``."""
+    wanted = frozenset().union(*(PROBES_FOR[c] for c in contracts))
+    return tuple(p for p in plan if p.contract in wanted)

@@ -34,7 +34,8 @@ from canary.core.model import Mode
 # endpoints that advertise its needs.
 # 8: an endpoint in a maintenance window is frozen (its results decide nothing) and left out of
 # the model-wide rule.
-RULES_REVISION = 8
+# 9: a focused check (an app's report) is a look: its confirmed failures count, its passes not.
+RULES_REVISION = 9
 
 DEFAULT_LOOK_GAP_MINUTES = 10.0  # the gap's default, at most: half the interval when shorter
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import random
 import ssl
 import time
@@ -268,6 +269,33 @@ class OpenRouterClient:
             return parse_endpoints(model_id, body)
         except EndpointsPayloadError as exc:
             return _Failed(Transport.provider_error, str(exc))
+
+    # -- who served an answer -----------------------------------------------------------------
+
+    async def generation_provider(self, gen_id: str, deadline_s: float = 30.0) -> str | None:
+        """The ``provider_name`` OpenRouter reports for generation ``gen_id`` (readable only by
+        the account that made it, a few seconds after it ended): 404, 429, 5xx and connection
+        errors are retried with backoff within ``deadline_s``; None when it never said."""
+        deadline = self._clock() + deadline_s
+        for attempt in itertools.count(1):
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return None
+            try:
+                async with asyncio.timeout(remaining):
+                    response = await self._listing_http.get("/generation", params={"id": gen_id})
+                status, body = response.status_code, load_json(response.content)
+            except (TimeoutError, httpx.HTTPError, OSError):
+                status, body = 503, None
+            data = as_object((as_object(body) or {}).get("data")) if status == 200 else None
+            name = (data or {}).get("provider_name")
+            if isinstance(name, str) and name:
+                return name
+            if status not in (404, 429) and status < 500:
+                return None  # another account's answer, or a bad id: never guessed
+            delay = self._rng.uniform(0.5, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+            await self._sleep(min(delay, max(deadline - self._clock(), 0.0)))
+        return None
 
     # -- pinned streaming probes ------------------------------------------------------------
 

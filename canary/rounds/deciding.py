@@ -68,12 +68,13 @@ class ModelDecisions:
         floor: int,
         now: datetime,
         holder: str | None = None,
+        look: Look | None = None,
     ) -> Decision:
-        """Decide the round (a look started at ``now``) on the layers as they stand and write it
+        """Decide the round (a look started at ``now``; ``look``: a focused check's) on the layers as they stand and write it
         in one transaction, deciding again when an operator changed the model's layers in
         between. With ``holder``, only while that claimer still runs the round (``RoundLost``
         otherwise)."""
-        look = Look.round(round_id, now)
+        look = look or Look.round(round_id, now)
         for _ in range(_ATTEMPTS):
             guard = self.store.guard_version(model)
             before = self.store.load_states(model)

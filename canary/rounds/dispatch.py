@@ -23,11 +23,35 @@ import asyncio
 import heapq
 import itertools
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
+M = TypeVar("M", bound="HasId")
+
+
+class HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+def claim_order(
+    models: Sequence[M], listed: Mapping[str, Collection[str]]
+) -> tuple[list[M], dict[str, int]]:
+    """The models, those with the busiest providers first (``listed``: each model's tags in
+    its latest listing), and each one's endpoint count (10 when never listed)."""
+    load: dict[str, int] = defaultdict(int)
+    for tags in listed.values():
+        for tag in tags:
+            load[provider_of(tag)] += 1
+    sizes = {m.id: len(listed.get(m.id) or ()) or 10 for m in models}
+
+    def busiest(model: M) -> tuple[int, int, str]:
+        tags = listed.get(model.id) or ()
+        return (-max((load[provider_of(t)] for t in tags), default=0), -sizes[model.id], model.id)
+
+    return sorted(models, key=busiest), sizes
 
 
 def provider_of(tag: str) -> str:

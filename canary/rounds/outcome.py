@@ -28,6 +28,7 @@ class ModelRound:
     decided: bool = False  # the decision (states, quarantines, audit rows) was committed
     extra: bool = False  # an extra round (``canary round --now``): it decides nothing
     served: dict[str, str] = field(default_factory=dict)  # tag -> the model its answers reported
+    served_before: dict[str, str] = field(default_factory=dict)  # the same, before this round
     error: str | None = None  # why the round failed, when it did
     # a low-cardinality code of why: an exception's class name, "lost", "listing_<transport>"
     error_type: str | None = None

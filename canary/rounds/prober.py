@@ -26,7 +26,7 @@ from canary.core.model import (
     Observation,
     Result,
 )
-from canary.core.plan import PlannedProbe, plan_endpoint
+from canary.core.plan import PlannedProbe, focus_plan, plan_endpoint
 from canary.openrouter.client import OpenRouterClient
 from canary.rounds.dispatch import Dispatcher, provider_of
 
@@ -72,6 +72,7 @@ class Prober:
         self.dispatcher = Dispatcher(concurrency, per_provider_concurrency)
         # seconds one request to an endpoint takes, from its last round (else the default)
         self.estimates: dict[tuple[str, str], float] = {}
+        self.focus: frozenset[Contract] = frozenset()  # a focused check's contracts (else all)
 
     def applicable(self, contract: Contract, endpoint: Endpoint) -> bool:
         return self._probes.applicable(contract, endpoint)
@@ -85,7 +86,7 @@ class Prober:
         now: datetime | None = None,
         max_age: timedelta | None = None,
     ) -> tuple[PlannedProbe, ...]:
-        return plan_endpoint(
+        plan = plan_endpoint(
             endpoint,
             state,
             index=index,
@@ -95,6 +96,7 @@ class Prober:
             now=now,
             max_age=max_age,
         )
+        return focus_plan(plan, self.focus) if self.focus else plan
 
     async def probe_endpoints(
         self,
@@ -106,10 +108,12 @@ class Prober:
         max_age: timedelta | None = None,
     ) -> list[EndpointProbing]:
         """``now`` and ``max_age``: a pending language older than that is not repeated."""
-        plans = [
-            self.plan(e, states.get(e.tag), index, now=now, max_age=max_age) for e in endpoints
+        planned = [
+            (e, self.plan(e, states.get(e.tag), index, now=now, max_age=max_age)) for e in endpoints
         ]
-        for endpoint, plan in zip(endpoints, plans, strict=True):
+        planned = [(e, plan) for e, plan in planned if plan]  # a focus may leave one nothing
+        endpoints, plans = [e for e, _ in planned], [plan for _, plan in planned]
+        for endpoint, plan in planned:
             # the whole model's work counts toward its providers' priority from now
             self.dispatcher.expect(provider_of(endpoint.tag), self.estimate(endpoint) * len(plan))
         tasks = [self.probe_endpoint(e, plan) for e, plan in zip(endpoints, plans, strict=True)]

@@ -38,17 +38,18 @@ from canary.core.model import (
     Exclusion,
     Layer,
     Look,
+    Observation,
     RoundVerdict,
     Verdict,
 )
 from canary.core.plan import round_index, slot_of
 from canary.core.probing import listing_stopped, round_stopped
 from canary.core.served import served_model
-from canary.core.verdict import judge_round
+from canary.core.verdict import RoundOutcome, judge_round
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.rounds.budget import DayBudget, affordable
 from canary.rounds.deciding import ACTOR
-from canary.rounds.dispatch import provider_of
+from canary.rounds.dispatch import claim_order
 from canary.rounds.drift_records import record_identity, record_listing
 from canary.rounds.outcome import ModelRound
 from canary.rounds.prober import EndpointProbing, Prober
@@ -72,7 +73,7 @@ HEARTBEAT_THREADS = 2
 
 
 @dataclass(frozen=True)
-class _Ready:
+class Ready:
     """What a model's round knows once it is prepared to probe."""
 
     published: Publication
@@ -115,6 +116,7 @@ class RoundRunner:
         consecutive-round rule keeps its spacing."""
         self.w = wiring
         self.decides = decides
+        self.extra = not decides  # marked extra: kept out of the success timestamp and baselines
         self.tracer = tracer if tracer is not None else wiring.tracer
         self.settings: Settings = wiring.settings
         self.client = client
@@ -149,7 +151,9 @@ class RoundRunner:
         self.w.store.abandon_stale_rounds(stale_before, now=now)
         limit = self.settings.daily_budget_usd
         budget = None if limit is None else DayBudget.of(self.w.store, limit, now)
-        order, sizes = self._claim_order()
+        models = list(self.settings.models)
+        snapshots = self.w.store.latest_snapshots([m.id for m in models])
+        order, sizes = claim_order(models, {m: set(s or {}) for m, s in snapshots.items()})
         self.prober.estimates = self.w.store.request_seconds(list(sizes))
         # Load the language models off the event loop before any probe is in flight: loading
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
@@ -242,27 +246,6 @@ class RoundRunner:
         """Requests waiting for a slot, and those of claimed models not probing yet."""
         return self.prober.dispatcher.queued + sum(self._unlisted.values())
 
-    def _claim_order(self) -> tuple[list[ModelSettings], dict[str, int]]:
-        """The models, those with the busiest providers first (from the latest listings), and
-        each one's endpoint count."""
-        models = list(self.settings.models)
-        snapshots = self.w.store.latest_snapshots([m.id for m in models])
-        load: dict[str, int] = {}
-        for snapshot in snapshots.values():
-            for tag in snapshot or {}:
-                load[provider_of(tag)] = load.get(provider_of(tag), 0) + 1
-        sizes = {m.id: len(snapshots.get(m.id) or {}) or 10 for m in models}
-
-        def busiest(model: ModelSettings) -> tuple[int, int, str]:
-            tags = snapshots.get(model.id) or {}
-            return (
-                -max((load[provider_of(t)] for t in tags), default=0),
-                -sizes[model.id],
-                model.id,
-            )
-
-        return sorted(models, key=busiest), sizes
-
     async def run_model(
         self,
         model: ModelSettings,
@@ -286,9 +269,9 @@ class RoundRunner:
             dict(self.w.probes.checksums),
             started_at=self.clock(),
             lost_before=self.clock() - timedelta(seconds=self.settings.lease_ttl_s),
-            extra=not self.decides,
+            extra=self.extra,
         )
-        report = ModelRound(model.id, round_id, now, extra=not self.decides)
+        report = ModelRound(model.id, round_id, now, extra=self.extra)
         if round_id is None:
             report.status = "claimed_elsewhere"
             return report
@@ -442,10 +425,10 @@ class RoundRunner:
         report: ModelRound,
         endpoints: Sequence[Endpoint],
         budget: DayBudget | None,
-    ) -> _Ready:
+    ) -> Ready:
         """Before probing: drift, the list as published, the states, what the budget allows."""
         windows = self.w.store.active_exclusions(model.id, now, Layer.maintenance)
-        if self.decides:
+        if not self.extra:
             report.events += record_listing(
                 self.w.store, self.holder, self._audit_rows, model, round_id, endpoints, now,
                 windows,
@@ -459,7 +442,7 @@ class RoundRunner:
             probes_of=probes_of, max_tokens=self.settings.openrouter.max_tokens,
         )  # fmt: skip
         report.skipped = skipped
-        return _Ready(published, states, index, chosen, skipped, reserved, windows)
+        return Ready(published, states, index, chosen, skipped, reserved, windows)
 
     def _conclude(
         self,
@@ -468,60 +451,16 @@ class RoundRunner:
         now: datetime,
         report: ModelRound,
         endpoints: Sequence[Endpoint],
-        ready: _Ready,
+        ready: Ready,
         probings: list[EndpointProbing],
         budget: DayBudget | None,
     ) -> None:
-        """After probing: record, judge the round, decide, publish, end the round."""
+        """After probing: judge the round (:meth:`_judge`), decide, publish, end the round."""
+        outcome, verdicts, observations = self._judge(
+            model, round_id, now, report, endpoints, ready, probings, budget
+        )
         store, holder, skipped = self.w.store, self.holder, ready.skipped
-        report.probings = probings
-        observations = [o for p in probings for o in p.observations]
-        report.cost_usd = sum(
-            self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
-        )
-        if budget is not None:
-            budget.settle(ready.reserved, report.cost_usd)
-        store.record_observations(round_id, model.id, observations, now, holder=holder)
-        self.w.metrics.observe_transports(o.transport.value for o in observations)
-        report.stopped = round_stopped(observations)
-        if report.stopped is not None:
-            # not a successful round: its row says why before the decision ends it, so the
-            # success timestamp never counts it, on any replica
-            store.note_round(round_id, {"probing": report.stopped.problem.value}, holder=holder)
-            log.warning(
-                "probes_stopped_at_openrouter",
-                model=model.id,
-                round_id=round_id,
-                probing=report.stopped.problem.value,
-                error=report.stopped.error,
-            )
-
         listing = [Listed.of(e) for e in endpoints]
-        outcome = judge_round(
-            model.id,
-            {p.endpoint.tag: p.results for p in probings},
-            positive_controls=model.positive_controls,
-            rules=self.w.rules,
-            look=Look.round(round_id, now),
-            listed=[e.tag for e in endpoints],
-            usable=ready.published.usable,
-            maintenance=named_tags(ready.windows, listing, now),
-        )
-        verdicts = dict(outcome.verdicts)
-        for tag, _reason in skipped:
-            verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
-        served_before = store.served_models_before(model.id, round_id)
-        served = {
-            p.endpoint.tag: m
-            for p in probings
-            if (m := served_model(p.observations, served_before.get(p.endpoint.tag))) is not None
-        }
-        report.served = served
-        store.record_verdicts(round_id, model.id, verdicts, served, holder=holder)
-        for p in probings:
-            for result in p.results:
-                self.w.metrics.observe_probe(result.contract.value, result.result.value)
-        report.verdicts = verdicts
         ended: list[SkippedEndpoint] = [{"provider": t, "reason": r} for t, r in skipped]
 
         if not self.decides:
@@ -538,7 +477,7 @@ class RoundRunner:
             return
         events = [self._gate_daily(e, now) for e in outcome.events]
         events += record_identity(
-            self.w.store, self.holder, model.id, round_id, served_before, served, now,
+            self.w.store, self.holder, model.id, round_id, report.served_before, report.served, now,
             ready.windows, listing,
         )  # fmt: skip
         events += [e for e in (operator_alert(model.id, observations),) if e is not None]
@@ -570,6 +509,74 @@ class RoundRunner:
             round_id, "finished", cost_usd=report.cost_usd, skipped=ended, at=self.clock(),
             holder=holder,
         )  # fmt: skip
+
+    def look(self, round_id: int, now: datetime) -> Look:
+        """What this round is as a look (a focused check's runner says ``focused``)."""
+        return Look.round(round_id, now)
+
+    def _judge(
+        self,
+        model: ModelSettings,
+        round_id: int,
+        now: datetime,
+        report: ModelRound,
+        endpoints: Sequence[Endpoint],
+        ready: Ready,
+        probings: list[EndpointProbing],
+        budget: DayBudget | None,
+    ) -> tuple[RoundOutcome, dict[str, RoundVerdict], list[Observation]]:
+        """Record the answers, judge the round, record its verdicts."""
+        store, holder, skipped = self.w.store, self.holder, ready.skipped
+        report.probings = probings
+        observations = [o for p in probings for o in p.observations]
+        report.cost_usd = sum(
+            self.w.cost_of(o, p.endpoint) for p in probings for o in p.observations
+        )
+        if budget is not None:
+            budget.settle(ready.reserved, report.cost_usd)
+        store.record_observations(round_id, model.id, observations, now, holder=holder)
+        self.w.metrics.observe_transports(o.transport.value for o in observations)
+        report.stopped = round_stopped(observations)
+        if report.stopped is not None:
+            # not a successful round: its row says why before the decision ends it, so the
+            # success timestamp never counts it, on any replica
+            store.note_round(round_id, {"probing": report.stopped.problem.value}, holder=holder)
+            log.warning(
+                "probes_stopped_at_openrouter",
+                model=model.id,
+                round_id=round_id,
+                probing=report.stopped.problem.value,
+                error=report.stopped.error,
+            )
+
+        listing = [Listed.of(e) for e in endpoints]
+        outcome = judge_round(
+            model.id,
+            {p.endpoint.tag: p.results for p in probings},
+            positive_controls=model.positive_controls,
+            rules=self.w.rules,
+            look=self.look(round_id, now),
+            listed=[e.tag for e in endpoints],
+            usable=ready.published.usable,
+            maintenance=named_tags(ready.windows, listing, now),
+        )
+        verdicts = dict(outcome.verdicts)
+        for tag, _reason in skipped:
+            verdicts[tag] = RoundVerdict(model.id, tag, Verdict.skipped, ())
+        served_before = store.served_models_before(model.id, round_id)
+        served = {
+            p.endpoint.tag: m
+            for p in probings
+            if (m := served_model(p.observations, served_before.get(p.endpoint.tag))) is not None
+        }
+        report.served = served
+        store.record_verdicts(round_id, model.id, verdicts, served, holder=holder)
+        for p in probings:
+            for result in p.results:
+                self.w.metrics.observe_probe(result.contract.value, result.result.value)
+        report.verdicts = verdicts
+        report.served_before = served_before
+        return outcome, verdicts, observations
 
     def _gate_daily(self, event: Event, now: datetime) -> Event:
         """A missing control is audited every round and alerted at most once a day."""

@@ -63,6 +63,7 @@ __all__ = [
 log = get_logger("canary.service.daemon")
 
 HOUSEKEEPING_EVERY_S = 15.0  # the list rebuilt from the store, due releases, notifications
+FOCUSED_EVERY_S = 15.0  # pending reports picked up: a focused check starts within a minute
 RETENTION_EVERY_S = 3600.0  # the store is pruned at most this often, by one replica at a time
 RETENTION_FIRST_AFTER_S = 60.0  # the first pass, after start-up has settled
 UNWIND_S = 10.0  # how long a cancelled round may take to unwind (close streams, free the lease)
@@ -93,6 +94,7 @@ class Daemon:
             floor_of=lambda model: self.settings.model(model).capacity_floor,
             controls_of=lambda model: self.settings.model(model).controls,
             profiles=settings.profile_rules,
+            record=self.wiring.store.record_document,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks, settings.notifiers)
         self.stopping = threading.Event()
@@ -213,6 +215,25 @@ class Daemon:
     @property
     def round_unwound(self) -> bool:
         return self._idle.is_set()
+
+    def focused_checks(self) -> None:
+        """The focused-check job: the pending reports' checks and the second looks due
+        (:class:`canary.rounds.focused.FocusedChecks`); the list republished after a decision."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from canary.rounds.focused import FocusedChecks
+        from canary.rounds.wiring import openrouter_client
+
+        async def work() -> bool:
+            async with openrouter_client(self.settings) as client:
+                checks = FocusedChecks(self.wiring, client, holder=self.holder)
+                return any(c.decided for c in await checks.tick())
+
+        try:
+            if run_to_completion(work()):
+                self.ignore.refresh()
+        except SQLAlchemyError as exc:  # the store blinked: the next tick tries again
+            log.warning("focused_checks_failed", error=repr(exc))
 
     # -- housekeeping -------------------------------------------------------------------------
 
@@ -385,6 +406,15 @@ def _schedule_until_stopped(daemon: Daemon, settings: Settings, stop: threading.
         retention_every_s=RETENTION_EVERY_S,
         retention_first_after_s=RETENTION_FIRST_AFTER_S,
         equality=daemon.run_equality if settings.equality.enabled else None,
+    )
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    scheduler.add_job(
+        daemon.focused_checks,
+        IntervalTrigger(seconds=FOCUSED_EVERY_S, timezone=UTC),
+        id="focused",
+        max_instances=1,
+        coalesce=True,
     )
     scheduler.start()
     stop.wait()

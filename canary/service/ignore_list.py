@@ -17,6 +17,7 @@ moves ``generated_at`` (every refresh does) keeps it, so an app revalidating get
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -67,6 +68,13 @@ class LayerSource(Protocol):
 
 
 DEFAULT_FLOOR = 2
+# (model, variant, ETag, canonical body, at): records a published document
+Recorder = Callable[[str, str, str, bytes, datetime], bool]
+
+
+def needs_key(needs: Collection[str]) -> str:
+    """A needs variant's name in the history: its needs, sorted and comma-joined ("" for none)."""
+    return ",".join(sorted(needs))
 
 
 def utc_now() -> datetime:
@@ -124,8 +132,13 @@ class IgnoreListService:
         floor_of: Callable[[str], int] = lambda model: DEFAULT_FLOOR,
         controls_of: Callable[[str], Controls] = lambda model: NO_CONTROLS,
         profiles: Sequence[Profile] = (),
+        record: Recorder | None = None,
     ) -> None:
+        """``record``: where each published document goes when its ETag changes (the daemon's
+        store: ``GET /v1/ignore-list?at=T``), every needs variant too."""
         self._store = store
+        self._record = record
+        self._recorded: dict[tuple[str, str], str] = {}  # (model, variant) -> ETag recorded
         self._builtin = tuple(builtin)
         self._model_ids = model_ids
         self._floor_of = floor_of
@@ -229,7 +242,29 @@ class IgnoreListService:
             }
             with self._swap:
                 self._snapshot = _Snapshot(published, layers, now, False, None)
-            return True
+        if self._record is not None:
+            self._record_changed(models, now)
+        return True
+
+    def _record_changed(self, models: Sequence[str], now: datetime) -> None:
+        """Record the documents whose ETag changed since last recorded (a store error is left
+        for the next refresh: the served list never waits on its history)."""
+        from canary.core.needs import KNOWN_NEEDS
+
+        assert self._record is not None
+        variants = [frozenset(c) for n in range(len(KNOWN_NEEDS) + 1)
+                    for c in itertools.combinations(KNOWN_NEEDS, n)]  # fmt: skip
+        for model in models:
+            for needs in variants:
+                published = self.published(model, needs)
+                key = (model, needs_key(needs))
+                if self._recorded.get(key) == published.etag:
+                    continue
+                try:
+                    self._record(model, key[1], published.etag, published.body, now)
+                except self._store.errors:
+                    return
+                self._recorded[key] = published.etag
 
     def _resolve_model_ids(self) -> Collection[str]:
         source = self._model_ids

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from canary import __version__
 from canary.core.model import Contract, Result, Transport
+from canary.core.reports import Outcome
 from canary.service.fleet_figures import ListFigures, StoreFigures
 from canary.views.providers import STATES
 
@@ -74,6 +75,16 @@ class ProcessMetrics:
             ("outcome",),
             registry=registry,
         )
+        self.reports = Counter(
+            "canary_reports",
+            "Apps' reports this process settled, by outcome (confirmed, not_confirmed, "
+            "model_wide, unattributed, in_maintenance, rate_limited, over_budget).",
+            ("outcome",),
+            registry=registry,
+        )
+        for settled in Outcome:
+            if settled is not Outcome.pending:
+                self.reports.labels(outcome=settled.value)
         for contract in Contract:
             for result in Result:
                 self.probes.labels(contract=contract.value, result=result.value)
@@ -94,6 +105,10 @@ class ProcessMetrics:
         self.rounds.inc()
         self.round_duration.observe(max(0.0, duration_s))
         self.cost.inc(max(0.0, cost_usd or 0.0))
+
+    def observe_report(self, outcome: str) -> None:
+        if outcome != Outcome.pending.value:
+            self.reports.labels(outcome=outcome).inc()
 
     def observe_notification(self, sent: bool) -> None:
         self.notifications.labels(outcome="sent" if sent else "failed").inc()

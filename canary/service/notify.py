@@ -82,6 +82,8 @@ TITLES = {
     "exclusion_removed": ":leftwards_arrow_with_hook: operator exclusion removed",
     "maintenance_added": ":construction: maintenance window: its results count for nothing",
     "maintenance_removed": ":leftwards_arrow_with_hook: maintenance window ended early",
+    "report_confirmed": ":mega: an app's report confirmed by a focused check",
+    "equality_outlier": ":mag: equality: an endpoint answers unlike its peers (advisory)",
 }
 
 

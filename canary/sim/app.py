@@ -18,7 +18,14 @@ from canary.sim.control import control_routes
 from canary.sim.routing import Unroutable, as_list, route, sent_parameters
 from canary.sim.state import SimState, UnknownModel
 from canary.sim.stream import Answer, CompletionResponse, StreamResponse
-from canary.sim.wire import endpoints_json, error_body, error_type, model_json, providers_json
+from canary.sim.wire import (
+    endpoints_json,
+    error_body,
+    error_type,
+    generation_json,
+    model_json,
+    providers_json,
+)
 
 PROVIDER_KEYS = frozenset({
     "order", "allow_fallbacks", "require_parameters", "data_collection", "zdr",
@@ -114,12 +121,28 @@ def build_app(state: SimState) -> SimApp:
     async def list_providers(request: Request) -> Response:
         return JSONResponse(providers_json(list(state.models.values())))
 
-    async def chat(request: Request) -> ASGIApp:
-        arrived = time.perf_counter()
+    def refused(request: Request) -> Response | None:
         auth = request.headers.get("authorization", "")
         key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
         if not key or (state.api_key is not None and key != state.api_key):
             return _error(401, "No auth credentials found" if not key else "User not found.")
+        return None
+
+    async def generation(request: Request) -> Response:
+        """``GET /generation?id=``: an answer's provider, model, latency and finish reason, a
+        short while after the answer ended (as OpenRouter's own lags), 404 before."""
+        if (no := refused(request)) is not None:
+            return no
+        gen_id = request.query_params.get("id", "")
+        entry = state.generation(gen_id)
+        if entry is None or time.perf_counter() < _ready_s(entry, state.generation_lag_s):
+            return _error(404, f"Generation {gen_id} not found")
+        return JSONResponse({"data": generation_json(entry)})
+
+    async def chat(request: Request) -> ASGIApp:
+        arrived = time.perf_counter()
+        if (no := refused(request)) is not None:
+            return no
         try:
             body: JsonValue = json.loads(await request.body())
         except ValueError:
@@ -233,12 +256,21 @@ def build_app(state: SimState) -> SimApp:
         Route("/api/v1/models", list_models, methods=["GET"]),
         Route("/api/v1/models/{author}/{slug}/endpoints", list_endpoints, methods=["GET"]),
         Route("/api/v1/providers", list_providers, methods=["GET"]),
+        Route("/api/v1/generation", generation, methods=["GET"]),
         Route("/api/v1/chat/completions", _asgi_endpoint(chat), methods=["POST"]),
         *control_routes(state),
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     app.state.sim = state
     return SimApp(app, _asgi_endpoint(chat))
+
+
+def _ready_s(entry: dict[str, JsonValue], lag_s: float) -> float:
+    """When OpenRouter would first answer for a generation: its end, and a short lag."""
+    arrived, planned = entry.get("arrived_s"), entry.get("planned_ms")
+    start = arrived if isinstance(arrived, float) else 0.0
+    took = planned / 1000 if isinstance(planned, (int, float)) else 0.0
+    return start + took + lag_s
 
 
 class _asgi_endpoint:  # noqa: N801 - used like a decorator

@@ -60,6 +60,8 @@ class SimState:
         self.models: dict[str, ModelState] = {}
         self._counters: dict[tuple[str, str], int] = {}
         self._log: list[dict[str, JsonValue]] = []
+        self._generations: dict[str, dict[str, JsonValue]] = {}  # id -> its answer's log entry
+        self.generation_lag_s = 1.0  # how long after an answer ends GET /generation knows it
         self.reset()
 
     # ---- reading -------------------------------------------------------------------------
@@ -111,6 +113,14 @@ class SimState:
         with self._lock:
             entry["seq"] = len(self._log)
             self._log.append(entry)
+            if isinstance(entry.get("id"), str):
+                self._generations[str(entry["id"])] = entry
+
+    def generation(self, gen_id: str) -> dict[str, JsonValue] | None:
+        """The log entry of the answer ``gen_id`` names (what ``GET /generation`` reports)."""
+        with self._lock:
+            found = self._generations.get(gen_id)
+            return None if found is None else dict(found)
 
     def requests(self) -> list[JsonValue]:
         with self._lock:
@@ -119,6 +129,7 @@ class SimState:
     def clear_requests(self) -> None:
         with self._lock:
             self._log = []
+            self._generations = {}
 
     # ---- changing ------------------------------------------------------------------------
     def reset(self) -> None:

@@ -177,3 +177,16 @@ def error_type(code: int) -> str:
 
 KEEPALIVE = b": OPENROUTER PROCESSING\n\n"
 DONE = b"data: [DONE]\n\n"
+
+
+def generation_json(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """``GET /generation``'s ``data`` from an answer's log entry: who served it, and how."""
+    return {
+        "id": entry.get("id"),
+        "model": entry.get("model"),
+        "provider_name": entry.get("provider_name"),
+        "latency": entry.get("planned_ms"),
+        "finish_reason": entry.get("finish_reason"),
+        "native_finish_reason": entry.get("finish_reason"),
+        "tokens_completion": entry.get("completion_tokens"),
+    }

@@ -40,6 +40,8 @@ class Pruned:
     endpoint_snapshots: int = 0
     ttft_buckets: int = 0
     latency_figures: int = 0
+    reports: int = 0
+    published_documents: int = 0
     complete: bool = True
 
     @property
@@ -83,6 +85,14 @@ class RetentionMixin(AuditMixin):
                 conn.execute(delete(figures).where(figures.c.at < cutoff)).rowcount
                 for figures in (t.latency_figures, t.error_figures)
             )
+            counts["reports"] = conn.execute(
+                delete(t.reports).where(t.reports.c.at < cutoff)
+            ).rowcount
+            d = t.published_documents.c  # each variant's latest stays: what is published now
+            latest = select(func.max(d.id)).group_by(d.model, d.variant)
+            counts["published_documents"] = conn.execute(
+                delete(t.published_documents).where(d.at < cutoff, d.id.not_in(latest))
+            ).rowcount
         return Pruned(**counts, complete=not should_stop())
 
     def _prune_by_round(

@@ -2,8 +2,8 @@
 
 Its parts live beside it, each named for what it holds (``_claims``, ``_rounds``,
 ``_endpoint_state``, ``_layers``, ``_snapshots``, ``_audit``, ``_operator_reads``,
-``_retention``, ``_metrics_reads``, ``_equality``); every read returns plain frozen dataclasses from
-:mod:`canary.store.rows` or :mod:`canary.core.model`.
+``_retention``, ``_metrics_reads``, ``_equality``, ``_reports``); every read returns plain
+frozen dataclasses from :mod:`canary.store.rows` or :mod:`canary.core.model`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from canary.store._equality import EqualityMixin
 from canary.store._layers import LayersMixin
 from canary.store._metrics_reads import MetricsReadsMixin
 from canary.store._operator_reads import OperatorReadsMixin
+from canary.store._reports import ReportsMixin
 from canary.store._retention import RetentionMixin
 from canary.store._rounds import RoundsMixin
 from canary.store._snapshots import SnapshotsMixin
@@ -34,6 +35,7 @@ class Store(
     OperatorReadsMixin,
     MetricsReadsMixin,
     EqualityMixin,
+    ReportsMixin,
 ):
     """``Store(url)``: ``sqlite:///path`` or ``postgresql+psycopg://...``; ``upgrade()`` first."""
 

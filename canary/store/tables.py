@@ -488,3 +488,53 @@ equality_results = Table(
     Index("ix_equality_results_model_tag_id", "model", "tag", "id"),
     Index("ix_equality_results_check_id", "check_id"),
 )
+
+# Apps' reports (canary.core.reports): one per generation id; the endpoints they name, their
+# outcome, and the focused checks they started or joined. The note is shown to operators only.
+reports = Table(
+    "reports",
+    metadata,
+    _id(),
+    _when("at"),
+    _str("model"),
+    _str("provider", null=True),  # as the report named it
+    _json("tags"),  # the endpoints it names (several when a name matches several)
+    _str("generation_id", null=True),
+    _str("symptom", 32),
+    _json("contracts"),
+    _str("language", 8, null=True),
+    _text("note", null=True),
+    _str("sender", 100),  # the report token's name
+    _str("outcome", 32),
+    _str("reason", null=True),
+    _json("checks"),  # ids of the focused checks (rounds) it started or joined
+    _when("decided_at", null=True),
+    UniqueConstraint("generation_id"),
+    Index(None, "model", "at"),
+    Index(None, "outcome", "at"),
+    Index(None, "sender", "at"),
+)
+
+# One focused check per (model, contract) per min_look_gap_minutes, across replicas: the last
+# claim's time, moved by compare-and-set.
+focused_claims = Table(
+    "focused_claims",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("contract", String(32), primary_key=True),
+    _when("claimed_at"),
+)
+
+# Every published document, recorded when its ETag changes: what a model's list said at T.
+published_documents = Table(
+    "published_documents",
+    metadata,
+    _id(),
+    _str("model"),
+    _str("variant"),  # "" for the plain list, else its needs/profile key
+    _str("etag"),
+    _when("at"),
+    _json("body"),
+    Index(None, "model", "variant", "at"),
+    Index(None, "at"),
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, with_config
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
@@ -20,7 +20,9 @@ iso = iso_utc  # the one ISO-8601 UTC formatter: "2026-05-01T12:00:00Z", None st
 # an undeclared key is refused (a bug), not dropped.
 answer = with_config(ConfigDict(extra="forbid"))
 Time = str | None  # ISO-8601 UTC with a "Z"; null when unknown
-Extra = Annotated[bool, Field(description="An extra round (`canary round --now`).")]
+Extra = Annotated[
+    bool, Field(description="An extra round (`canary round --now`) or a focused check.")
+]
 
 
 def parse_when(text: str) -> datetime:
@@ -85,6 +87,12 @@ class RoundRecord(TypedDict):
     cost_usd: float | None
     skipped: list[SkippedEndpoint]
     extra: Extra
+    kind: Annotated[
+        Literal["round", "focused"],
+        Field(
+            description="`focused`: a check an app's report started (it counts its failures only)."
+        ),
+    ]
 
 
 @answer
@@ -162,6 +170,7 @@ def round_json(row: RoundRow) -> RoundRecord:
         "cost_usd": row.cost_usd,
         "skipped": list(row.skipped),
         "extra": bool(row.detail.get("extra")),
+        "kind": "focused" if row.detail.get("focused") else "round",
     }
 
 

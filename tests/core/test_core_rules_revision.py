@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (8, "094466bc27e1130acdcebff0184f093dcce450bf1a87d87f25c2689eb111b1bf")
+PINNED = (9, "dd6d7bc86cbc488714c578f613c743f8d96dd5af1729268b71a6078cabe2e00a")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
@@ -31,6 +31,7 @@ RULE_MODULES = (
     "canary/core/plan.py",
     "canary/core/quarantine.py",
     "canary/core/quarantine_events.py",
+    "canary/core/reports.py",
     "canary/core/streaks.py",
     "canary/core/verdict.py",
     "canary/text/*",

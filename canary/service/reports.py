@@ -1,0 +1,150 @@
+"""Taking an app's report in (``POST /v1/reports``, ``canary report add``): its symptom checked,
+the provider it names mapped to endpoints through the latest listing, the rate limits applied,
+and the report stored (the rules are :mod:`canary.core.reports`'). A report starts no probe
+here: the daemon's focused checks (:mod:`canary.rounds.focused`) pick the pending ones up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pydantic import JsonValue
+
+from canary.config.settings import Settings
+from canary.core.identity import Listed, named_tags
+from canary.core.model import Layer
+from canary.core.reports import Outcome, Symptom, contracts_of, endpoints_named, retry_after
+from canary.store._reports import NewReport, ReportRow
+from canary.store.repository import Store
+from canary.views.records import iso
+
+MINUTE = timedelta(minutes=1)
+NO_NAME = "the report names no provider and no generation id"
+NOT_LISTED = "no endpoint of the latest listing is named {!r}"
+RESOLVING = "resolving the generation id"
+
+
+class UnknownSymptom(ValueError):
+    def __init__(self, given: str) -> None:
+        known = ", ".join(s.value for s in Symptom)
+        super().__init__(f"unknown symptom {given!r}; known: {known}")
+
+
+class TooManyReports(Exception):
+    """Over the sender's rate limit: nothing was stored."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"too many reports from this token; retry after {seconds:.0f} s")
+        self.seconds = seconds
+
+
+@dataclass(frozen=True)
+class Taken:
+    report: ReportRow
+    created: bool  # False: its generation id was reported already (the stored one is answered)
+    retry_after: float | None = None  # over the per-endpoint limit: stored rate_limited
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a report says, as an app sends it."""
+
+    model: str
+    symptom: str
+    provider: str | None = None
+    generation_id: str | None = None
+    language: str | None = None
+    note: str | None = None
+    at: datetime | None = None
+
+
+def in_maintenance(store: Store, model: str, tags: Sequence[str], now: datetime) -> bool:
+    """Whether every reported endpoint is in a maintenance window in force (stored, no check)."""
+    windows = store.active_exclusions(model, now, Layer.maintenance)
+    return bool(windows) and set(tags) <= named_tags(windows, [Listed(t) for t in tags], now)
+
+
+def take_report(store: Store, settings: Settings, said: Said, sender: str, now: datetime) -> Taken:
+    """Check, attribute, rate-limit and store one report (a store error propagates)."""
+    try:
+        symptom = Symptom(said.symptom)
+    except ValueError:
+        raise UnknownSymptom(said.symptom) from None
+    limits = settings.reports
+    if said.generation_id is not None:  # a repeat answers the stored report, whatever the limits
+        known = store.reports_by_generation(said.generation_id)
+        if known is not None:
+            return Taken(known, False)
+    recent = [r.at for r in store.reports(sender=sender, since=now - MINUTE)]
+    wait = retry_after(recent, now, limits.per_token_per_minute, MINUTE)
+    if wait is not None:
+        raise TooManyReports(wait)
+    tags: tuple[str, ...] = ()
+    outcome, reason = Outcome.pending, None
+    if said.provider is not None:
+        snapshot = store.latest_snapshot(said.model) or {}
+        listing = {tag: _name(meta.get("provider_name")) for tag, meta in snapshot.items()}
+        tags = endpoints_named(said.provider, listing)
+        if not tags:
+            outcome, reason = Outcome.unattributed, NOT_LISTED.format(said.provider)
+    elif said.generation_id is None:
+        outcome, reason = Outcome.unattributed, NO_NAME
+    else:
+        reason = RESOLVING
+    wait = None
+    if tags:
+        near = store.reports(model=said.model, since=now - MINUTE, limit=1000)
+        on_them = [r.at for r in near if set(r.tags) & set(tags)]
+        wait = retry_after(on_them, now, limits.per_endpoint_per_minute, MINUTE)
+        if wait is not None:
+            outcome, reason = Outcome.rate_limited, "over the per-endpoint limit"
+        elif in_maintenance(store, said.model, tags, now):
+            outcome = Outcome.in_maintenance
+    note = None if said.note is None else said.note[: limits.max_note_chars] or None
+    new = NewReport(
+        at=said.at or now,
+        model=said.model,
+        provider=said.provider,
+        tags=tags,
+        generation_id=said.generation_id,
+        symptom=symptom.value,
+        contracts=tuple(c.value for c in contracts_of(symptom)),
+        language=said.language,
+        note=note,
+        sender=sender,
+        outcome=outcome.value,
+        reason=reason,
+    )
+    row, created = store.add_report(new)
+    if created:
+        from canary.service.metrics import PROCESS
+
+        PROCESS.observe_report(row.outcome)
+    return Taken(row, created, wait if created else None)
+
+
+def _name(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def report_json(row: ReportRow, *, notes: bool) -> dict[str, JsonValue]:
+    """A report as the API and the CLI show it; its note only when ``notes`` (operators)."""
+    body: dict[str, JsonValue] = {
+        "id": row.id,
+        "at": iso(row.at),
+        "model": row.model,
+        "provider": row.provider,
+        "endpoints": list(row.tags),
+        "generation_id": row.generation_id,
+        "symptom": row.symptom,
+        "contracts": list(row.contracts),
+        "language": row.language,
+        "outcome": row.outcome,
+        "reason": row.reason,
+        "checks": list(row.checks),
+    }
+    if notes:
+        body["note"] = row.note
+    return body

@@ -1,0 +1,80 @@
+"""The store's part of reports: one report per generation id, focused-check claims one per
+(model, contract) per gap whatever the number of replicas, published documents by time."""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from canary.store._reports import NewReport
+from canary.store.repository import Store
+
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+GAP = timedelta(minutes=10)
+_models = itertools.count()
+
+
+def _report(generation_id: str | None, **fields: object) -> NewReport:
+    base = dict(
+        at=T0, model="acme/r", provider="alpha", tags=("alpha",), generation_id=generation_id,
+        symptom="empty", contracts=("refusal",), language=None, note="n", sender="app",
+        outcome="pending",
+    )  # fmt: skip
+    return NewReport(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_one_report_per_generation_id_and_none_without_one(store: Store) -> None:
+    first, made = store.add_report(_report("gen-s-1"))
+    again, made_again = store.add_report(_report("gen-s-1", symptom="refusal"))
+    assert made and not made_again and again == first
+    nameless = [store.add_report(_report(None))[1] for _ in range(2)]
+    assert nameless == [True, True]
+
+
+def test_settling_notes_the_check_and_the_outcome(store: Store) -> None:
+    row, _ = store.add_report(_report("gen-s-2"))
+    store.settle_reports([row.id], check=41, outcome=None, at=T0)
+    store.settle_reports([row.id], check=42, outcome="confirmed", at=T0 + GAP)
+    [after] = [r for r in store.reports(model="acme/r") if r.id == row.id]
+    assert after.checks == (41, 42) and after.outcome == "confirmed"
+    assert after.decided_at == T0 + GAP
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.integers(0, 60), min_size=1, max_size=20))
+def test_claims_are_at_least_the_gap_apart(store: Store, minutes: list[int]) -> None:
+    model = f"acme/claims-{next(_models)}"
+    granted = [
+        T0 + timedelta(minutes=m)
+        for m in sorted(minutes)
+        if store.claim_focused(model, "refusal", T0 + timedelta(minutes=m), GAP)
+    ]
+    assert granted[0] == T0 + timedelta(minutes=min(minutes))
+    assert all(b - a >= GAP for a, b in zip(granted, granted[1:], strict=False))
+
+
+def test_replicas_claiming_at_once_get_one_check(store: Store) -> None:
+    model = f"acme/claims-{next(_models)}"
+    with ThreadPoolExecutor(6) as pool:
+        won = list(pool.map(lambda _: store.claim_focused(model, "ttft", T0, GAP), range(6)))
+        later = list(
+            pool.map(lambda _: store.claim_focused(model, "ttft", T0 + GAP, GAP), range(6))
+        )
+    assert won.count(True) == 1 and later.count(True) == 1
+    assert store.claim_focused(model, "schema", T0, GAP)  # another contract: its own claim
+
+
+def test_documents_are_recorded_when_their_etag_changes_and_read_by_time(store: Store) -> None:
+    model = f"acme/docs-{next(_models)}"
+    assert store.record_document(model, "", "W/1", {"ignore": []}, T0)
+    assert not store.record_document(model, "", "W/1", {"ignore": []}, T0 + GAP)
+    assert store.record_document(model, "", "W/2", {"ignore": ["bravo"]}, T0 + 2 * GAP)
+    assert store.document_at(model, "", T0 - GAP) is None
+    assert store.document_at(model, "", T0 + GAP).etag == "W/1"  # type: ignore[union-attr]
+    assert store.document_at(model, "", T0 + 3 * GAP).body == {"ignore": ["bravo"]}  # type: ignore[union-attr]
