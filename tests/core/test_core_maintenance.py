@@ -8,6 +8,7 @@ from datetime import timedelta
 from core_builders import ENFORCE, INTERVAL, MODEL, OBSERVE, T0, Fleet, cr, window
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.core.drift import DriftChange, quieted
 from canary.core.identity import Listed
@@ -90,7 +91,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps, st.sampled_from([ENFORCE, OBSERVE]))
 def test_no_endpoint_in_a_window_is_moved_by_its_results(
     sequence: list[tuple[str, bool, int]], rules: PolicyRules

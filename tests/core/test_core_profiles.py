@@ -10,6 +10,7 @@ from datetime import timedelta
 from core_builders import MODEL, T0
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.config.settings import QUANTIZATION_ORDER
 from canary.core.controls import NO_CONTROLS, Controls
@@ -201,7 +202,7 @@ def profiles(draw: st.DrawFn) -> Profile:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(fleets(), profiles(), st.integers(0, 4))
 def test_requirements_never_breach_a_floor_the_list_without_them_keeps(
     fleet: tuple[tuple[Listed, ...], dict[str, Measured], tuple[Exclusion, ...]],

@@ -11,6 +11,7 @@ from datetime import timedelta
 from core_builders import MODEL, T0, cr, listing, quarantine_entries
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.core.model import (
     Contract,
@@ -77,7 +78,7 @@ def play(
     return run
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(steps)
 def test_no_quarantine_rests_on_fewer_than_two_looks_or_two_looks_closer_than_the_gap(
     sequence: list[tuple[bool, int, dict[str, tuple[Result, Result]]]],
@@ -90,7 +91,7 @@ def test_no_quarantine_rests_on_fewer_than_two_looks_or_two_looks_closer_than_th
             assert all(b.at - a.at >= GAP for a, b in zip(counted, counted[1:], strict=False))  # type: ignore[operator]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(steps, st.lists(st.tuples(st.integers(0, 23), st.sampled_from([0, 1, 4])), max_size=12))
 def test_focused_checks_of_clean_endpoints_change_no_decision(
     sequence: list[tuple[bool, int, dict[str, tuple[Result, Result]]]],
@@ -117,7 +118,7 @@ def test_focused_checks_of_clean_endpoints_change_no_decision(
     assert all_clean.starts == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps)
 def test_reports_never_bypass_observe_mode_the_floor_or_the_model_wide_rule(
     sequence: list[tuple[bool, int, dict[str, tuple[Result, Result]]]],

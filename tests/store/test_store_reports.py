@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from quick import examples
 
 from canary.store._reports import NewReport
 from canary.store.repository import Store
@@ -45,7 +46,9 @@ def test_settling_notes_the_check_and_the_outcome(store: Store) -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(st.lists(st.integers(0, 60), min_size=1, max_size=20))
 def test_claims_are_at_least_the_gap_apart(store: Store, minutes: list[int]) -> None:
