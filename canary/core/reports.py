@@ -112,9 +112,13 @@ def report_outcome(
     contracts: Collection[str],
     verdicts: Mapping[str, RoundVerdict],
     model_wide: Collection[str],
+    unpaid: Collection[str] = (),
 ) -> Outcome:
-    """A focused check's answer to one report: confirmed when a reported endpoint failed one of
-    its contracts; model-wide when the rule took a contract off every host; else not confirmed."""
+    """A focused check's answer to one report: over budget when every reported endpoint went
+    unprobed for the budget (``unpaid``); confirmed when a reported endpoint failed one of its
+    contracts; model-wide when the rule took a contract off every host; else not confirmed."""
+    if reported and set(reported) <= set(unpaid):
+        return Outcome.over_budget
     for tag in reported:
         verdict = verdicts.get(tag)
         if verdict is not None and failures_only(verdict, contracts).results:

@@ -25,7 +25,6 @@ from pydantic import JsonValue
 
 from canary.config.settings import ModelSettings
 from canary.core.events import ModelWide, ReportConfirmed
-from canary.core.identity import Listed
 from canary.core.model import Contract, Endpoint, Look, LookKind, Verdict
 from canary.core.reports import (
     Outcome,
@@ -142,23 +141,8 @@ class FocusedRunner(RoundRunner):
             for tag in self.focus.reported
             if tag in counted and counted[tag].results
         ]
-        decisions = self.w.decisions
-        decision = decisions.decide_round(
-            model.id,
-            round_id=round_id,
-            listing=[Listed.of(e) for e in endpoints],
-            verdicts=counted,
-            skipped=(),
-            round_events=confirmed,
-            floor=model.capacity_floor,
-            now=now,
-            holder=self.holder,
-            look=look,
-        )
-        report.decided = True
         report.events += confirmed
-        report.events += list(decision.events)
-        report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
+        self._decide(model, round_id, now, report, endpoints, counted, (), confirmed, look)
         failed: dict[str, JsonValue] = {
             c: list[JsonValue](
                 t for t, v in sorted(counted.items()) if any(r.contract == c for r in v.results)
@@ -175,13 +159,14 @@ class FocusedRunner(RoundRunner):
             skipped=[{"provider": t, "reason": r} for t, r in ready.skipped],
             detail=detail, at=self.clock(), holder=self.holder,
         )  # fmt: skip
-        unpaid = {t for t, _ in ready.skipped}
+        unpaid = [t for t, _ in ready.skipped]
+        settled: dict[Outcome, list[int]] = {}
         for r in self.focus.reports:
-            answer = report_outcome(r.tags, r.contracts, counted, wide)
-            if r.tags and set(r.tags) <= unpaid:
-                answer = Outcome.over_budget
-            self.w.store.settle_reports([r.id], check=round_id, outcome=answer.value, at=now)
+            answer = report_outcome(r.tags, r.contracts, counted, wide, unpaid)
+            settled.setdefault(answer, []).append(r.id)
             self.w.metrics.observe_report(answer.value)
+        for answer, settled_ids in settled.items():
+            self.w.store.settle_reports(settled_ids, check=round_id, outcome=answer.value, at=now)
 
 
 class FocusedChecks:

@@ -490,25 +490,30 @@ class RoundRunner:
                 round_id=round_id,
             )  # fmt: skip
             report.events += [alert] if alert is not None else []
-        decisions = self.w.decisions
-        decision = decisions.decide_round(
-            model.id,
-            round_id=round_id,
-            listing=listing,
-            verdicts={t: v for t, v in verdicts.items() if v.verdict is not Verdict.skipped},
-            skipped=[t for t, _ in skipped],
-            round_events=events,
-            floor=model.capacity_floor,
-            now=now,
-            holder=holder,
+        judged = {t: v for t, v in verdicts.items() if v.verdict is not Verdict.skipped}
+        self._decide(
+            model, round_id, now, report, endpoints, judged, [t for t, _ in skipped], events
         )
-        report.decided = True
-        report.events += list(decision.events)
-        report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
         store.finish_round(
             round_id, "finished", cost_usd=report.cost_usd, skipped=ended, at=self.clock(),
             holder=holder,
         )  # fmt: skip
+
+    def _decide(
+        self, model: ModelSettings, round_id: int, now: datetime, report: ModelRound,
+        endpoints: Sequence[Endpoint], verdicts: Mapping[str, RoundVerdict],
+        skipped: Sequence[str], events: Sequence[Event], look: Look | None = None,
+    ) -> None:  # fmt: skip
+        """Decide on the judged verdicts and bring the floor's record up to date."""
+        decisions = self.w.decisions
+        decision = decisions.decide_round(
+            model.id, round_id=round_id, listing=[Listed.of(e) for e in endpoints],
+            verdicts=verdicts, skipped=skipped, round_events=events, floor=model.capacity_floor,
+            now=now, holder=self.holder, look=look,
+        )  # fmt: skip
+        report.decided = True
+        report.events += list(decision.events)
+        report.events += decisions.sync_floor([model.id], {model.id: model.capacity_floor}, now)
 
     def look(self, round_id: int, now: datetime) -> Look:
         """What this round is as a look (a focused check's runner says ``focused``)."""

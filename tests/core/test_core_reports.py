@@ -77,6 +77,9 @@ def test_report_outcomes() -> None:
     assert report_outcome(["a"], ["hygiene"], failing, ()) is Outcome.confirmed
     assert report_outcome(["b"], ["hygiene"], failing, ()) is Outcome.not_confirmed
     assert report_outcome(["b"], ["hygiene"], failing, ["hygiene"]) is Outcome.model_wide
+    # every reported endpoint left unprobed for the budget: over budget, whatever the rest says
+    assert report_outcome(["b"], ["hygiene"], failing, ["hygiene"], ["b"]) is Outcome.over_budget
+    assert report_outcome(["a", "b"], ["hygiene"], failing, (), ["b"]) is Outcome.confirmed
 
 
 def test_a_focused_first_look_is_due_a_second_after_the_gap() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "dd6d7bc86cbc488714c578f613c743f8d96dd5af1729268b71a6078cabe2e00a")
+PINNED = (9, "e440bd3bfd5a22dc291e5105f04754e1e22dd7aae975eba14b3b3b50e0d2fdf3")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
