@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import JsonValue
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import RowMapping, insert, select, update
 
 from canary.store import tables as t
 from canary.store.engine import StoreBase, insert_ignoring_conflict
@@ -48,8 +48,7 @@ class DocumentRow:
     body: JsonValue
 
 
-def _report(row: Row[tuple[object, ...]]) -> ReportRow:
-    m = row._mapping
+def _report(m: RowMapping) -> ReportRow:
     return ReportRow(
         at=m["at"],
         model=m["model"],
@@ -78,13 +77,13 @@ class ReportsMixin(StoreBase):
             stmt = insert_ignoring_conflict(conn, t.reports, index_elements=["generation_id"])
             made = conn.execute(stmt.values(**values, checks=[]).returning(r.id)).scalar()
             wanted = r.id == made if made is not None else r.generation_id == new.generation_id
-            row = conn.execute(select(t.reports).where(wanted)).one()
+            row = conn.execute(select(t.reports).where(wanted)).mappings().one()
         return _report(row), made is not None
 
     def reports_by_generation(self, generation_id: str) -> ReportRow | None:
         stmt = select(t.reports).where(t.reports.c.generation_id == generation_id)
         with self._read() as conn:
-            row = conn.execute(stmt).one_or_none()
+            row = conn.execute(stmt).mappings().one_or_none()
         return None if row is None else _report(row)
 
     def attribute_report(
@@ -124,7 +123,7 @@ class ReportsMixin(StoreBase):
         if sender is not None:
             stmt = stmt.where(r.sender == sender)
         with self._read() as conn:
-            return [_report(row) for row in conn.execute(stmt)]
+            return [_report(row) for row in conn.execute(stmt).mappings()]
 
     def settle_reports(
         self, ids: Sequence[int], *, check: int | None, outcome: str | None, at: datetime
