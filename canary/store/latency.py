@@ -76,12 +76,13 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
     that finishes it: once per round, and never for an abandoned attempt."""
     model = conn.execute(select(t.rounds.c.model).where(t.rounds.c.id == round_id)).scalar_one()
     p = t.probes.c
+    outside_windows = outside_maintenance(conn, model, at)
     samples = conn.execute(
         select(p.model, p.tag, p.at, p.ttft_s).where(
             p.round_id == round_id,
             p.ttft_s.is_not(None),
             p.attribution_ok.is_(True),
-            *outside_maintenance(conn, model, at),
+            *outside_windows,
         )
     )
     buckets = bucket_rows((m, tag, when, float(s)) for m, tag, when, s in samples if s is not None)
@@ -94,7 +95,7 @@ def count_latency(conn: Connection, round_id: int, at: datetime) -> None:
         )
         conn.execute(stmt, buckets)
     refresh_latency_figures(conn, model, at)
-    refresh_error_figures(conn, model, at)
+    refresh_error_figures(conn, model, at, outside_windows)
 
 
 def outside_maintenance(conn: Connection, model: str, at: datetime) -> list[ColumnElement[bool]]:
@@ -163,9 +164,12 @@ _FAILED = (Transport.provider_error.value, Transport.timeout.value)
 _COUNTED = (Transport.ok.value, *_FAILED)
 
 
-def refresh_error_figures(conn: Connection, model: str, at: datetime) -> None:
+def refresh_error_figures(
+    conn: Connection, model: str, at: datetime, outside_windows: Sequence[ColumnElement[bool]]
+) -> None:
     """Recompute ``model``'s error figures over the 24 h before ``at`` from its probes (those of
-    rounds not abandoned, answered by the pinned provider), on ``conn``, in its transaction."""
+    rounds not abandoned, answered by the pinned provider, outside maintenance windows: the
+    conditions ``outside_windows``), on ``conn``, in its transaction."""
     p, r = t.probes.c, t.rounds.c
     failed = func.sum(case((p.transport.in_(_FAILED), 1), else_=0))
     stmt = (
@@ -178,7 +182,7 @@ def refresh_error_figures(conn: Connection, model: str, at: datetime) -> None:
             p.transport.in_(_COUNTED),
             p.attribution_ok.is_(True),
             r.status != "abandoned",
-            *outside_maintenance(conn, model, at),
+            *outside_windows,
         )
         .group_by(p.tag)
     )
