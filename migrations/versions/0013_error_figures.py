@@ -32,7 +32,7 @@ def upgrade() -> None:
         sa.Column("errors", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("model", "tag", name=op.f("pk_error_figures")),
     )
-    from canary.store.latency import refresh_error_figures
+    from canary.store.latency import outside_maintenance, refresh_error_figures
     from canary.store.tables import UTCDateTime
 
     rounds = sa.table(
@@ -49,7 +49,9 @@ def upgrade() -> None:
         .group_by(c.model)
     )
     for model, finished_at in latest.all():
-        refresh_error_figures(bind, model, finished_at)
+        refresh_error_figures(
+            bind, model, finished_at, outside_maintenance(bind, model, finished_at)
+        )
 
 
 def downgrade() -> None:
