@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,13 +191,17 @@ def test_a_provider_slug_excluded_is_an_entry_not_a_provider_row(
     assert providers["delta/turbo"]["exclusions"][0]["provider"] == "delta"
     assert [e["provider"] for e in model["ignore_list"]["entries"]] == ["delta", "echo"]
     table = status(fleet, "--model", fleet.model)
-    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines()]
-    rows = [c for c in cells if c]
-    providers_rows = {c[0]: c for c in rows if len(c) == 7}
+    lines = table.splitlines()
+    header = next(i for i, line in enumerate(lines) if re.match(r"Provider +State", line))
+    listed = lines[header + 1 : next(i for i, line in enumerate(lines) if line.startswith("ignore"))]
+    # the endpoints' columns stand two spaces or more apart; no cell holds two spaces
+    providers_rows = {c[0]: c for c in (re.split(r" {2,}", line) for line in listed)}
     assert sorted(providers_rows) == sorted(ENTRY_LISTING)  # no "delta ... none yet" row
     turbo = providers_rows["delta/turbo"]
     assert turbo[1] == "excluded" and turbo[6] == "runtime delta: incident 7: timeouts"
     assert "entries of the published list" in table
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines]
+    rows = [c for c in cells if c]
     entries = {c[0]: c for c in rows if len(c) == 5}
     assert entries["delta"][1:4] == ["runtime", "delta/turbo", "incident 7: timeouts"]
     assert entries["echo"][1:3] == ["builtin", "no endpoint known"]
