@@ -8,12 +8,9 @@ round, so it never loads every probe definition on its way (see :class:`Ops`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import typer
-from rich.cells import cell_len
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -28,6 +25,7 @@ from canary.cli.ops_base import (
     ops_context,
     table_of,
 )
+from canary.cli.painted import Cell, Painter, Piece, cell, columns
 from canary.core.document import IgnoreDocument
 from canary.store._equality import EqualityRecord
 from canary.views.bodies import providers_body
@@ -80,17 +78,19 @@ def status(ctx: typer.Context, model: OptModelOpt = None, as_json: JsonOpt = Fal
         )
         return
     shown = console()
+    painter = Painter(shown)
+    mode = ops.settings.mode
     for o in out:
         doc = o.ignore
         ignored = json.dumps(doc["ignore"]) if doc["ignore"] else "[] (nothing ignored)"
-        shown.print(providers_table(o.model, ops.settings.mode, o.providers), soft_wrap=True)
-        shown.print(Text(f"ignore list: {ignored}  policy {doc['policy_version']}"))
-        shown.print(floor_line(doc))
+        lines = providers_table(painter, f"{o.model}  (mode {mode})", o.providers)
+        lines.append(f"ignore list: {ignored}  policy {doc['policy_version']}")
+        lines.append(painter.line(floor_line(doc)))
+        shown.file.write("\n".join(lines) + "\n")
         if doc["entries"]:
             shown.print(entries_table(doc, o.providers))
-        shown.print(cost_line(o.cost))
-        shown.print(Text(equality_line(o.equality)), end="\n\n")
-    shown.print(Text(day_line(spend["day"])))
+        shown.file.write(painter.line(cost_line(o.cost)) + f"\n{equality_line(o.equality)}\n\n")
+    shown.file.write(day_line(spend["day"]) + "\n")
 
 
 @dataclass(frozen=True)
@@ -102,18 +102,19 @@ class _ModelStatus:
     equality: list[EqualityRecord]
 
 
-def floor_line(doc: IgnoreDocument) -> Text:
+def floor_line(doc: IgnoreDocument) -> Cell:
     """The capacity floor on the published list: red when breached."""
     usable, floor = doc["usable_endpoints"], doc["capacity_floor"]
     if usable is None:
-        return Text(f"capacity floor {floor}: not listed yet")
+        return cell(f"capacity floor {floor}: not listed yet")
     withheld = doc["withheld"]
     held = f"; withheld to hold it: {', '.join(withheld)}" if withheld else ""
     if doc["floor_breached"]:
-        return Text.assemble(
-            ("FLOOR BREACHED", "bold red"), f": {usable} usable endpoint(s), floor {floor}{held}"
+        return (
+            ("FLOOR BREACHED", "bold red"),
+            (f": {usable} usable endpoint(s), floor {floor}{held}", ""),
         )
-    return Text(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
+    return cell(f"capacity floor {floor}: {usable} usable endpoint(s){held}")
 
 
 def entries_table(doc: IgnoreDocument, views: list[ProviderView]) -> Table:
@@ -137,49 +138,32 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def providers_table(model: str, mode: str, views: list[ProviderView]) -> Group:
+def providers_table(painter: Painter, title: str, views: list[ProviderView]) -> list[str]:
     rows = []
     for v in views:
-        marks = Text()
+        marks: list[Piece] = []
         for c, r in v.results.items():
-            marks.append(f" {c} " if marks else f"{c} ")
-            marks.append(RESULT_SYMBOLS.get(r.result, "·"), RESULT_COLOURS.get(r.result, "dim"))
+            marks.append((f" {c} " if marks else f"{c} ", ""))
+            marks.append((RESULT_SYMBOLS.get(r.result, "·"), RESULT_COLOURS.get(r.result, "dim")))
         day = v.latency.day
         notes = []
         if v.quarantine_until:
             notes.append(f"until {to_second(v.quarantine_until)} (step {v.quarantine_step or '?'})")
         notes.extend(v.exclusion_notes)
+        ttft = f"{seconds(day.get('p50'))} / {seconds(day.get('p95'))} / {seconds(day.get('p99'))}"
         rows.append((
-            Text(v.provider),
-            Text(v.state, STATE_STYLES.get(v.state, "")),
-            Text(str(v.failing_streak)),
-            marks if v.results else Text("none yet", "dim"),
-            Text(
-                f"{seconds(day.get('p50'))} / {seconds(day.get('p95'))} / {seconds(day.get('p99'))}"
-            ),
+            cell(v.provider),
+            cell(v.state, STATE_STYLES.get(v.state, "")),
+            cell(str(v.failing_streak)),
+            marks or cell("none yet", "dim"),
+            cell(ttft),
             latency_cell(v.latency),
-            Text("; ".join(notes)),
+            cell("; ".join(notes)),
         ))  # fmt: skip
-    return columns(f"{model}  (mode {mode})", COLUMNS, rows)
+    return columns(painter, title, COLUMNS, rows)
 
 
-def columns(title: str, names: Sequence[str], rows: Sequence[Sequence[Text]]) -> Group:
-    """Rows of short cells padded into columns under a bold header, never wrapped (a narrower
-    terminal wraps the line). Written here because rich's Table measures and wraps every cell:
-    about 0.5 ms a row, over a second for the 2,000 rows of a 200-model catalog."""
-    widths = [max([cell_len(n), *(row[i].cell_len for row in rows)]) for i, n in enumerate(names)]
-    lines = [Text(title, style="italic")]
-    for cells in ([Text(n, style="bold") for n in names], *rows):
-        line = Text()
-        for i, (cell, width) in enumerate(zip(cells, widths, strict=True)):
-            line.append_text(cell)
-            line.append(" " * (width - cell.cell_len + (2 if i < len(widths) - 1 else 0)))
-        line.rstrip()
-        lines.append(line)
-    return Group(*lines)
-
-
-def latency_cell(latency: Latency) -> Text:
+def latency_cell(latency: Latency) -> Cell:
     """``degraded (7d p95 6.10, peers p95 1.00, OR p50 0.64)``: the state and its context, in
     seconds like every time in the tables (OpenRouter's figures come in milliseconds)."""
     beside = [f"7d p95 {seconds(latency.week.get('p95'))}"]
@@ -187,26 +171,22 @@ def latency_cell(latency: Latency) -> Text:
         beside.append(f"peers p95 {latency.peers_p95_24h_s:.2f}")
     if latency.openrouter_ms and "p50" in latency.openrouter_ms:
         beside.append(f"OR p50 {seconds(latency.openrouter_ms['p50'] / 1000)}")
-    return Text.assemble(
-        (latency.state, LATENCY_STYLES.get(latency.state, "")), f" ({', '.join(beside)})"
-    )
+    return ((latency.state, LATENCY_STYLES.get(latency.state, "")), (f" ({', '.join(beside)})", ""))
 
 
-def cost_line(cost: ModelCost) -> Text:
+def cost_line(cost: ModelCost) -> Cell:
     last = cost["last_round"]
     parts = [
         f"last round {usd(last['cost_usd']) if last else '– (no round yet)'}",
         f"last 24 h {usd(cost['last_24h_usd'])}",
         f"today {usd(cost['today_usd'])}",
     ]
-    line = Text("probe cost: " + ", ".join(parts))
+    line = [("probe cost: " + ", ".join(parts), "")]
     skipped = last["skipped"] if last else []
     if skipped:
         names = ", ".join(str(s["provider"]) for s in skipped)
         why = skipped[0]["reason"] or "?"
-        line.append_tokens(
-            [("\n", ""), ("skipped last round", "dark_orange"), (f": {names} ({why})", "")]
-        )
+        line += [("\n", ""), ("skipped last round", "dark_orange"), (f": {names} ({why})", "")]
     return line
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import json
 import os
 import re
@@ -193,7 +192,9 @@ def test_a_provider_slug_excluded_is_an_entry_not_a_provider_row(
     table = status(fleet, "--model", fleet.model)
     lines = table.splitlines()
     header = next(i for i, line in enumerate(lines) if re.match(r"Provider +State", line))
-    listed = lines[header + 1 : next(i for i, line in enumerate(lines) if line.startswith("ignore"))]
+    listed = lines[
+        header + 1 : next(i for i, line in enumerate(lines) if line.startswith("ignore"))
+    ]
     # the endpoints' columns stand two spaces or more apart; no cell holds two spaces
     providers_rows = {c[0]: c for c in (re.split(r" {2,}", line) for line in listed)}
     assert sorted(providers_rows) == sorted(ENTRY_LISTING)  # no "delta ... none yet" row

@@ -6,6 +6,7 @@ import pytest
 from rich.console import Console
 
 from canary.cli.ops_status import floor_line
+from canary.cli.painted import Painter
 
 BREACHED = {"usable_endpoints": 1, "capacity_floor": 2, "withheld": ["c"], "floor_breached": True}
 ANSI_RED_BOLD = "\x1b[1;31m"
@@ -13,9 +14,7 @@ ANSI_RED_BOLD = "\x1b[1;31m"
 
 def _printed(force_terminal: bool | None) -> str:
     console = Console(force_terminal=force_terminal, width=200)
-    with console.capture() as captured:
-        console.print(floor_line(BREACHED))  # type: ignore[arg-type]
-    return captured.get()
+    return Painter(console).line(floor_line(BREACHED))  # type: ignore[arg-type]
 
 
 def test_a_breached_floor_is_red_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
