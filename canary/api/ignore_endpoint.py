@@ -21,7 +21,7 @@ from canary.service.ignore_list import (
     ListUnavailable,
     Published,
     UnknownModel,
-    needs_key,
+    variant_key,
 )
 from canary.store._reports import DocumentRow
 from canary.store.engine import STORE_ERRORS
@@ -49,9 +49,10 @@ PROFILE = (
     "naming the known ones."
 )
 AT = (
-    "ISO-8601 time: what was published for the model (and its needs) at that moment, and why "
-    "(each entry's layer and reason), from the history every published document is kept in "
-    "(retention_days); one model. A 404 when nothing was recorded by then."
+    "ISO-8601 time: what was published for the model (its needs, its profile) at that moment, "
+    "and why (each entry's layer and reason), from the history every published document, each "
+    "needs and profile variant, is kept in (retention_days); one model. A 404 when nothing was "
+    "recorded by then."
 )
 History = Callable[[str, str, datetime], DocumentRow | None]
 ETAG = (
@@ -113,7 +114,7 @@ class IgnoreListEndpoint:
         except UnknownNeed as exc:
             return error(400, str(exc), known=KNOWN_NEEDS)
         if at is not None:
-            return await self._then(models, wanted, at)
+            return await self._then(models, wanted, profile, at)
         try:
             parts = tuple(self.ignore.published(m, wanted, profile) for m in models)
         except (UnknownModel, UnknownProfile) as exc:
@@ -133,8 +134,11 @@ class IgnoreListEndpoint:
             return Response(status_code=304, headers=headers)
         return Response(body, headers=headers, media_type="application/json")
 
-    async def _then(self, models: tuple[str, ...], needs: frozenset[str], at: str) -> Response:
-        """What was published for one model (and needs) at ``at``, from the history."""
+    async def _then(
+        self, models: tuple[str, ...], needs: frozenset[str], profile: str | None, at: str
+    ) -> Response:
+        """What was published for one model (its needs, its profile) at ``at``, from the
+        history."""
         try:
             when = parse_when(at)
         except ValueError:
@@ -142,11 +146,14 @@ class IgnoreListEndpoint:
         if len(models) != 1 or self.history is None:
             return error(400, "at= reads the history of one model, on a daemon's API")
         try:
-            row = await run_in_threadpool(self.history, models[0], needs_key(needs), when)
+            row = await run_in_threadpool(
+                self.history, models[0], variant_key(needs, profile), when
+            )
         except STORE_ERRORS:
             return error(503, "the store is unreachable; try again shortly")
         if row is None:
-            return error(404, f"nothing was recorded as published for {models[0]!r} at {at}")
+            cut = "" if profile is None else f" (profile {profile!r})"
+            return error(404, f"nothing was recorded as published for {models[0]!r}{cut} at {at}")
         body = {"model": row.model, "at": iso(when), "published_at": iso(row.at),
                 "etag": row.etag, "document": row.body}  # fmt: skip
         return JSONResponse(body)

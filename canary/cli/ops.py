@@ -389,7 +389,12 @@ def ignore_list(
     ] = None,
     at: Annotated[
         str | None,
-        typer.Option("--at", metavar="TIME", help="What was published then (one model), and why."),
+        typer.Option(
+            "--at",
+            metavar="TIME",
+            help="What was published then (one model; with --needs, --profile: that variant), "
+            "and why.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -409,11 +414,12 @@ def ignore_list(
         for name in models:
             ops.check_model(name)
         if then is not None:
-            from canary.service.ignore_list import needs_key
+            from canary.service.ignore_list import variant_key
 
-            row = ops.store.document_at(models[0], needs_key(wanted), then)
+            row = ops.store.document_at(models[0], variant_key(wanted, profile), then)
             if row is None:
-                fail(f"nothing was recorded as published for {models[0]} at {at}")
+                cut = "" if profile is None else f" (profile {profile})"
+                fail(f"nothing was recorded as published for {models[0]}{cut} at {at}")
             if as_json:  # GET /v1/ignore-list?at=T's body
                 from canary.views.records import iso
 

@@ -96,6 +96,44 @@ def retry_after(
     return max((inside[-limit] + window - now).total_seconds(), 1.0)
 
 
+def admission(
+    tags: Collection[str],
+    recent: Iterable[datetime],
+    now: datetime,
+    limit: int,
+    window: timedelta,
+    maintained: Collection[str],
+) -> tuple[Outcome, float | None]:
+    """What becomes of a report once it names its endpoints (``tags``), before any check,
+    whether the app named the provider or canary resolved it: ``rate_limited`` (and the seconds
+    to wait) when ``limit`` reports on those endpoints came within ``window`` before ``now``
+    (``recent``); ``in_maintenance`` when every one is in a maintenance window in force
+    (``maintained``); else ``pending``, a check to come."""
+    if not tags:
+        return Outcome.pending, None
+    wait = retry_after(recent, now, limit, window)
+    if wait is not None:
+        return Outcome.rate_limited, wait
+    if set(tags) <= set(maintained):
+        return Outcome.in_maintenance, None
+    return Outcome.pending, None
+
+
+def joins(
+    tags: Collection[str],
+    contracts: Collection[str],
+    checked: Collection[str],
+    looked_at: Collection[str],
+) -> bool:
+    """Whether a pending report is settled by a focused check that is ending: it names endpoints,
+    every one among those the check looked at (``looked_at``: the reported, the usable, the
+    controls), and a contract the check probed (``checked``). So a report that came while the
+    check ran is answered by it; one the check did not look at waits for the next."""
+    return (
+        bool(tags) and set(tags) <= set(looked_at) and not set(contracts).isdisjoint(checked)
+    )
+
+
 def failures_only(verdict: RoundVerdict, contracts: Collection[str]) -> RoundVerdict:
     """What a focused check's verdict may count: its confirmed failures of ``contracts``
     (after the round-level rules), nothing else. No failure leaves a verdict without results,

@@ -31,6 +31,7 @@ from canary.core.reports import (
     endpoints_named,
     failures_only,
     focus_order,
+    joins,
     report_outcome,
     second_looks,
 )
@@ -41,6 +42,7 @@ from canary.rounds.prober import EndpointProbing
 from canary.rounds.runner import Ready, RoundRunner
 from canary.rounds.wiring import Wiring
 from canary.service.logs import get_logger
+from canary.service.reports import admit
 from canary.store._reports import ReportRow
 
 log = get_logger("canary.rounds.focused")
@@ -74,6 +76,7 @@ class FocusedRunner(RoundRunner):
         self.extra = True
         self.focus = focus
         self.prober.focus = focus.contracts
+        self.looked_at: frozenset[str] = frozenset(focus.reported)  # set when it is prepared
 
     def look(self, round_id: int, now: datetime) -> Look:
         return Look(LookKind.focused, round_id, now)
@@ -101,6 +104,7 @@ class FocusedRunner(RoundRunner):
                 if tag in states:
                     states[tag] = replace(states[tag], next_language=focus.language,
                                           next_language_since=now)  # fmt: skip
+        self.looked_at = frozenset(wanted)
         skipped = [(t, why) for t, why in ready.skipped if t in wanted]
         report.skipped = skipped
         chosen = [by_tag[t] for t in wanted if t in by_tag]
@@ -130,15 +134,16 @@ class FocusedRunner(RoundRunner):
             {e.contract.value for e in outcome.events if isinstance(e, ModelWide)} & contracts
         )
         look = self.look(round_id, now)
+        reports = self._joined(model.id, contracts, now)
         confirmed = [
             ReportConfirmed(
                 model=model.id,
                 tag=tag,
                 evidence=(look,),
                 contracts=tuple(sorted(r.contract.value for r in counted[tag].results)),
-                reports=tuple(r.id for r in self.focus.reports if tag in r.tags),
+                reports=tuple(r.id for r in reports if tag in r.tags),
             )  # fmt: skip
-            for tag in self.focus.reported
+            for tag in sorted({t for r in reports for t in r.tags} | set(self.focus.reported))
             if tag in counted and counted[tag].results
         ]
         report.events += confirmed
@@ -149,7 +154,7 @@ class FocusedRunner(RoundRunner):
             )
             for c in sorted(contracts)
         }
-        ids: list[JsonValue] = [r.id for r in self.focus.reports]
+        ids: list[JsonValue] = [r.id for r in reports]
         detail: dict[str, JsonValue] = {
             "focused": {"contracts": list[JsonValue](sorted(contracts)), "reports": ids,
                         "failed": failed, "model_wide": list[JsonValue](wide)},
@@ -160,13 +165,27 @@ class FocusedRunner(RoundRunner):
             detail=detail, at=self.clock(), holder=self.holder,
         )  # fmt: skip
         unpaid = [t for t, _ in ready.skipped]
-        settled: dict[Outcome, list[int]] = {}
-        for r in self.focus.reports:
-            answer = report_outcome(r.tags, r.contracts, counted, wide, unpaid)
-            settled.setdefault(answer, []).append(r.id)
-            self.w.metrics.observe_report(answer.value)
-        for answer, settled_ids in settled.items():
-            self.w.store.settle_reports(settled_ids, check=round_id, outcome=answer.value, at=now)
+
+        def answer(r: ReportRow) -> str | None:
+            if not joins(r.tags, r.contracts, contracts, self.looked_at):
+                return None
+            return report_outcome(r.tags, r.contracts, counted, wide, unpaid).value
+
+        # The reports behind the check and those that came while it ran, settled at once.
+        settled = self.w.store.settle_pending(
+            model.id, now - PENDING_FOR, answer, check=round_id, at=now
+        )
+        for outcome in settled.values():
+            self.w.metrics.observe_report(outcome)
+
+    def _joined(self, model: str, contracts: set[str], now: datetime) -> list[ReportRow]:
+        """The reports this check answers: those it was claimed for, and those that came since
+        (on endpoints it looked at, for a contract it probed)."""
+        pending = self.w.store.reports(
+            model=model, outcomes=[Outcome.pending.value], since=now - PENDING_FOR, limit=1000
+        )
+        came = [r for r in pending if joins(r.tags, r.contracts, contracts, self.looked_at)]
+        return list({r.id: r for r in [*self.focus.reports, *came]}.values())
 
 
 class FocusedChecks:
@@ -261,9 +280,14 @@ class FocusedChecks:
         tags = endpoints_named(
             name, {t: n if isinstance(n, str) else None for t, n in listing.items()}
         )
-        if tags:
-            store.attribute_report(report.id, name, tags, Outcome.pending.value, None)
-        else:
+        if not tags:
             why = f"no endpoint of the latest listing is named {name!r}"
             store.attribute_report(report.id, name, (), Outcome.unattributed.value, why)
             self.w.metrics.observe_report(Outcome.unattributed.value)
+            return
+        # As a report naming its provider: the per-endpoint limit (its 429 is the outcome
+        # rate_limited, the app was answered already) and the maintenance test.
+        admitted = admit(store, self.w.settings, report.model, tags, self.clock(),
+                         report_id=report.id)  # fmt: skip
+        store.attribute_report(report.id, name, tags, admitted.outcome.value, admitted.reason)
+        self.w.metrics.observe_report(admitted.outcome.value)

@@ -77,6 +77,14 @@ def needs_key(needs: Collection[str]) -> str:
     return ",".join(sorted(needs))
 
 
+def variant_key(needs: Collection[str], profile: str | None = None) -> str:
+    """A published variant's name in the history: :func:`needs_key` without a profile, else
+    ``profile=NAME`` and, when ``needs=`` adds to its needs, ``&needs=...`` (as asked)."""
+    if profile is None:
+        return needs_key(needs)
+    return f"profile={profile}" + (f"&needs={needs_key(needs)}" if needs else "")
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -135,7 +143,7 @@ class IgnoreListService:
         record: Recorder | None = None,
     ) -> None:
         """``record``: where each published document goes when its ETag changes (the daemon's
-        store: ``GET /v1/ignore-list?at=T``), every needs variant too."""
+        store: ``GET /v1/ignore-list?at=T``), every needs and profile variant too."""
         self._store = store
         self._record = record
         self._recorded: dict[tuple[str, str], str] = {}  # (model, variant) -> ETag recorded
@@ -255,9 +263,10 @@ class IgnoreListService:
         variants = [frozenset(c) for n in range(len(KNOWN_NEEDS) + 1)
                     for c in itertools.combinations(KNOWN_NEEDS, n)]  # fmt: skip
         for model in models:
-            for needs in variants:
-                published = self.published(model, needs)
-                key = (model, needs_key(needs))
+            profiles = [None, *(p for p, rules in self.profiles.items() if rules.covers(model))]
+            for profile, needs in itertools.product(profiles, variants):
+                published = self.published(model, needs, profile)
+                key = (model, variant_key(needs, profile))
                 if self._recorded.get(key) == published.etag:
                     continue
                 try:

@@ -15,7 +15,14 @@ from pydantic import JsonValue
 from canary.config.settings import Settings
 from canary.core.identity import Listed, named_tags
 from canary.core.model import Layer
-from canary.core.reports import Outcome, Symptom, contracts_of, endpoints_named, retry_after
+from canary.core.reports import (
+    Outcome,
+    Symptom,
+    admission,
+    contracts_of,
+    endpoints_named,
+    retry_after,
+)
 from canary.store._reports import NewReport, ReportRow
 from canary.store.repository import Store
 from canary.views.records import iso
@@ -60,10 +67,38 @@ class Said:
     at: datetime | None = None
 
 
-def in_maintenance(store: Store, model: str, tags: Sequence[str], now: datetime) -> bool:
-    """Whether every reported endpoint is in a maintenance window in force (stored, no check)."""
+RATE_LIMITED = "over the per-endpoint limit"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    outcome: Outcome
+    reason: str | None
+    retry_after: float | None  # rate_limited: the seconds a 429 names
+
+
+def admit(
+    store: Store,
+    settings: Settings,
+    model: str,
+    tags: Sequence[str],
+    now: datetime,
+    *,
+    report_id: int | None = None,
+) -> Admitted:
+    """The per-endpoint limit and the maintenance test of a report naming ``tags``
+    (:func:`canary.core.reports.admission`), whether the app named its provider or canary
+    resolved it later (``report_id``: the stored report, left out of its own count)."""
+    if not tags:
+        return Admitted(Outcome.pending, None, None)
+    near = store.reports(model=model, since=now - MINUTE, limit=1000)
+    on_them = [r.at for r in near if r.id != report_id and not set(r.tags).isdisjoint(tags)]
     windows = store.active_exclusions(model, now, Layer.maintenance)
-    return bool(windows) and set(tags) <= named_tags(windows, [Listed(t) for t in tags], now)
+    maintained = named_tags(windows, [Listed(t) for t in tags], now) if windows else frozenset()
+    outcome, wait = admission(
+        tags, on_them, now, settings.reports.per_endpoint_per_minute, MINUTE, maintained
+    )
+    return Admitted(outcome, RATE_LIMITED if wait is not None else None, wait)
 
 
 def take_report(store: Store, settings: Settings, said: Said, sender: str, now: datetime) -> Taken:
@@ -93,15 +128,10 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
         outcome, reason = Outcome.unattributed, NO_NAME
     else:
         reason = RESOLVING
-    wait = None
-    if tags:
-        near = store.reports(model=said.model, since=now - MINUTE, limit=1000)
-        on_them = [r.at for r in near if set(r.tags) & set(tags)]
-        wait = retry_after(on_them, now, limits.per_endpoint_per_minute, MINUTE)
-        if wait is not None:
-            outcome, reason = Outcome.rate_limited, "over the per-endpoint limit"
-        elif in_maintenance(store, said.model, tags, now):
-            outcome = Outcome.in_maintenance
+    admitted = admit(store, settings, said.model, tags, now)
+    wait = admitted.retry_after
+    if admitted.outcome is not Outcome.pending:
+        outcome, reason = admitted.outcome, admitted.reason
     note = None if said.note is None else said.note[: limits.max_note_chars] or None
     new = NewReport(
         at=said.at or now,

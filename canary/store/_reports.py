@@ -5,7 +5,7 @@ ETag changed (what a model's list said at a time)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -142,6 +142,40 @@ class ReportsMixin(StoreBase):
                     values |= {"outcome": outcome, "decided_at": at}
                 if values:
                     conn.execute(update(t.reports).where(r.id == row.id).values(**values))
+
+    def settle_pending(
+        self,
+        model: str,
+        since: datetime,
+        answer: Callable[[ReportRow], str | None],
+        *,
+        check: int,
+        at: datetime,
+    ) -> dict[int, str]:
+        """End a focused check for the model's pending reports (``at`` at or after ``since``):
+        each one ``answer`` gives an outcome gets it, with ``check`` noted; the others stay
+        pending. One transaction, and each report only while still pending: a report stored
+        before it commits is answered by this check (or waits for the next, as ``answer``
+        says), and two checks never both settle one. Returns the outcomes given, by id."""
+        r = t.reports.c
+        pending = r.outcome == "pending"
+        wanted = select(t.reports).where(r.model == model, r.at >= since, pending)
+        settled: dict[int, str] = {}
+        with self._write() as conn:
+            for row in conn.execute(wanted.order_by(r.id)).mappings().all():
+                report = _report(row)
+                outcome = answer(report)
+                if outcome is None:
+                    continue
+                checks = [*report.checks, *([] if check in report.checks else [check])]
+                moved = conn.execute(
+                    update(t.reports)
+                    .where(r.id == report.id, pending)
+                    .values(outcome=outcome, decided_at=at, checks=checks)
+                )
+                if moved.rowcount == 1:
+                    settled[report.id] = outcome
+        return settled
 
     def claim_focused(self, model: str, contract: str, now: datetime, gap: timedelta) -> bool:
         """Claim the (model, contract) focused check at ``now``: True for one claimer only, and

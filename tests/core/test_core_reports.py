@@ -19,10 +19,12 @@ from canary.core.model import (
 from canary.core.reports import (
     Outcome,
     Symptom,
+    admission,
     contracts_of,
     endpoints_named,
     failures_only,
     focus_order,
+    joins,
     report_outcome,
     retry_after,
     second_looks,
@@ -95,3 +97,25 @@ def test_a_focused_first_look_is_due_a_second_after_the_gap() -> None:
 
 def test_the_reported_endpoints_are_probed_first() -> None:
     assert focus_order(["c"], ["a", "c", "b"]) == ["c", "a", "b"]
+
+
+def test_admission_limits_then_maintenance_then_a_check() -> None:
+    recent = [NOW - timedelta(seconds=s) for s in (10, 20)]
+    limited = admission(["alpha"], recent, NOW, 2, timedelta(minutes=1), ())
+    assert limited[0] is Outcome.rate_limited and limited[1] == 40.0
+    assert admission(["alpha"], recent, NOW, 3, timedelta(minutes=1), ["alpha"]) == (
+        Outcome.in_maintenance, None,
+    )  # fmt: skip
+    both = ["deepinfra", "deepinfra/fp8"]  # in maintenance only when every one is
+    assert admission(both, [], NOW, 3, timedelta(minutes=1), ["deepinfra"])[0] is Outcome.pending
+    assert admission(both, [], NOW, 3, timedelta(minutes=1), both)[0] is Outcome.in_maintenance
+    assert admission([], recent, NOW, 1, timedelta(minutes=1), ())[0] is Outcome.pending
+
+
+def test_a_report_joins_a_check_that_looked_at_its_endpoints_for_its_contracts() -> None:
+    looked = {"alpha", "bravo", "control"}
+    assert joins(["alpha"], ["schema"], {"schema"}, looked)
+    assert joins(["alpha"], [c.value for c in Contract], {"schema"}, looked)  # other
+    assert not joins(["alpha"], ["ttft"], {"schema"}, looked)  # another contract
+    assert not joins(["alpha", "zulu"], ["schema"], {"schema"}, looked)  # zulu not looked at
+    assert not joins([], ["schema"], {"schema"}, looked)  # not attributed (yet)

@@ -5,10 +5,13 @@ simulator, the real client, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import httpx
 from drill_kit import fault, provider, scenario, settings
+from pydantic import JsonValue
 
 from canary.config.settings import ModelSettings, Settings
 from canary.core.model import Contract, LookKind
@@ -19,7 +22,7 @@ from canary.rounds.outcome import ModelRound
 from canary.rounds.runner import RoundRunner
 from canary.rounds.wiring import Wiring, build_wiring
 from canary.service.reports import Said, take_report
-from canary.sim.server import start_simulator
+from canary.sim.server import RunningSimulator, start_simulator
 
 MINUTE = timedelta(minutes=1)
 TAGS = ("alpha", "bravo", "charlie", "delta")
@@ -56,6 +59,9 @@ async def _story(
                         gen_id = _answer(sim.base_url, model, str(arg))
                         said = Said(model, "broken_json", generation_id=gen_id)
                         take_report(wiring.store, base, said, "app", at)
+                    elif what == "tick_while":  # ``arg`` reported while replica a checks
+                        seen["b"], checks = await _replicas(sim, wiring, client, clock, str(arg))
+                        seen["ticks"].append(checks)  # type: ignore[attr-defined]
                     else:
                         checks = await FocusedChecks(wiring, client, clock=clock).tick()
                         assert all(c.error is None for c in checks), checks
@@ -105,6 +111,74 @@ def test_a_report_and_its_second_look_quarantine_in_minutes(store_url: str) -> N
     from canary.views.records import round_json
 
     assert {round_json(r)["kind"] for r in focused} == {"focused"}  # as /v1/rounds shows them
+
+
+async def _replicas(
+    sim: RunningSimulator,
+    wiring: Wiring,
+    client: OpenRouterClient,
+    clock: Callable[[], datetime],
+    said: str,
+) -> tuple[list[ModelRound], list[ModelRound]]:
+    """Replica a ticks; when its check's first probe reaches the simulator (a check is
+    running), the reports ``said`` lists (provider:symptom, comma-separated) are taken and
+    replica b (a daemon of its own on the same store) ticks, before a's check may go on.
+    b's checks and a's."""
+    arrived, b_ticked = threading.Event(), threading.Event()
+    record, settings = sim.state.record, wiring.settings
+    model = settings.models[0].id
+
+    def report_then_wait(entry: dict[str, JsonValue]) -> None:
+        record(entry)
+        if not arrived.is_set():
+            for one in said.split(","):
+                provider, symptom = one.split(":")
+                take_report(wiring.store, settings, Said(model, symptom, provider), "app", clock())
+            arrived.set()
+            b_ticked.wait(10)
+
+    other = build_wiring(settings, upgrade=False)
+    sim.state.record = report_then_wait  # type: ignore[method-assign]
+    try:
+        a = asyncio.create_task(FocusedChecks(wiring, client, clock=clock, holder="a").tick())
+        await asyncio.to_thread(arrived.wait, 10)
+        b = await FocusedChecks(other, client, clock=clock, holder="b").tick()
+        b_ticked.set()
+        return b, await a
+    finally:
+        sim.state.record = record  # type: ignore[method-assign]
+        b_ticked.set()
+        other.store.dispose()
+
+
+def test_reports_that_come_while_a_check_runs_join_it_on_every_replica(store_url: str) -> None:
+    seen = asyncio.run(
+        _story(
+            store_url,
+            "acme/focused-4",
+            [
+                (timedelta(), "round", None),
+                (MINUTE, "break", None),
+                (2 * MINUTE, "report", "delta"),
+                # while the check runs: delta again (its display name), and alpha (healthy)
+                (2 * MINUTE + timedelta(seconds=15), "tick_while",
+                 "Delta:broken_json,alpha:broken_json"),
+                (5 * MINUTE, "tick", None),  # claimed 3 min ago: no check
+            ],  # fmt: skip
+        )
+    )
+    assert seen["b"] == []  # replica b found the contract claimed: it ran no check
+    (check,), nothing = seen["ticks"]  # type: ignore[misc]
+    assert nothing == []
+    assert check.verdicts["delta"].verdict.value == "fail"
+    [confirmed] = [e for e in check.events if e.kind.value == "report_confirmed"]
+    reports = {(r.provider, r.symptom): r for r in seen["reports"]}  # type: ignore[attr-defined]
+    joined = [reports["delta", "broken_json"], reports["Delta", "broken_json"]]
+    assert sorted(confirmed.detail["reports"]) == sorted(r.id for r in joined)
+    assert [r.outcome for r in joined] == ["confirmed", "confirmed"]
+    assert all(r.checks == (check.round_id,) for r in joined)
+    alpha = reports["alpha", "broken_json"]
+    assert alpha.outcome == "not_confirmed" and alpha.checks == (check.round_id,)
 
 
 def _answer(base_url: str, model: str, tag: str) -> str:

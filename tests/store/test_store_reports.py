@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quick import examples
 
-from canary.store._reports import NewReport
+from canary.store._reports import NewReport, ReportRow
 from canary.store.repository import Store
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -81,3 +81,27 @@ def test_documents_are_recorded_when_their_etag_changes_and_read_by_time(store: 
     assert store.document_at(model, "", T0 - GAP) is None
     assert store.document_at(model, "", T0 + GAP).etag == "W/1"  # type: ignore[union-attr]
     assert store.document_at(model, "", T0 + 3 * GAP).body == {"ignore": ["bravo"]}  # type: ignore[union-attr]
+
+
+def test_a_check_settles_the_pending_reports_it_answers_once(store: Store) -> None:
+    model = f"acme/settle-{next(_models)}"
+    old, _ = store.add_report(_report(None, model=model, at=T0 - 7 * GAP))
+    ids = [store.add_report(_report(None, model=model, tags=(t,)))[0].id for t in "abcd"]
+    done, _ = store.add_report(_report(None, model=model, outcome="rate_limited"))
+
+    def answer(r: ReportRow) -> str | None:
+        return None if r.tags == ("d",) else "confirmed"
+
+    with ThreadPoolExecutor(4) as pool:  # checks of four replicas ending at once
+        settled = list(
+            pool.map(lambda c: store.settle_pending(model, T0 - GAP, answer, check=c, at=T0),
+                     range(4))
+        )  # fmt: skip
+    assert sorted(i for s in settled for i in s) == ids[:3]  # each by one check only
+    after = {r.id: r for r in store.reports(model=model)}
+    for i in ids[:3]:
+        assert after[i].outcome == "confirmed" and len(after[i].checks) == 1
+        assert after[i].decided_at == T0
+    assert after[ids[3]].outcome == "pending" and after[ids[3]].checks == ()  # not answered
+    assert after[old.id].outcome == "pending"  # before ``since``
+    assert after[done.id].outcome == "rate_limited" and after[done.id].checks == ()
