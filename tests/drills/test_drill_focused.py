@@ -13,7 +13,7 @@ import httpx
 from drill_kit import fault, provider, scenario, settings
 from pydantic import JsonValue
 
-from canary.config.settings import ModelSettings, Settings
+from canary.config.settings import ModelSettings, ReportSettings, Settings
 from canary.core.model import Contract, LookKind
 from canary.openrouter.client import OpenRouterClient
 from canary.rounds.drill import DRILL_START, SIM_KEY
@@ -29,7 +29,10 @@ TAGS = ("alpha", "bravo", "charlie", "delta")
 
 
 async def _story(
-    url: str, model: str, steps: list[tuple[timedelta, str, str | None]]
+    url: str,
+    model: str,
+    steps: list[tuple[timedelta, str, str | None]],
+    reports: ReportSettings | None = None,
 ) -> dict[str, object]:
     """Run ``steps`` (offset, what, argument): ``round``, ``break`` (delta breaks its JSON),
     ``report`` (a broken_json report on the argument), ``tick`` (the daemon's focused tick)."""
@@ -39,6 +42,7 @@ async def _story(
     with start_simulator(fleet) as sim:
         base: Settings = settings(database_url=url, mode="enforce", model=ModelSettings(id=model))
         base = base.replace(openrouter=base.openrouter.replace(base_url=sim.base_url))
+        base = base if reports is None else base.replace(reports=reports)
         wiring: Wiring = build_wiring(base)
         try:
             async with OpenRouterClient(sim.base_url, SIM_KEY) as client:
@@ -49,6 +53,9 @@ async def _story(
                         (r,) = await RoundRunner(wiring, client, clock=clock).run()
                         assert r.error is None, r.error
                         seen["rounds"].append(r)  # type: ignore[attr-defined]
+                    elif what == "maintenance":
+                        until = at + timedelta(hours=2)
+                        wiring.store.add_maintenance(model, str(arg), "upgrade", "ops", until, at)
                     elif what == "break":
                         sim.state.set_faults(model, "delta", [fault("schema_break")])
                     elif what == "report":
@@ -237,3 +244,39 @@ def test_reports_against_clean_endpoints_change_nothing(store_url: str) -> None:
     states = seen["states"]
     assert all(s.streaks == () for s in states.values())  # type: ignore[attr-defined]
     assert {r.outcome for r in seen["reports"]} == {"not_confirmed"}  # type: ignore[attr-defined]
+
+
+def test_reports_resolved_through_openrouter_meet_the_endpoint_limit_and_maintenance(
+    store_url: str,
+) -> None:
+    """Once canary names a report's provider, the report goes through what a report naming it
+    does: the per-endpoint limit (the outcome rate_limited: the app had its answer) and the
+    maintenance test (in_maintenance: stored, no check)."""
+    seen = asyncio.run(
+        _story(
+            store_url,
+            "acme/focused-5",
+            [
+                (timedelta(), "round", None),
+                (MINUTE, "break", None),
+                (MINUTE, "maintenance", "charlie"),
+                (2 * MINUTE, "report", "delta"),  # the one report on delta this minute
+                (2 * MINUTE, "answer", "delta"),
+                (2 * MINUTE, "answer", "charlie"),
+                (2 * MINUTE, "answer", "bravo"),
+                (2 * MINUTE, "tick", None),
+            ],
+            reports=ReportSettings(per_endpoint_per_minute=1),
+        )
+    )
+    [[check]] = seen["ticks"]  # type: ignore[misc]
+    by = {(r.provider, r.generation_id is None): r for r in seen["reports"]}  # type: ignore[attr-defined]
+    named, limited = by["delta", True], by["Delta", False]
+    assert named.outcome == "confirmed" and named.checks == (check.round_id,)
+    assert limited.tags == ("delta",) and limited.outcome == "rate_limited"
+    assert limited.reason == "over the per-endpoint limit" and limited.checks == ()
+    maintained = by["Charlie", False]
+    assert maintained.tags == ("charlie",) and maintained.outcome == "in_maintenance"
+    assert maintained.checks == ()
+    clean = by["Bravo", False]  # resolved and admitted: answered by the check
+    assert clean.outcome == "not_confirmed" and clean.checks == (check.round_id,)
