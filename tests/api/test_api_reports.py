@@ -10,7 +10,7 @@ from ops_seed import POLICY, TOKEN, Api, builtin
 from starlette.testclient import TestClient
 
 from canary.api.app import create_app
-from canary.config.settings import ReportSettings, ReportToken
+from canary.config.settings import ProfileSettings, ReportSettings, ReportToken
 from canary.service.ignore_list import IgnoreListService
 
 REPORTER = {"Authorization": "Bearer app-report-token"}
@@ -127,20 +127,28 @@ def test_reports_filter_by_outcome(client: TestClient, api: Api) -> None:
 
 
 def test_what_was_published_at_a_time_and_why(api: Api) -> None:
-    """Every published document is recorded when its ETag changes (each needs variant too)."""
+    """Every published document is recorded when its ETag changes (each needs and profile
+    variant too)."""
     recorded: list[tuple[str, str, str]] = []
 
     def record(model: str, variant: str, etag: str, body: bytes, at: datetime) -> bool:
         recorded.append((model, variant, etag))
         return api.store.record_document(model, variant, etag, body, at)
 
-    service = IgnoreListService(
-        api.store, builtin(api.model), [api.model], POLICY, api.clock, record=record
+    profiles = (
+        ProfileSettings(name="json", needs=("structured_outputs",)).rules,
+        ProfileSettings(name="elsewhere", models=("acme/other",)).rules,  # not this model's
     )
+    service = IgnoreListService(
+        api.store, builtin(api.model), [api.model], POLICY, api.clock, record=record,
+        profiles=profiles,
+    )  # fmt: skip
     assert service.refresh()
-    assert {v for _, v, _ in recorded} == {"", "structured_outputs", "tools",
-                                            "structured_outputs,tools"}  # fmt: skip
-    assert service.refresh() and len(recorded) == 4  # unchanged: nothing recorded again
+    needs = ["", "structured_outputs", "tools", "structured_outputs,tools"]
+    assert sorted(v for _, v, _ in recorded) == sorted(
+        [*needs, "profile=json", *(f"profile=json&needs={n}" for n in needs[1:])]
+    )
+    assert service.refresh() and len(recorded) == 8  # unchanged: nothing recorded again
     client = TestClient(create_app(api.settings, api.store, service, clock=api.clock))
     then = client.get("/v1/ignore-list", params={"model": api.model, "at": "2026-05-01T12:00:00Z"})
     assert then.status_code == 200
@@ -152,6 +160,17 @@ def test_what_was_published_at_a_time_and_why(api: Api) -> None:
     assert before.status_code == 404
     bad = client.get("/v1/ignore-list", params={"model": api.model, "at": "yesterday"})
     assert bad.status_code == 400
+    at = {"model": api.model, "at": "2026-05-01T12:00:00Z"}
+    profiled = client.get("/v1/ignore-list", params={**at, "profile": "json"}).json()
+    assert profiled["document"]["profile"]["name"] == "json"
+    assert profiled["document"]["needs"] == ["structured_outputs"]
+    assert "profile" not in body["document"]
+    now = client.get("/v1/ignore-list", params={"model": api.model, "profile": "json"})
+    assert profiled["etag"] == now.headers["etag"]  # the very document served then
+    both = client.get("/v1/ignore-list", params={**at, "profile": "json", "needs": "tools"})
+    assert both.json()["document"]["needs"] == ["structured_outputs", "tools"]
+    unknown = client.get("/v1/ignore-list", params={**at, "profile": "elsewhere"})
+    assert unknown.status_code == 404 and "profile 'elsewhere'" in unknown.json()["error"]
 
 
 def test_a_report_on_an_endpoint_in_maintenance_is_stored_and_checks_nothing(

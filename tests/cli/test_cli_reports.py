@@ -55,3 +55,25 @@ def test_ignore_list_at_shows_what_was_published_then(fleet: Fleet) -> None:
     assert body["document"]["ignore"] == ["bravo"] and body["etag"] == 'W/"1"'
     before = run(fleet, "ignore-list", "-m", fleet.model, "--at", "2026-05-01T13:00:00Z")
     assert before.exit_code != 0 and "nothing was recorded" in before.output
+
+
+def test_ignore_list_at_with_a_profile_shows_that_profile_s_list_then(fleet: Fleet) -> None:
+    at = datetime(2026, 5, 1, 14, 0, tzinfo=UTC)
+    plain = {"model": fleet.model, "ignore": [], "policy_version": "p-1", "needs": [],
+             "entries": []}  # fmt: skip
+    json_list = {**plain, "ignore": ["charlie/fp8"], "needs": ["structured_outputs"],
+                 "profile": {"name": "json", "settings_hash": "h"}, "withheld": [],
+                 "entries": [{"provider": "charlie/fp8", "layer": "requirement",
+                              "reason": "needs: structured_outputs not advertised",
+                              "since": None, "until": None}]}  # fmt: skip
+    fleet.store.record_document(fleet.model, "", 'W/"p"', plain, at)
+    fleet.store.record_document(fleet.model, "profile=json", 'W/"j"', json_list, at)
+    args = ("ignore-list", "-m", fleet.model, "--at", "2026-05-01T14:10:00Z")
+    shown = run(fleet, *args, "--profile", "json")
+    assert shown.exit_code == 0, shown.output
+    assert "for profile json" in shown.stdout and "not advertised" in shown.stdout
+    body = json.loads(run(fleet, *args, "--profile", "json", "--json").stdout)
+    assert body["etag"] == 'W/"j"' and body["document"]["ignore"] == ["charlie/fp8"]
+    assert json.loads(run(fleet, *args, "--json").stdout)["etag"] == 'W/"p"'
+    other = run(fleet, *args, "--profile", "json", "--needs", "tools")
+    assert other.exit_code != 0 and "(profile json)" in other.output

@@ -105,3 +105,23 @@ def test_a_check_settles_the_pending_reports_it_answers_once(store: Store) -> No
     assert after[ids[3]].outcome == "pending" and after[ids[3]].checks == ()  # not answered
     assert after[old.id].outcome == "pending"  # before ``since``
     assert after[done.id].outcome == "rate_limited" and after[done.id].checks == ()
+
+
+def test_retention_prunes_every_variant_s_history_but_its_latest(store: Store) -> None:
+    model, day = f"acme/docs-{next(_models)}", timedelta(days=1)
+    for variant, etag, days in (("", "W/1", 30), ("", "W/2", 20), ("profile=json", "W/a", 30),
+                                ("profile=json", "W/b", 25), ("profile=json", "W/c", 5),
+                                ("profile=batch&needs=tools", "W/x", 30)):  # fmt: skip
+        assert store.record_document(model, variant, etag, {"ignore": [etag]}, T0 - days * day)
+    pruned = store.prune_before(T0 - 10 * day)
+    assert pruned.published_documents == 3
+    kept = {
+        (v, at): getattr(store.document_at(model, v, T0 - at * day), "etag", None)
+        for v in ("", "profile=json", "profile=batch&needs=tools")
+        for at in (26, 0)
+    }
+    assert kept == {
+        ("", 26): None, ("", 0): "W/2",  # the latest stays, however old: published now
+        ("profile=json", 26): None, ("profile=json", 0): "W/c",
+        ("profile=batch&needs=tools", 26): "W/x", ("profile=batch&needs=tools", 0): "W/x",
+    }  # fmt: skip
