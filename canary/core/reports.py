@@ -129,9 +129,7 @@ def joins(
     every one among those the check looked at (``looked_at``: the reported, the usable, the
     controls), and a contract the check probed (``checked``). So a report that came while the
     check ran is answered by it; one the check did not look at waits for the next."""
-    return (
-        bool(tags) and set(tags) <= set(looked_at) and not set(contracts).isdisjoint(checked)
-    )
+    return bool(tags) and set(tags) <= set(looked_at) and not set(contracts).isdisjoint(checked)
 
 
 def failures_only(verdict: RoundVerdict, contracts: Collection[str]) -> RoundVerdict:

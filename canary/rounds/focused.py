@@ -2,11 +2,15 @@
 probing, judging and decision code.
 
 Every tick (the daemon's, every few seconds) takes the pending reports (a generation id with no
-provider is first resolved through OpenRouter's generation endpoint), adds the contracts due a
-second focused look (:func:`canary.core.reports.second_looks`), and claims each (model,
-contract) in the store: one focused check per (model, contract) per ``min_look_gap_minutes``,
-whatever the number of replicas. A report whose contract is claimed already waits for the next
-claim and joins that check. A check is a round of its own, marked extra (it never moves the
+provider is first resolved through OpenRouter's generation endpoint, then held to the
+per-endpoint limit and the maintenance test as a report naming its provider is), adds the
+contracts due a second focused look (:func:`canary.core.reports.second_looks`), and claims each
+(model, contract) in the store: one focused check per (model, contract) per
+``min_look_gap_minutes``, whatever the number of replicas. A check ends by settling, in one
+transaction, every pending report it answers (:func:`canary.core.reports.joins`): those it was
+claimed for and those that came, to any replica, while it ran. A report whose contract was
+claimed lately and whose check has ended waits for the next claim. A check is a round of its
+own, marked extra (it never moves the
 success timestamp, the served-model baseline or the heartbeat) and of kind ``focused``: the
 reported endpoints first, then every usable one (the model-wide rule judges as in a round) and
 the positive controls when refusal is checked, pinned, with the 2-of-3 re-check. Its confirmed
@@ -175,8 +179,8 @@ class FocusedRunner(RoundRunner):
         settled = self.w.store.settle_pending(
             model.id, now - PENDING_FOR, answer, check=round_id, at=now
         )
-        for outcome in settled.values():
-            self.w.metrics.observe_report(outcome)
+        for answered in settled.values():
+            self.w.metrics.observe_report(answered)
 
     def _joined(self, model: str, contracts: set[str], now: datetime) -> list[ReportRow]:
         """The reports this check answers: those it was claimed for, and those that came since

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "e440bd3bfd5a22dc291e5105f04754e1e22dd7aae975eba14b3b3b50e0d2fdf3")
+PINNED = (9, "f46d304b3e04b9b20a16d18cd7b50cad1538388300a49e6aa4872652f1f57602")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -168,8 +168,11 @@ def test_reports_that_come_while_a_check_runs_join_it_on_every_replica(store_url
                 (MINUTE, "break", None),
                 (2 * MINUTE, "report", "delta"),
                 # while the check runs: delta again (its display name), and alpha (healthy)
-                (2 * MINUTE + timedelta(seconds=15), "tick_while",
-                 "Delta:broken_json,alpha:broken_json"),
+                (
+                    2 * MINUTE + timedelta(seconds=15),
+                    "tick_while",
+                    "Delta:broken_json,alpha:broken_json",
+                ),
                 (5 * MINUTE, "tick", None),  # claimed 3 min ago: no check
             ],  # fmt: skip
         )
