@@ -10,12 +10,11 @@ contracts due a second focused look (:func:`canary.core.reports.second_looks`), 
 transaction, every pending report it answers (:func:`canary.core.reports.joins`): those it was
 claimed for and those that came, to any replica, while it ran. A report whose contract was
 claimed lately and whose check has ended waits for the next claim. A check is a round of its
-own, marked extra (it never moves the
-success timestamp, the served-model baseline or the heartbeat) and of kind ``focused``: the
-reported endpoints first, then every usable one (the model-wide rule judges as in a round) and
-the positive controls when refusal is checked, pinned, with the 2-of-3 re-check. Its confirmed
-failures are one failing look each (:func:`canary.core.reports.failures_only`); its passes
-change nothing.
+own, marked extra (it never moves the success timestamp, the served-model baseline or the
+heartbeat) and of kind ``focused``: the reported endpoints first, then every usable one (the
+model-wide rule judges as in a round) and the positive controls when refusal is checked, pinned,
+with the 2-of-3 re-check. Its confirmed failures are one failing look each
+(:func:`canary.core.reports.failures_only`); its passes change nothing.
 """
 
 from __future__ import annotations
