@@ -118,6 +118,10 @@ def list_etag(document: IgnoreDocument) -> str:
     return 'W/"' + hashlib.sha256(canonical.encode()).hexdigest() + '"'
 
 
+# a full list's ETag, layers, floor and controls: what its variants are cut from
+_Source = tuple[str, ModelLayers | None, int, Controls]
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     published: dict[str, Published]
@@ -147,6 +151,7 @@ class IgnoreListService:
         self._store = store
         self._record = record
         self._recorded: dict[tuple[str, str], str] = {}  # (model, variant) -> ETag recorded
+        self._recorded_from: dict[str, _Source] = {}  # model -> what its variants were cut from
         self._builtin = tuple(builtin)
         self._model_ids = model_ids
         self._floor_of = floor_of
@@ -263,6 +268,12 @@ class IgnoreListService:
         variants = [frozenset(c) for n in range(len(KNOWN_NEEDS) + 1)
                     for c in itertools.combinations(KNOWN_NEEDS, n)]  # fmt: skip
         for model in models:
+            base = self.published(model)
+            # Every variant is cut from the layers and the moment the full list was: while
+            # neither its inputs nor its ETag moved, none of them did (none is rebuilt).
+            source = (base.etag, base.layers, base.publication.floor, base.publication.controls)
+            if self._recorded_from.get(model) == source:
+                continue
             profiles = [None, *(p for p, rules in self.profiles.items() if rules.covers(model))]
             for profile, needs in itertools.product(profiles, variants):
                 published = self.published(model, needs, profile)
@@ -274,6 +285,7 @@ class IgnoreListService:
                 except self._store.errors:
                     return
                 self._recorded[key] = published.etag
+            self._recorded_from[model] = source
 
     def _resolve_model_ids(self) -> Collection[str]:
         source = self._model_ids

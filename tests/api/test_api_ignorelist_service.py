@@ -276,3 +276,41 @@ def test_the_etag_tells_two_lists_apart_by_all_they_say_but_when_they_were_built
     said = data.draw(st.sampled_from(sorted(set(one) - {"generated_at"})))
     other = {**one, said: second[said]}  # the same list but for what it says in one field
     assert (list_etag(other) == tag) == (one[said] == second[said])
+
+
+def test_a_variant_is_recorded_when_only_its_own_inputs_move() -> None:
+    """The history skips a model whose full list and layers did not move, and not one whose 24 h
+    figures moved a profile's list while the full list stayed the same."""
+    from dataclasses import replace
+
+    from canary.core.profiles import MIN_SAMPLES, Measured, Profile
+
+    class Figures(LayerStore):
+        measured: dict[str, Measured] = {}
+
+        def model_layers(
+            self, models: Sequence[str], now: datetime, *, figures: bool = False
+        ) -> dict[str, ModelLayers]:
+            read = super().model_layers(models, now, figures=figures)
+            return {m: replace(layers, measured=dict(self.measured)) for m, layers in read.items()}
+
+    store = Figures()
+    store.listing = tuple(Listed(t) for t in ("alpha", "bravo", "charlie"))
+    recorded: list[str] = []
+
+    def record(model: str, variant: str, etag: str, body: bytes, at: datetime) -> bool:
+        recorded.append(variant)
+        return True
+
+    fast = Profile("fast", max_ttft_p95_s=2.0)
+    service = IgnoreListService(store, (), [M], "p-1", Clock(), profiles=[fast], record=record)
+    assert service.refresh() and len(recorded) == 8  # 4 needs variants, 4 of the profile
+    assert service.refresh() and len(recorded) == 8  # nothing moved: nothing recorded
+    plain = service.document(M)[1]
+    store.measured = {"alpha": Measured(ttft_p95_s=5.0, ttft_samples=MIN_SAMPLES)}
+    assert service.refresh() and service.document(M)[1] == plain  # the full list is the same
+    assert sorted(recorded[8:]) == sorted(
+        ["profile=fast", *(f"profile=fast&needs={n}" for n in ("structured_outputs", "tools",
+                                                               "structured_outputs,tools"))]
+    )  # fmt: skip
+    assert service.document(M, profile="fast")[0]["ignore"] == ["alpha"]
