@@ -125,24 +125,6 @@ class ReportsMixin(StoreBase):
         with self._read() as conn:
             return [_report(row) for row in conn.execute(stmt).mappings()]
 
-    def settle_reports(
-        self, ids: Sequence[int], *, check: int | None, outcome: str | None, at: datetime
-    ) -> None:
-        """Note a focused check on reports (joined or ended) and, given one, their outcome."""
-        if not ids:
-            return
-        r = t.reports.c
-        with self._write() as conn:
-            for row in conn.execute(select(r.id, r.checks).where(r.id.in_(list(ids)))).all():
-                checks = list(row.checks or ())
-                values: dict[str, JsonValue | datetime] = {}
-                if check is not None and check not in checks:
-                    values["checks"] = [*checks, check]
-                if outcome is not None:
-                    values |= {"outcome": outcome, "decided_at": at}
-                if values:
-                    conn.execute(update(t.reports).where(r.id == row.id).values(**values))
-
     def settle_pending(
         self,
         model: str,

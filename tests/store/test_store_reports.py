@@ -36,15 +36,6 @@ def test_one_report_per_generation_id_and_none_without_one(store: Store) -> None
     assert nameless == [True, True]
 
 
-def test_settling_notes_the_check_and_the_outcome(store: Store) -> None:
-    row, _ = store.add_report(_report("gen-s-2"))
-    store.settle_reports([row.id], check=41, outcome=None, at=T0)
-    store.settle_reports([row.id], check=42, outcome="confirmed", at=T0 + GAP)
-    [after] = [r for r in store.reports(model="acme/r") if r.id == row.id]
-    assert after.checks == (41, 42) and after.outcome == "confirmed"
-    assert after.decided_at == T0 + GAP
-
-
 @settings(
     max_examples=examples(40),
     deadline=None,
