@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from canary.config.settings import Settings
 from canary.rounds.outcome import ModelRound
@@ -58,23 +56,6 @@ class RoundTracer(Protocol):
         """Flush the queued spans (within a bound) and stop."""
 
 
-@dataclass(frozen=True)
-class RequestFacts:
-    """What every probe request shares, for the GenAI attributes: the API's address and port
-    (``server.address``, ``server.port``) and the configured ``max_tokens`` (each request's is
-    this, capped by its endpoint's own maximum)."""
-
-    server_address: str | None = None
-    server_port: int | None = None
-    max_tokens: int | None = None
-
-    @classmethod
-    def of(cls, base_url: str, max_tokens: int) -> RequestFacts:
-        parts = urlsplit(base_url)
-        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-        return cls(parts.hostname, port, max_tokens)
-
-
 def disabled(env: Mapping[str, str]) -> bool:
     return env.get(DISABLED_VARIABLE, "").strip().lower() == "true"
 
@@ -101,6 +82,7 @@ def tracer_from_settings(
     if not wanted(settings, environ):
         return None
     try:
+        from canary.tracing.attributes import RequestFacts
         from canary.tracing.otel import OtelRoundTracer, otlp_exporter
     except ImportError as exc:
         if not (exc.name or "").startswith("opentelemetry"):

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from canary.config.probe_set import capped_max_tokens
 from canary.core.events import WITH_WHY, Event, FloorHeld, QuarantineStarted, WouldQuarantine
 from canary.core.model import Contract, ContractResult, Observation
 from canary.rounds.outcome import ModelRound
 from canary.rounds.prober import EndpointProbing
-from canary.tracing import RequestFacts
 
 SEMCONV_SCHEMA = "https://opentelemetry.io/schemas/1.37.0"  # gen_ai.provider.name since 1.37
 PROVIDER_NAME = "openrouter"  # the GenAI API canary speaks (gen_ai.provider.name)
@@ -36,6 +37,23 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 Attribute = str | bool | int | float | list[str]
 Attributes = dict[str, Attribute]
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What every probe request shares, for the GenAI attributes: the API's address and port
+    (``server.address``, ``server.port``) and the configured ``max_tokens`` (each request's is
+    this, capped by its endpoint's own maximum)."""
+
+    server_address: str | None = None
+    server_port: int | None = None
+    max_tokens: int | None = None
+
+    @classmethod
+    def of(cls, base_url: str, max_tokens: int) -> RequestFacts:
+        parts = urlsplit(base_url)
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+        return cls(parts.hostname, port, max_tokens)
 
 
 def round_failed(report: ModelRound) -> bool:

@@ -33,10 +33,10 @@ from canary import __version__
 from canary.rounds.outcome import ModelRound
 from canary.rounds.prober import EndpointProbing
 from canary.service.logs import get_logger
-from canary.tracing import RequestFacts
 from canary.tracing.attributes import (
     SEMCONV_SCHEMA,
     Attributes,
+    RequestFacts,
     decisions_of,
     endpoint_attributes,
     probe_attributes,

@@ -18,8 +18,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from canary.config.settings import ModelSettings, Settings  # noqa: E402
 from canary.rounds.drill import DrillResult, run_drill  # noqa: E402
-from canary.tracing import RequestFacts  # noqa: E402
-from canary.tracing.attributes import SEMCONV_SCHEMA  # noqa: E402
+from canary.tracing.attributes import (
+    SEMCONV_SCHEMA,  # noqa: E402
+    RequestFacts,  # noqa: E402
+)
 from canary.tracing.otel import OtelRoundTracer  # noqa: E402
 
 MODEL = "acme/traced-1"

@@ -21,7 +21,8 @@ from trace_kit import collector, span_count, synthetic_round  # noqa: E402
 from canary.config.settings import Settings  # noqa: E402
 from canary.service.logs import configure_logging  # noqa: E402
 from canary.service.ports import free_port  # noqa: E402
-from canary.tracing import RequestFacts, tracer_from_settings, wanted  # noqa: E402
+from canary.tracing import tracer_from_settings, wanted  # noqa: E402
+from canary.tracing.attributes import RequestFacts  # noqa: E402
 from canary.tracing.otel import OtelRoundTracer, otlp_exporter  # noqa: E402
 
 POLICY = "p-test"
