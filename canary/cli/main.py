@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Annotated
 
@@ -49,10 +50,12 @@ def _global(
     ctx.obj = {"config": config}
 
 
-# Each module registers its commands and imports heavy libraries inside them only.
 for _module in (db, sim, probe, rounds, ops, reports, drift, demo):
     _module.register(app)
 
 
 def main() -> None:
+    # What the imports built lives until the process ends: frozen (gc.freeze), the collector never
+    # walks it again, in a collection or when the interpreter exits (about 0.1 s of every command).
+    gc.freeze()
     app()
