@@ -10,12 +10,12 @@ import logging
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
-
-import structlog
-from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from canary.config.settings import Settings
+
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
 _SECRETS: set[str] = set()
 _SECRET_KEYS = re.compile(r"(api_key|token|authorization|password|secret)", re.I)
@@ -75,6 +75,7 @@ class _Config:
     fmt: str = "auto"  # auto | console | json
     stream: TextIO | None = None  # None: whatever sys.stderr is at the time
     level: int = logging.INFO
+    applied: bool = False  # structlog configured with these
 
 
 _config = _Config()
@@ -88,6 +89,7 @@ class _LibraryHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            _ensure_applied()
             assert _stdlib_formatter is not None
             print(_stdlib_formatter.format(record), file=_config.stream or sys.stderr, flush=True)
         except Exception:  # noqa: BLE001  # logging's contract: a record never raises (closed stream too)
@@ -121,11 +123,25 @@ def configure_logging(
     _config.fmt = settings.log_format if settings is not None else "auto"
     _config.stream, _config.level = stream, level
     _route_library_logs()
-    _apply()
+    if "structlog" in sys.modules:  # loggers handed out take the new configuration at once
+        _apply()
+    else:
+        _config.applied = False
+
+
+def _ensure_applied() -> None:
+    # structlog is imported on the first logger or library record, not with this module: a
+    # command that logs nothing (`canary status`) does not pay for it and for the rich
+    # traceback and pygments modules it brings
+    if not _config.applied:
+        _apply()
 
 
 def _apply() -> None:
     global _stdlib_formatter
+    import structlog
+
+    _config.applied = True
     stream, fmt = _config.stream, _config.fmt
     if fmt == "auto":
         fmt = "console" if getattr(stream or sys.stderr, "isatty", lambda: False)() else "json"
@@ -165,9 +181,9 @@ def _apply() -> None:
     )
 
 
-_apply()  # until configure_logging: the defaults of _Config
-
-
 def get_logger(name: str = "canary") -> FilteringBoundLogger:
     """A structlog logger (structlog binds it to the configuration on its first use)."""
+    _ensure_applied()
+    import structlog
+
     return cast("FilteringBoundLogger", structlog.get_logger(name))
