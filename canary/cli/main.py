@@ -56,6 +56,7 @@ for _module in (db, sim, probe, rounds, ops, reports, drift, demo):
 
 def main() -> None:
     # What the imports built lives until the process ends: frozen (gc.freeze), the collector never
-    # walks it again, in a collection or when the interpreter exits (about 0.1 s of every command).
+    # walks it again, in a collection or when the interpreter exits (a good part of a short
+    # command's time).
     gc.freeze()
     app()

@@ -2,7 +2,7 @@
 
 ``canary status`` prints a row per endpoint of every model: 2,000 rows for a 200-model
 catalog. rich's Table measures and wraps every cell, and even a rich Text per line goes through
-its segment pipeline: about 0.2 ms a row, most of the command's time at that size. Its cells
+its segment pipeline: at that size, most of the command's time (docs/performance.md). Its cells
 are short and never wrapped, so they are padded into columns here, and each styled piece is
 turned into escape codes by rich's own :meth:`rich.style.Style.render`, for the console's colour
 system (none when the output is not a terminal; no colour under ``NO_COLOR``, as rich decides).
