@@ -1,5 +1,5 @@
 """`python -m canary`: the `canary` command, for an environment whose scripts are not on PATH."""
 
-from canary.cli.main import main
+from canary.cli import run
 
-main()
+run()

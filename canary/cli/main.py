@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Annotated
 
@@ -55,8 +54,4 @@ for _module in (db, sim, probe, rounds, ops, reports, drift, demo):
 
 
 def main() -> None:
-    # What the imports built lives until the process ends: frozen (gc.freeze), the collector never
-    # walks it again, in a collection or when the interpreter exits (a good part of a short
-    # command's time).
-    gc.freeze()
     app()
