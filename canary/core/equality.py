@@ -205,58 +205,117 @@ def judge_equality(
     rng: random.Random,
     settings: EqualitySettings = EqualitySettings(),
 ) -> tuple[EndpointEquality, ...]:
-    """Each endpoint against the pool of its usable, sufficiently sampled peers.
+    """Each endpoint against the pool of its usable, sufficiently sampled peers, in passes.
 
     ``planned``: the completions asked of each endpoint. An endpoint with too few answers, or
     fewer than ``min_peers`` peers with enough, is inconclusive. Each tested endpoint's two
     p-values make one (:func:`combined`); Benjamini-Hochberg across the tested endpoints fails
-    those it rejects."""
+    those it rejects. A pooled endpoint that fails sits in its peers' pools and drags them
+    towards itself, so its healthy peers can fail beside it: the strongest such outlier is left
+    out of every pool and all are judged again (a fresh family), while a pass fails a pooled
+    endpoint not yet left out and enough peers would remain. The last pass decides. When the
+    first pass fails nobody there is no other pass, so with every endpoint alike the chance of
+    any failure stays that of one Benjamini-Hochberg family."""
     ready = [e for e in endpoints if enough(e, planned, settings)]
-    pool_of = [e for e in ready if e.pooled]
-    tested: list[tuple[Sampled, list[Sampled], float, float, float | None]] = []
+    pooled = [e for e in ready if e.pooled]
+    left_out: list[str] = []
+    done: dict[tuple[str, frozenset[str]], _Tested] = {}
+    while True:
+        results = _judge_pass(endpoints, ready, pooled, left_out, done, rng, settings)
+        pool_size = len(pooled) - len(left_out)
+        new = [
+            r
+            for r in results
+            if r.outcome is Outcome.fail
+            and r.tag not in left_out
+            and any(p.tag == r.tag for p in pooled)
+        ]
+        if not new or pool_size - 1 < settings.min_peers + 1:
+            return results
+        left_out.append(min(new, key=_strength).tag)
+
+
+def _strength(r: EndpointEquality) -> tuple[float, float]:
+    """The order in which outliers are left out: the smallest p-value, then the largest effect
+    (p-values floor at 1 / (permutations + 1), so strong outliers often tie)."""
+    return combined(r.p_value or 1.0, r.known_p_value), -(r.effect or 0.0)
+
+
+@dataclass(frozen=True)
+class _Tested:
+    effect: float
+    p_mmd: float
+    p_known: float | None
+    peer_right: int
+    peer_asked: int
+
+
+def _judge_pass(
+    endpoints: Sequence[Sampled],
+    ready: Sequence[Sampled],
+    pooled: Sequence[Sampled],
+    left_out: Sequence[str],
+    done: dict[tuple[str, frozenset[str]], _Tested],
+    rng: random.Random,
+    settings: EqualitySettings,
+) -> tuple[EndpointEquality, ...]:
+    """One pass: every endpoint against its pooled peers but those ``left_out``, one
+    Benjamini-Hochberg family. ``done`` keeps the tests of earlier passes: an endpoint whose
+    pool did not change is not tested again."""
+    tested: list[tuple[Sampled, _Tested, int]] = []
     out: dict[str, EndpointEquality] = {}
     for e in endpoints:
-        peers = [p for p in pool_of if p.tag != e.tag]
+        peers = [p for p in pooled if p.tag != e.tag and p.tag not in left_out]
         if e not in ready or len(peers) < settings.min_peers:
             why = "too few answers" if e not in ready else f"{len(peers)} peers with answers"
-            out[e.tag] = EndpointEquality(e.tag, Outcome.inconclusive, peers=len(peers), reason=why)
+            out[e.tag] = EndpointEquality(
+                e.tag, Outcome.inconclusive, peers=len(peers), reason=why + _without(e, left_out)
+            )
             continue
-        pool: dict[str, list[str]] = {}
-        for p in peers:
-            for pid, texts in p.completions.items():
-                pool.setdefault(pid, []).extend(texts)
-        effect, p_mmd = mmd_test(e.completions, pool, rng, settings)
-        p_known = None
-        peer_right, peer_asked = (
-            sum(p.known_right for p in peers),
-            sum(p.known_asked for p in peers),
-        )
-        if e.known_asked and peer_asked:
-            p_known = fisher_lower(e.known_right, e.known_asked, peer_right, peer_asked)
-        tested.append((e, peers, effect, p_mmd, p_known))
-    family = [combined(p_mmd, p_known) for *_, p_mmd, p_known in tested]
+        key = (e.tag, frozenset(p.tag for p in peers))
+        if (test := done.get(key)) is None:
+            test = done[key] = _test(e, peers, rng, settings)
+        tested.append((e, test, len(peers)))
+    family = [combined(t.p_mmd, t.p_known) for _, t, _ in tested]
     rejected = benjamini_hochberg(family, settings.level)
-    for (e, peers, effect, p_mmd, p_known), fails in zip(tested, rejected, strict=True):
-        known_worse = p_known is not None and p_known < p_mmd
+    for (e, test, peers), fails in zip(tested, rejected, strict=True):
+        known_worse = test.p_known is not None and test.p_known < test.p_mmd
         reason = ("known answers" if known_worse else "distribution") if fails else "like its peers"
-        peer_right, peer_asked = (
-            sum(p.known_right for p in peers),
-            sum(p.known_asked for p in peers),
-        )
         out[e.tag] = EndpointEquality(
             e.tag,
             Outcome.fail if fails else Outcome.passed,
-            p_value=p_mmd,
-            known_p_value=p_known,
-            effect=effect,
-            peers=len(peers),
+            p_value=test.p_mmd,
+            known_p_value=test.p_known,
+            effect=test.effect,
+            peers=peers,
             samples=sum(len(c) for c in e.completions.values()),
             accuracy=e.known_right / e.known_asked if e.known_asked else None,
-            peer_accuracy=peer_right / peer_asked if peer_asked else None,
-            reason=reason,
+            peer_accuracy=test.peer_right / test.peer_asked if test.peer_asked else None,
+            reason=reason + _without(e, left_out),
             examples=_examples(e.completions),
         )
     return tuple(out[e.tag] for e in endpoints)
+
+
+def _without(e: Sampled, left_out: Sequence[str]) -> str:
+    others = [tag for tag in left_out if tag != e.tag]
+    return f"; {', '.join(others)} left out of the pool" if others else ""
+
+
+def _test(
+    e: Sampled, peers: Sequence[Sampled], rng: random.Random, settings: EqualitySettings
+) -> _Tested:
+    pool: dict[str, list[str]] = {}
+    for p in peers:
+        for pid, texts in p.completions.items():
+            pool.setdefault(pid, []).extend(texts)
+    effect, p_mmd = mmd_test(e.completions, pool, rng, settings)
+    peer_right = sum(p.known_right for p in peers)
+    peer_asked = sum(p.known_asked for p in peers)
+    p_known = None
+    if e.known_asked and peer_asked:
+        p_known = fisher_lower(e.known_right, e.known_asked, peer_right, peer_asked)
+    return _Tested(effect, p_mmd, p_known, peer_right, peer_asked)
 
 
 def _examples(completions: Mapping[str, Sequence[str]], count: int = 3) -> tuple[str, ...]:

@@ -1,11 +1,12 @@
 """Retention: the evidence older than the window is deleted, in small transactions.
 
 Pruned: probes, contract results and round verdicts (by their round's scheduled time; each
-endpoint's latest verdict is pointed again at what is left of its verdicts), endpoint
+endpoint's latest verdict is pointed again at what is left of its verdicts), equality results
+(by their check's slot, as a round's verdicts; they carry example completions), endpoint
 snapshots (each model keeps its latest one, the baseline the next round's drift is diffed
-against) and the hourly latency histograms. Kept: rounds, states, quarantines, exclusions,
-maintenance windows, audit and drift rows, which are small and are the record of what was
-decided and why.
+against) and the hourly latency histograms. Kept: rounds, equality checks, states,
+quarantines, exclusions, maintenance windows, audit and drift rows, which are small and are the
+record of what was decided and why.
 
 Each batch is one short transaction, so rounds and reads go on while a large backlog is pruned.
 A lease row (``retention``) lets one replica prune at a time; it is kept after the run until it
@@ -37,6 +38,7 @@ class Pruned:
     probes: int = 0
     contract_results: int = 0
     round_verdicts: int = 0
+    equality_results: int = 0
     endpoint_snapshots: int = 0
     ttft_buckets: int = 0
     latency_figures: int = 0
@@ -78,6 +80,7 @@ class RetentionMixin(AuditMixin):
         counts: dict[str, int] = {}
         for table in (t.probes, t.contract_results, t.round_verdicts):
             counts[table.name] = self._prune_by_round(table, cutoff, should_stop)
+        counts["equality_results"] = self._prune_equality(cutoff, should_stop)
         counts["endpoint_snapshots"] = self._prune_snapshots(cutoff, should_stop)
         counts["ttft_buckets"] = self._prune_histograms(cutoff, should_stop)
         with self._write() as conn:  # a row or two per endpoint: figures of gone endpoints
@@ -121,6 +124,33 @@ class RetentionMixin(AuditMixin):
                 deleted += conn.execute(delete(table).where(table.c.round_id.in_(ids))).rowcount
                 if table is t.round_verdicts:
                     repoint_after_prune(conn, ids)
+            cursor = ids[-1]
+        return deleted
+
+    def _prune_equality(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
+        """The results of the equality checks of slots before ``cutoff``, a batch of checks at
+        a time (a check has a row per tested endpoint of its model)."""
+        c, r = t.equality_checks.c, t.equality_results.c
+        with self._read() as conn:
+            oldest = conn.execute(select(func.min(r.check_id))).scalar_one_or_none()
+        if oldest is None:
+            return 0
+        cursor, deleted = oldest - 1, 0
+        while not should_stop():
+            with self._write() as conn:
+                ids = list(
+                    conn.execute(
+                        select(c.id)
+                        .where(c.id > cursor, c.scheduled_at < cutoff)
+                        .order_by(c.id)
+                        .limit(ROUNDS_PER_BATCH)
+                    ).scalars()
+                )
+                if not ids:
+                    break
+                deleted += conn.execute(
+                    delete(t.equality_results).where(r.check_id.in_(ids))
+                ).rowcount
             cursor = ids[-1]
         return deleted
 

@@ -12,7 +12,8 @@ as the check runs them, without the HTTP round trip (which changes no answer).
    that fail at level 1 % (target: at most 1.5 % over at least 4,000).
 2. Power: ``--endpoints`` - 1 healthy endpoints and one faulty (quantized at 0.9, 0.8, 0.6;
    substituted; template_broken), ``--trials`` models per cell, by samples per prompt: the share
-   of faulty endpoints that fail, and of the healthy ones beside them.
+   of faulty endpoints that fail, and of the healthy ones beside them (every fault's together:
+   they should fail no more than at calibration).
 3. Cost: tokens of one endpoint-check (prompt tokens as characters / 4, completions as the
    simulator's words), in dollars at two listed prices, and per day for 2,000 endpoints beside a
    round's estimate (the budget's: 250 prompt tokens and max_tokens out per probe).
@@ -102,7 +103,7 @@ def power(
     print("\n## Power (one faulty endpoint beside healthy peers, level 1 %)")
     print("| fault | " + " | ".join(f"{s} samples/prompt" for s in samples) + " |")
     print("|---|" + "---|" * len(samples))
-    healthy_fails = healthy_total = 0
+    healthy = {per: [0, 0] for per in samples}  # failures, endpoint-checks
     for name, fault in FAULTS:
         cells = []
         for per in samples:
@@ -111,12 +112,13 @@ def power(
             for _ in range(trials):
                 outcomes = model(probes, endpoints, per, rng, fault)
                 caught += outcomes[-1] is Outcome.fail
-                healthy_fails += sum(o is Outcome.fail for o in outcomes[:-1])
-                healthy_total += len(outcomes) - 1
+                healthy[per][0] += sum(o is Outcome.fail for o in outcomes[:-1])
+                healthy[per][1] += len(outcomes) - 1
             cells.append(f"{100 * caught / trials:.0f} %")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"({trials} models a cell, {endpoints} endpoints each; the healthy endpoints beside "
-          f"them failed {healthy_fails} of {healthy_total})")  # fmt: skip
+    cells = [f"{k} / {n} = {100 * k / n:.2f} % ({interval(k, n)})" for k, n in healthy.values()]
+    print("| healthy beside the faulty one (failures) | " + " | ".join(cells) + " |")
+    print(f"({trials} models a cell, {endpoints} endpoints each)")
 
 
 def cost(probes: EqualityPrompts, seed: int) -> None:

@@ -1,6 +1,6 @@
 """Retention over a 60-day store (SQLite and PostgreSQL): what is inside the window reads the same
-after pruning, what is outside it is gone, and the decisions' record (rounds, quarantines,
-audit) stays whole."""
+after pruning, what is outside it is gone, and the decisions' record (rounds, equality checks,
+quarantines, audit) stays whole."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from builders import endpoints, result, ttft, verdict
 from pydantic_core import to_jsonable_python as jsonable
 from sqlalchemy import func, select
 
+from canary.core.equality import EndpointEquality, Outcome
 from canary.core.events import event_of
 from canary.core.model import (
     Contract,
@@ -116,6 +117,15 @@ def _seed(store: Store, model: str) -> Fleet:
             )
         count += 1
         at += EVERY
+    day = start
+    while day < NOW:  # an equality check a day, a result per endpoint with its examples
+        check = store.claim_equality(model, day, "eq:1", {}, at=day, lost_before=day)
+        assert check is not None
+        results = [
+            (EndpointEquality(tag, Outcome.passed, examples=("once",)), True) for tag in TAGS
+        ]
+        assert store.finish_equality(check, "eq:1", results, at=day + timedelta(minutes=5))
+        day += timedelta(days=1)
     at = NOW - timedelta(days=45)
     while at < NOW - timedelta(days=40):
         _round(store, gone, at, count)
@@ -139,6 +149,7 @@ def _reads(store: Store, fleet: Fleet) -> dict[str, Any]:
         "quarantines": [jsonable(q) for q in store.quarantines(active_only=False, now=NOW)],
         "states": store.load_states_of([fleet.model]),
         "spend_7d": store.spend(NOW - timedelta(days=7), fleet.model),
+        "equality": [jsonable(e) for e in store.latest_equality([fleet.model])],
     }
 
 
@@ -181,10 +192,14 @@ def test_pruning_60_days_to_30_keeps_every_read_inside_the_window(
     assert _count(store, t.contract_results, fleet.model) == window_rounds * len(TAGS) * 2
     assert _count(store, t.round_verdicts, fleet.model) == window_rounds * len(TAGS)
     assert _count(store, t.endpoint_snapshots, fleet.model) == window_rounds * len(TAGS)
+    assert pruned.equality_results == (DAYS - KEEP_DAYS) * len(TAGS)
+    assert _count(store, t.equality_results, fleet.model) == KEEP_DAYS * len(TAGS)
+    assert _count(store, t.equality_checks, fleet.model) == DAYS  # kept, as rounds are
     for table, column in (
         (t.probes, t.probes.c.at),
         (t.endpoint_snapshots, t.endpoint_snapshots.c.at),
         (t.ttft_buckets, t.ttft_buckets.c.hour),
+        (t.equality_results, t.equality_results.c.at),
     ):
         assert _oldest(store, column, fleet.model) >= cutoff, table.name
     # the record of decisions is whole: every round, the old quarantine and its audit row
