@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -133,3 +134,32 @@ def test_calibration_identical_endpoints_rarely_fail() -> None:
     assert checks == 200
     assert failures / checks <= 0.015
     assert 0.35 < sum(p_values) / len(p_values) < 0.65  # about uniform under the null
+
+
+def test_an_outlier_is_left_out_of_its_peers_pools_and_they_are_judged_again() -> None:
+    """A strong outlier in the pool drags it towards itself: in one pass its healthy peers
+    fail beside it (min_peers 4 leaves no room to leave anyone out); in passes they pass."""
+    rng, cheap = random.Random(1), EqualitySettings(level=0.05, permutations=299)
+    peers = [_endpoint(f"ok{i}", rng, per=30, prompts=3) for i in range(4)]
+    odd = _endpoint("odd", rng, temperature=0.3, per=30, prompts=3)
+    one_pass = judge_equality([*peers, odd], 90, random.Random(4), replace(cheap, min_peers=4))
+    assert one_pass[-1].outcome is Outcome.fail
+    assert sum(r.outcome is Outcome.fail for r in one_pass[:-1]) >= 2
+    results = judge_equality([*peers, odd], 90, random.Random(4), cheap)
+    assert results[-1].outcome is Outcome.fail and results[-1].peers == 4
+    assert results[-1].reason == "distribution"
+    for r in results[:-1]:
+        assert r.outcome is Outcome.passed and r.peers == 3
+        assert r.reason == "like its peers; odd left out of the pool"
+
+
+def test_no_second_pass_without_a_failure_or_room_to_leave_one_out() -> None:
+    rng = random.Random(2)
+    alike = [_endpoint(f"ok{i}", rng) for i in range(5)]
+    results = judge_equality(alike, 60, random.Random(3), FAST)
+    assert all(r.outcome is Outcome.passed and r.peers == 4 for r in results)
+    # four endpoints: leaving the outlier out would leave its peers two peers each
+    odd = _endpoint("odd", rng, temperature=0.3)
+    four = judge_equality([*alike[:3], odd], 60, random.Random(3), FAST)
+    assert four[-1].outcome is Outcome.fail
+    assert all(r.peers == 3 and "left out" not in r.reason for r in four)
