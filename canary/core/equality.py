@@ -278,7 +278,7 @@ def _judge_pass(
         tested.append((e, test, len(peers)))
     family = [combined(t.p_mmd, t.p_known) for _, t, _ in tested]
     rejected = benjamini_hochberg(family, settings.level)
-    for (e, test, peers), fails in zip(tested, rejected, strict=True):
+    for (e, test, count), fails in zip(tested, rejected, strict=True):
         known_worse = test.p_known is not None and test.p_known < test.p_mmd
         reason = ("known answers" if known_worse else "distribution") if fails else "like its peers"
         out[e.tag] = EndpointEquality(
@@ -287,7 +287,7 @@ def _judge_pass(
             p_value=test.p_mmd,
             known_p_value=test.p_known,
             effect=test.effect,
-            peers=peers,
+            peers=count,
             samples=sum(len(c) for c in e.completions.values()),
             accuracy=e.known_right / e.known_asked if e.known_asked else None,
             peer_accuracy=test.peer_right / test.peer_asked if test.peer_asked else None,

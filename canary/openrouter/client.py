@@ -28,11 +28,18 @@ from canary.core.classify import (
     error_of,
     retryable,
 )
-from canary.core.model import OPERATOR_TRANSPORTS, Contract, Endpoint, Observation, Transport
+from canary.core.model import (
+    OPERATOR_TRANSPORTS,
+    Contract,
+    Endpoint,
+    Observation,
+    Transport,
+    Usage,
+)
 from canary.openrouter.endpoints import EndpointsPayloadError, parse_endpoints
 from canary.openrouter.shapes import JSONObject, as_object
 from canary.openrouter.sse import SSEError, SSEParser
-from canary.openrouter.stream import StreamAssembler
+from canary.openrouter.stream import StreamAssembler, StreamOutcome
 from canary.openrouter.wire import (
     BACKOFF_BASE_S,
     BACKOFF_CAP_S,
@@ -311,6 +318,44 @@ class OpenRouterClient:
         nonce: str = "",
     ) -> Observation:
         """Send one streaming chat completion pinned to ``endpoint`` alone and observe it."""
+        timing, status, ending, outcome, providers, attribution_ok = await self._exchange(
+            endpoint, body
+        )
+        return Observation(
+            contract=contract,
+            tag=endpoint.tag,
+            language=language,
+            attempt=attempt,
+            checksum=checksum,
+            nonce=nonce,
+            transport=ending.transport,
+            status=status,
+            error=scrub(ending.error) if ending.error else None,
+            served_by=providers[0] if providers else None,
+            attribution_ok=attribution_ok,
+            ttft_s=outcome.ttft_s if ending.stalled_at is None else ending.stalled_at,
+            ttft_censored=ending.stalled_at is not None,
+            reasoning_s=outcome.reasoning_s,
+            total_s=self._clock() - timing.started,
+            started_at=timing.wall_started,
+            content=outcome.content,
+            finish_reason=outcome.finish_reason,
+            native_finish_reason=outcome.native_finish_reason,
+            tool_calls=outcome.tool_calls,
+            usage=outcome.usage,
+            served_model=outcome.served_model,
+            connected=ending.connected,
+            response_id=outcome.response_id,
+        )
+
+    async def sample(self, endpoint: Endpoint, body: JSONObject) -> Completion:
+        """One streaming chat completion pinned to ``endpoint`` that no contract judges (an
+        equality sample): its text when it completed (None otherwise), and its usage."""
+        _, _, ending, outcome, _, attribution_ok = await self._exchange(endpoint, body)
+        completed = ending.transport is Transport.ok and attribution_ok
+        return Completion(outcome.content if completed else None, outcome.usage)
+
+    async def _exchange(self, endpoint: Endpoint, body: JSONObject) -> _Exchange:
         timing = _Timing(self._clock)
         assembler = StreamAssembler()
         status: int | None = None
@@ -374,32 +419,7 @@ class OpenRouterClient:
                 status=status,
                 error=ending.error,
             )
-        return Observation(
-            contract=contract,
-            tag=endpoint.tag,
-            language=language,
-            attempt=attempt,
-            checksum=checksum,
-            nonce=nonce,
-            transport=ending.transport,
-            status=status,
-            error=scrub(ending.error) if ending.error else None,
-            served_by=providers[0] if providers else None,
-            attribution_ok=attribution_ok,
-            ttft_s=outcome.ttft_s if ending.stalled_at is None else ending.stalled_at,
-            ttft_censored=ending.stalled_at is not None,
-            reasoning_s=outcome.reasoning_s,
-            total_s=self._clock() - timing.started,
-            started_at=timing.wall_started,
-            content=outcome.content,
-            finish_reason=outcome.finish_reason,
-            native_finish_reason=outcome.native_finish_reason,
-            tool_calls=outcome.tool_calls,
-            usage=outcome.usage,
-            served_model=outcome.served_model,
-            connected=ending.connected,
-            response_id=outcome.response_id,
-        )
+        return _Exchange(timing, status, ending, outcome, providers, attribution_ok)
 
     def _timed_out(self, assembler: StreamAssembler) -> _Ending:
         no_token = assembler.first_token_s is None
@@ -500,6 +520,14 @@ class _Failed(NamedTuple):
     connected: bool | None = True  # False: no connection could be opened; None: cut by the deadline
 
 
+class Completion(NamedTuple):
+    """What an equality sample keeps of its request: the text when it completed (else None)
+    and the usage it is paid by."""
+
+    content: str | None
+    usage: Usage
+
+
 class _Ending(NamedTuple):
     """How a probe ended when not as its stream said."""
 
@@ -508,6 +536,17 @@ class _Ending(NamedTuple):
     served_by: str | None = None  # the provider an error body names
     stalled_at: float | None = None  # a stall: the ttft sample, censored at the deadline
     connected: bool = True  # False: no connection to OpenRouter could be opened
+
+
+class _Exchange(NamedTuple):
+    """One pinned request on the wire, before anything names what it was for."""
+
+    timing: _Timing
+    status: int | None
+    ending: _Ending
+    outcome: StreamOutcome
+    providers: tuple[str, ...]
+    attribution_ok: bool
 
 
 class _Timing:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,7 +23,7 @@ from canary.config.equality_set import EqualityPrompts, load_equality_prompts
 from canary.config.probe_set import capped_max_tokens
 from canary.config.settings import ModelSettings
 from canary.core.budget import day_start
-from canary.core.cost import estimate_round_cost, token_cost
+from canary.core.cost import estimate_round_cost, probe_cost, token_cost
 from canary.core.equality import (
     EndpointEquality,
     EqualitySettings,
@@ -36,7 +35,7 @@ from canary.core.equality import (
 )
 from canary.core.events import EqualityOutlier, Event
 from canary.core.identity import Listed, excluded_by, named_tags
-from canary.core.model import Contract, Endpoint, Layer
+from canary.core.model import Endpoint, Layer
 from canary.core.plan import slot_of
 from canary.openrouter.client import ListingError, OpenRouterClient
 from canary.rounds.deciding import ACTOR
@@ -255,18 +254,14 @@ class EqualityRunner:
     async def _ask(
         self, endpoint: Endpoint, body: dict[str, JsonValue]
     ) -> tuple[str | None, float]:
-        """One pinned request: its content when it completed, and its cost. (The client's
-        observation names a contract: equality samples are prose, counted under none.)"""
+        """One pinned request: its content when it completed, and its cost. An equality sample
+        is no contract's probe: the client's ``sample`` names none."""
         seen = await self.dispatcher.run(
             provider_of(endpoint.tag),
-            lambda: self.client.probe(
-                endpoint, body, contract=Contract.language, language="en",
-                checksum=self.prompts.checksum, nonce=secrets.token_hex(6),
-            ),
+            lambda: self.client.sample(endpoint, body),
             seconds=DEFAULT_REQUEST_S,
-        )  # fmt: skip
-        content = seen.content if seen.completed else None
-        return content, self.w.cost_of(seen, endpoint)
+        )
+        return seen.content, probe_cost(seen.usage, endpoint.pricing)
 
     def _finish(
         self,

@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from wire_server import FIXTURES, Reply, Request, WireServer, chunk, run, sse, usage_chunk
 
 from canary.core.model import Contract, Endpoint, Observation, Pricing, Transport
-from canary.openrouter.client import OpenRouterClient, pin_provider
+from canary.openrouter.client import Completion, OpenRouterClient, pin_provider
 from canary.service.logs import configure_logging
 
 
@@ -555,3 +555,24 @@ def test_max_connections_probes_run_at_once_across_the_clients_pools() -> None:
 
     observations = run(go())
     assert [o.transport for o in observations] == [Transport.ok] * 20
+
+
+def test_an_equality_sample_names_no_contract_and_keeps_only_a_completed_answer() -> None:
+    """client.sample: the same pinned request as a probe, with no contract to label it; its
+    text only when the answer completed from the pinned provider, its usage either way."""
+    misattributed = sse(
+        chunk("Olá", provider="Google"),
+        chunk("", finish="stop", provider="Google"),
+        usage_chunk(provider="Google"),
+    )
+
+    async def go(body: bytes) -> tuple[Completion, list[Request]]:
+        async with WireServer(streaming(body)) as server:
+            async with OpenRouterClient(server.base_url, KEY) as client:
+                return await client.sample(ENDPOINT, BODY), server.requests
+
+    healthy, requests = run(go(HEALTHY))
+    assert healthy.content == "Olá, tudo bem?" and healthy.usage.completion_tokens == 5
+    assert json.loads(requests[0].body)["provider"]["only"] == [ENDPOINT.tag]
+    other, _ = run(go(misattributed))
+    assert other.content is None and other.usage.completion_tokens == 5
