@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python tests/bench/bench_equality.py [--checks 4000] [--trials 100]
         [--samples 5,10,20] [--endpoints 5] [--seed 1] [--only calibration|power|cost]
+        [--faults "quantized 0.8,substituted"] [--prompts N]
 
 Completions come from the simulator's sampler (canary.sim.ngram, what `canary sim` answers the
 equality prompts with) for the prompts of probes/equality.yaml, and are judged by
@@ -98,13 +99,20 @@ def calibration(probes: EqualityPrompts, checks: int, endpoints: int, seed: int)
 
 
 def power(
-    probes: EqualityPrompts, trials: int, samples: Sequence[int], endpoints: int, seed: int
+    probes: EqualityPrompts,
+    trials: int,
+    samples: Sequence[int],
+    endpoints: int,
+    seed: int,
+    faults: Sequence[str] = (),
 ) -> None:
     print("\n## Power (one faulty endpoint beside healthy peers, level 1 %)")
     print("| fault | " + " | ".join(f"{s} samples/prompt" for s in samples) + " |")
     print("|---|" + "---|" * len(samples))
     healthy = {per: [0, 0] for per in samples}  # failures, endpoint-checks
     for name, fault in FAULTS:
+        if faults and name not in faults:
+            continue
         cells = []
         for per in samples:
             rng = random.Random(seed * 1000 + per)
@@ -154,15 +162,20 @@ def main() -> None:
     parser.add_argument("--endpoints", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("calibration", "power", "cost"))
+    parser.add_argument("--prompts", type=int, default=0, help="only the first N prompts")
+    parser.add_argument("--faults", default="", help='power: only these, e.g. "quantized 0.8"')
     args = parser.parse_args()
     probes = load_equality_prompts(bundled_dir("probes"))
+    if args.prompts:
+        probes = probes.model_copy(update={"prompts": probes.prompts[: args.prompts]})
     if args.only in (None, "cost"):
         cost(probes, args.seed)
     if args.only in (None, "calibration"):
         calibration(probes, args.checks, args.endpoints, args.seed)
     if args.only in (None, "power"):
         samples = [int(s) for s in args.samples.split(",")]
-        power(probes, args.trials, samples, args.endpoints, args.seed)
+        faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+        power(probes, args.trials, samples, args.endpoints, args.seed, faults)
 
 
 if __name__ == "__main__":
