@@ -1,7 +1,7 @@
 """The equality check on the simulator's model: calibration, power, cost (docs/equality.md).
 
     nice -n 10 .venv/bin/python tests/bench/bench_equality.py [--checks 4000] [--trials 100]
-        [--samples 5,10,20] [--endpoints 5] [--seed 1] [--only calibration|power|cost]
+        [--samples 10,15,20] [--endpoints 5] [--seed 1] [--only calibration|power|cost]
         [--faults "quantized 0.8,substituted"] [--prompts N]
 
 Completions come from the simulator's sampler (canary.sim.ngram, what `canary sim` answers the
@@ -158,7 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--checks", type=int, default=4000)
     parser.add_argument("--trials", type=int, default=100)
-    parser.add_argument("--samples", default="5,10,20")
+    parser.add_argument("--samples", default="10,15,20")
     parser.add_argument("--endpoints", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("calibration", "power", "cost"))
