@@ -27,7 +27,6 @@ from canary.core.floor import (
     exclusion_removed,
     reconcile,
 )
-from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer, iso_utc
 from canary.store import tables as t
 from canary.store._audit_rows import write_audit
@@ -160,11 +159,6 @@ class LayersMixin(StoreBase):
         (with ``figures``, the 24 h figures a task profile is held to)."""
         with self._read() as conn:
             return model_layers(conn, models, now, figures=figures)
-
-    def latest_listings(self, models: Sequence[str]) -> dict[str, tuple[Listed, ...] | None]:
-        """Each model's latest listing (None when never listed), in one statement."""
-        with self._read() as conn:
-            return {m: listing_of(s) for m, s in latest_snapshots(conn, models).items()}
 
     def active_exclusions(
         self, model: str | None, now: datetime, layer: Layer = Layer.runtime

@@ -22,7 +22,7 @@ from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 from canary.core.drift import ttft_state
 from canary.core.stats import LATENCY_WINDOWS
 from canary.store.repository import Store
-from canary.store.rows import WindowFigures
+from canary.store.rows import Snapshot, WindowFigures
 from canary.views.records import answer
 
 LATENCY_STATES = ("degraded", "healthy", "unknown")
@@ -136,14 +136,14 @@ def fleet_latencies(
     now: datetime,
     bound_p95_s: float,
     tags_of: Mapping[str, Iterable[str]],
+    snapshots: Mapping[str, Snapshot | None],
     *,
     spark: bool = False,
 ) -> dict[str, dict[str, Latency]]:
     """Each model's :class:`Latency` by tag (its known ``tags_of`` and those of its latest
-    listing): the figures and the latest snapshots read once for all models; for ``spark``,
-    each tag's latest samples of the last 24 h (only the status page draws them)."""
+    listing, in ``snapshots``): the figures read once for all models; for ``spark``, each tag's
+    latest samples of the last 24 h (only the status page draws them)."""
     figures_of = store.latency_figures_of(models)
-    snapshots = store.latest_snapshots(models)
     out = {}
     for model in models:
         stored = figures_of[model]

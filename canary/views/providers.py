@@ -14,6 +14,7 @@ from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 from canary.core.controls import Controls
 from canary.core.identity import Listed, excluded_by
 from canary.core.model import EndpointState, Exclusion, Layer
+from canary.store._decode import listing_of
 from canary.store.repository import Store
 from canary.store.rows import QuarantineRow, ResultMark
 from canary.views.latency import Latency, LatencyRecord, fleet_latencies
@@ -180,7 +181,8 @@ def provider_views_of(
     runtime = store.active_exclusions(None, now)
     windows = store.active_exclusions(None, now, Layer.maintenance)
     known_of = store.known_tags_of(models)
-    listing_of = store.latest_listings(models)
+    snapshots = store.latest_snapshots(models)
+    listings = {m: listing_of(snapshots[m]) for m in models}
     quarantined_of: dict[str, dict[str, QuarantineRow]] = {m: {} for m in models}
     for q in active:  # at most one open quarantine per endpoint
         if q.model in quarantined_of:
@@ -191,10 +193,12 @@ def provider_views_of(
         m: sorted({*known_of[m], *states_of[m], *latest_of[m], *quarantined_of[m]}) for m in models
     }
     layered_of = {
-        m: _named_by(tags_of[m], listing_of[m] or (), [e for e in human if e.model == m], now)
+        m: _named_by(tags_of[m], listings[m] or (), [e for e in human if e.model == m], now)
         for m in models
     }
-    latency_of = fleet_latencies(store, models, now, degraded_p95_s, tags_of, spark=spark)
+    latency_of = fleet_latencies(
+        store, models, now, degraded_p95_s, tags_of, snapshots, spark=spark
+    )
     return {
         m: _views(
             m,
@@ -204,7 +208,7 @@ def provider_views_of(
             quarantined_of[m],
             layered_of[m],
             latency_of[m],
-            {e.tag: e.name for e in listing_of[m] or ()},
+            {e.tag: e.name for e in listings[m] or ()},
         )
         for m in models
     }
