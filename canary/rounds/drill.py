@@ -157,7 +157,7 @@ async def run_drill(
         if emit is not None:
             emit(line)
 
-    with start_simulator(loaded) as sim, drill_store_url(database_url) as store_url:
+    with start_simulator(loaded, detector=False) as sim, drill_store_url(database_url) as store_url:
         settings = drill_settings(
             base_settings,
             model_ids,

@@ -202,7 +202,7 @@ async def run_demo(
     clock = VirtualClock(real_clock() - (rounds - 1) * step)
     lists: dict[str, list[str]] = {}
     store_url = f"sqlite:///{folder / 'canary.db'}"
-    with _sigterm_as_interrupt(), start_simulator(loaded) as sim:
+    with _sigterm_as_interrupt(), start_simulator(loaded, detector=False) as sim:
         settings = drill_settings(
             base,
             model_ids,

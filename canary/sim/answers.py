@@ -36,8 +36,8 @@ from canary.sim.text import (
     REFUSALS,
     TextBank,
     asked_sentences,
-    detect_language,
     join_sentences,
+    request_language,
     split_sentences,
     tokenize,
 )
@@ -133,10 +133,6 @@ def fire(faults: tuple[Fault, ...], language: str, rng: random.Random) -> list[F
     return fired
 
 
-def request_language(request: ChatRequest) -> str:
-    return detect_language(request.last_user)
-
-
 def compose(
     request: ChatRequest,
     provider: Provider,
@@ -147,7 +143,7 @@ def compose(
 ) -> Plan:
     """The answer `provider` gives to `request`, with its faults applied; ``as_asked``: a prose
     answer to one of canary's prompts is as long as that prompt asks (:func:`asked_sentences`)."""
-    lang = request_language(request)
+    lang = request_language(request.last_user)
     faults = fire(provider.faults, lang, rng)
     by = {f.kind: f for f in faults}
     ttft_ms = provider.ttft_ms

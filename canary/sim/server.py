@@ -100,9 +100,11 @@ class RunningSimulator:
         except BaseException as exc:  # surfaced by start()
             self._error = exc
 
-    def start(self, timeout: float = 10.0) -> RunningSimulator:
+    def start(self, timeout: float = 10.0, *, detector: bool = True) -> RunningSimulator:
+        """``detector=False``: lingua is loaded on the first request that is not one of canary's
+        prompts, if one comes (rounds, drills and the demo send only canary's prompts)."""
         _quiet()
-        warm_up(self.state.bank)
+        warm_up(self.state.bank, detector=detector)
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
@@ -126,11 +128,16 @@ class RunningSimulator:
 
 
 def start_simulator(
-    scenario: Scenario | dict[str, JsonValue] | Path | str, host: str = "127.0.0.1", port: int = 0
+    scenario: Scenario | dict[str, JsonValue] | Path | str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    detector: bool = True,
 ) -> RunningSimulator:
-    """Serve `scenario` on a background thread; port 0 picks a free port."""
+    """Serve `scenario` on a background thread; port 0 picks a free port. ``detector``: load
+    lingua now (see :meth:`RunningSimulator.start`)."""
     state = SimState(scenario)
-    return RunningSimulator(state, host, port).start()
+    return RunningSimulator(state, host, port).start(detector=detector)
 
 
 def serve(scenario: Scenario | dict[str, JsonValue] | Path | str, host: str, port: int) -> None:

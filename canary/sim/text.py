@@ -10,7 +10,8 @@ from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBui
 
 from canary.config.bundled import bundled_dir
 from canary.config.definitions import parse_definition
-from canary.config.probe_set import NONCE, LanguagePrompts
+from canary.config.equality_set import load_equality_prompts
+from canary.config.probe_set import NONCE, LanguagePrompts, SchemaProbe, ToolsProbe
 from canary.sim.scenario import LANGUAGES, ScenarioError
 
 BUILTIN_BANK = Path(__file__).resolve().parent / "textbank"
@@ -127,31 +128,52 @@ def detect_language(text: str, default: str = "en") -> str:
     return code if code in LANGUAGES else default
 
 
-def warm_up(bank: TextBank) -> None:
-    """Load the detector's models and read canary's prompts now, not on the first request."""
-    detector = _detector()
-    for sentences in bank.sentences.values():
-        detector.detect_language_of(min(sentences, key=len))
-    _asked_prefixes()
+def request_language(prompt: str) -> str:
+    """The language a request is written in: one of canary's prompts is in its file's language
+    (no detection: every probe carries a fresh nonce, so no cache would spare lingua's work);
+    any other text is detected."""
+    for prefix, lang, _ in _own_prompts():
+        if prompt.startswith(prefix):
+            return lang
+    return detect_language(prompt)
+
+
+def warm_up(bank: TextBank, *, detector: bool = True) -> None:
+    """Read canary's prompts now, not on the first request, and with ``detector`` load lingua's
+    models too (about 3 s: only text other than canary's prompts needs them)."""
+    _own_prompts()
+    if detector:
+        found = _detector()
+        for sentences in bank.sentences.values():
+            found.detect_language_of(min(sentences, key=len))
 
 
 @lru_cache(maxsize=1)
-def _asked_prefixes() -> tuple[tuple[str, tuple[int, int]], ...]:
-    """Each of canary's prompts up to its nonce, with the sentences it asks for (read and
-    validated as the prober reads them)."""
+def _own_prompts() -> tuple[tuple[str, str, tuple[int, int] | None], ...]:
+    """Each of canary's probe prompts up to its nonce (longest first), with its language and
+    the sentences it asks for (prose prompts only), read and validated as the prober reads
+    them. The schema and tools probes and the equality check's prompts are written in English
+    and sent as they are whatever the languages watched."""
     probes = bundled_dir("probes")
-    found = []
+    found: list[tuple[str, str, tuple[int, int] | None]] = []
     for path in sorted((probes / "prompts").glob("*.yaml")):
         prompts = parse_definition(probes, f"prompts/{path.name}", LanguagePrompts)
         for kind, sentences in ASKED_SENTENCES.items():
             template: str = getattr(prompts, kind)
-            found.append((template[: template.index(NONCE)], sentences))
-    return tuple(found)
+            found.append((template[: template.index(NONCE)], path.stem, sentences))
+    schema = parse_definition(probes, "schema.json", SchemaProbe).prompt
+    tools = parse_definition(probes, "tools.json", ToolsProbe).prompt
+    found += [(template[: template.index(NONCE)], "en", None) for template in (schema, tools)]
+    equality = load_equality_prompts(probes)
+    first = equality.prompts[0]
+    found.append((equality.story(first)[: -len(first.opening)], "en", None))
+    found += [(item.prompt, "en", None) for item in equality.known]
+    return tuple(sorted(found, key=lambda entry: -len(entry[0])))
 
 
 def asked_sentences(prompt: str) -> tuple[int, int] | None:
     """The sentences a prompt of canary's asks for (least, most), or None for any other."""
-    for prefix, sentences in _asked_prefixes():
+    for prefix, _, sentences in _own_prompts():
         if prompt.startswith(prefix):
             return sentences
     return None

@@ -74,7 +74,7 @@ class Serve:
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[RunningSimulator]:
-    with start_simulator(SCENARIO) as sim:
+    with start_simulator(SCENARIO, detector=False) as sim:
         yield sim
 
 

@@ -39,7 +39,7 @@ def _provider(tag: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[RunningSimulator]:
     fleet = {"seed": 3, "models": [{"id": MODEL, "providers": [_provider(t) for t in "abc"]}]}
-    with start_simulator(fleet) as sim:
+    with start_simulator(fleet, detector=False) as sim:
         yield sim
 
 

@@ -40,7 +40,7 @@ def fleet(request: pytest.FixtureRequest) -> Iterator[Wiring]:
     healthy = [provider(t) for t in ("alpha", "bravo", "charlie", "echo")]
     loaded = load_scenario(scenario(*healthy, broken, provider("filterhost", fault("refusal"))))
     model = ModelSettings(id=MODEL, positive_controls=("filterhost",))
-    with start_simulator(loaded) as sim, tempfile.TemporaryDirectory() as folder:
+    with start_simulator(loaded, detector=False) as sim, tempfile.TemporaryDirectory() as folder:
         url = migrated_sqlite(Path(folder) / "eq.db")
         s = drill_settings(
             base.replace(models=(model,)), [MODEL], base_url=sim.base_url,

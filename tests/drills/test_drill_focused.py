@@ -39,7 +39,7 @@ async def _story(
     seen: dict[str, object] = {"ticks": [], "rounds": []}
     fleet = {**scenario(*(provider(t) for t in TAGS))}
     fleet["models"] = [{"id": model, "providers": [provider(t) for t in TAGS]}]
-    with start_simulator(fleet) as sim:
+    with start_simulator(fleet, detector=False) as sim:
         base: Settings = settings(database_url=url, mode="enforce", model=ModelSettings(id=model))
         base = base.replace(openrouter=base.openrouter.replace(base_url=sim.base_url))
         base = base if reports is None else base.replace(reports=reports)

@@ -28,7 +28,7 @@ async def _rounds(url: str, starts: tuple[datetime, ...]) -> list[ModelRound]:
         *(provider(t) for t in ("alpha", "bravo", "charlie")),
         provider("delta", fault("schema_break", how="missing_field")),
     )
-    with start_simulator(fleet) as sim:
+    with start_simulator(fleet, detector=False) as sim:
         base = settings(database_url=url, mode="enforce")
         base = base.replace(openrouter=base.openrouter.replace(base_url=sim.base_url))
         wiring = build_wiring(base)

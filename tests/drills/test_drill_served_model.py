@@ -104,7 +104,7 @@ def probe_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
         provider("bravo", fault("served_model", id="other/model-9")),
         provider("charlie"),
     )
-    with start_simulator(fleet) as sim:
+    with start_simulator(fleet, detector=False) as sim:
         yield {
             "CANARY_OPENROUTER_BASE_URL": sim.base_url,
             "OPENROUTER_API_KEY": "sk-or-probe-key",

@@ -61,7 +61,7 @@ async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakySto
         provider("delta", fault("garbage_prefix")),
     )
     store = FlakyStore(url, step)
-    with start_simulator(fleet) as sim:
+    with start_simulator(fleet, detector=False) as sim:
         base = settings(database_url=url, mode="enforce")
         base = base.replace(openrouter=base.openrouter.replace(base_url=sim.base_url))
         wiring = build_wiring(base, store=store)
@@ -115,7 +115,7 @@ def test_one_model_failing_its_round_never_stops_the_others(tmp_path: Path) -> N
     }
 
     async def one_round() -> list[ModelRound]:
-        with start_simulator(two) as sim:
+        with start_simulator(two, detector=False) as sim:
             base = settings(database_url=url, mode="enforce")
             base = base.replace(
                 models=(*base.models, ModelSettings(id="acme/drill-2")),

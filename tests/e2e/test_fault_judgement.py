@@ -119,7 +119,7 @@ def param(case: Case) -> Any:
 
 @pytest.fixture(scope="module")
 def running() -> Iterator[RunningSimulator]:
-    with start_simulator(scenario()) as started:
+    with start_simulator(scenario(), detector=False) as started:
         yield started
 
 

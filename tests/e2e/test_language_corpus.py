@@ -41,7 +41,7 @@ def probes() -> ProbeSet:
 def corpus_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSimulator]:
     bank = tmp_path_factory.mktemp("bank")
     build_text_bank(CORPUS, bank, SUPPORTED_LANGUAGES)
-    with start_simulator(healthy_scenario(MODEL, bank)) as sim:
+    with start_simulator(healthy_scenario(MODEL, bank), detector=False) as sim:
         yield sim
 
 
@@ -107,7 +107,7 @@ def test_portuguese_answers_with_a_third_of_their_sentences_in_spanish_fail(
     scenario = healthy_scenario(MODEL, bank, endpoints=1)
     mix = {"kind": "language_mix", "with": "es", "share": 0.34}
     scenario["models"][0]["providers"][0]["faults"] = [mix]  # type: ignore[index]
-    with start_simulator(scenario) as sim:
+    with start_simulator(scenario, detector=False) as sim:
         tally = probe_language(sim.base_url, MODEL, "pt", 40, probes=probes, analyzer=analyzer)
         answers = [r for r in sim.state.requests() if r.get("language") == "pt"]
     assert answers and all("language_mix" in r["faults"] for r in answers)
@@ -120,6 +120,6 @@ def test_the_same_portuguese_answers_without_spanish_pass(
     tmp_path: Path, probes: ProbeSet, analyzer: LanguageAnalyzer
 ) -> None:
     bank = portuguese_bank(CORPUS, tmp_path / "bank")
-    with start_simulator(healthy_scenario(MODEL, bank, endpoints=1)) as sim:
+    with start_simulator(healthy_scenario(MODEL, bank, endpoints=1), detector=False) as sim:
         tally = probe_language(sim.base_url, MODEL, "pt", 10, probes=probes, analyzer=analyzer)
     assert tally.probes == 10 and tally.fails == 0 and tally.inconclusive == 0, tally

@@ -127,7 +127,7 @@ def refused_probes() -> float:
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[RunningSimulator]:
-    with start_simulator(SCENARIO) as server:
+    with start_simulator(SCENARIO, detector=False) as server:
         yield server
 
 

@@ -56,7 +56,7 @@ def sim() -> Iterator[RunningSimulator]:
             },
         ],
     }  # fmt: skip
-    with start_simulator(scenario) as running:
+    with start_simulator(scenario, detector=False) as running:
         yield running
 
 

@@ -111,7 +111,7 @@ def test_a_round_goes_through_the_proxy_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with start_simulator(SCENARIO) as sim:
+    with start_simulator(SCENARIO, detector=False) as sim:
         url = run_round(tmp_path, sim.base_url, {"CANARY_OPENROUTER_PROXY": forward_proxy.url})
         host = sim.base_url.split("://", 1)[1]
     assert_judged(url)
@@ -126,7 +126,7 @@ def test_the_standard_proxy_variables_apply_and_no_proxy_bypasses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy, variable: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with start_simulator(SCENARIO) as sim:
+    with start_simulator(SCENARIO, detector=False) as sim:
         url = run_round(tmp_path, sim.base_url, {variable: forward_proxy.url})
         assert_judged(url)
         seen = wait_for("the proxy's access log", forward_proxy.requests, 10)
@@ -147,7 +147,7 @@ def test_a_proxy_that_does_not_answer_leaves_openrouter_unreached() -> None:
                 await client.list_endpoints(MODEL)
             return failed.value, await client.probe(endpoint, body, contract=Contract.ttft)
 
-    with start_simulator(SCENARIO) as sim:
+    with start_simulator(SCENARIO, detector=False) as sim:
         listing, observation = asyncio.run(go(sim.base_url))
         assert sim.state.requests() == []  # nothing reached the simulator around the proxy
     assert not listing.connected and listing.transport is Transport.provider_error

@@ -41,7 +41,7 @@ def test_extra_rounds_are_recorded_but_never_count_toward_a_quarantine(
     monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 'canary.db'}"
     cli = CliRunner()
-    with start_simulator(scenario) as sim:
+    with start_simulator(scenario, detector=False) as sim:
         env = {
             "CANARY_OPENROUTER_BASE_URL": sim.base_url,
             "OPENROUTER_API_KEY": "sk-or-e2e-secret-key",

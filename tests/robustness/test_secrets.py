@@ -248,7 +248,7 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        with start_simulator(SCENARIO) as sim, Receiver() as receiver, Receiver() as apprise:
+        with start_simulator(SCENARIO, detector=False) as sim, Receiver() as receiver, Receiver() as apprise:
             hook = f"{receiver.url}/hook"
             # the token travels where it belongs (the path Apprise posts to), and nowhere else
             target = apprise.url.replace("http://", "json://") + f"/{APPRISE_TOKEN}"

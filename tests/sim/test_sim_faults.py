@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import builders
 import httpx
 import jsonschema
 import pytest
 from sim_helpers import MODEL, body, content, events, finish, pin
 
+from canary.config.bundled import bundled_dir
+from canary.config.equality_set import load_equality_prompts
+from canary.config.probe_set import load_probes
+from canary.core.model import Contract
 from canary.sim.server import RunningSimulator
-from canary.sim.text import detect_language
+from canary.sim.text import detect_language, request_language
 
 PT = "Continue a cena: o cavaleiro entra na taverna escura e procura a velha amiga."
 SCHEMA = {
@@ -63,6 +68,31 @@ def test_healthy_answer_is_in_the_request_language(client: httpx.Client) -> None
     ]:
         answer = content(ask(client, text))
         assert detect_language(answer) == lang
+
+
+def test_each_of_canarys_prompts_is_taken_in_its_own_language_as_lingua_reads_it() -> None:
+    """The simulator reads the language of canary's prompts from their files, not with lingua:
+    the two must agree (the schema and tools probes and the equality check's prompts are English
+    whatever the languages watched)."""
+    languages = tuple(p.stem for p in (bundled_dir("probes") / "prompts").glob("*.yaml"))
+    probes = load_probes(bundled_dir("probes"), languages)
+    endpoint = builders.endpoint("alpha", "tools", "structured_outputs")
+    for lang in languages:
+        for contract in (Contract.ttft, Contract.refusal, Contract.language):
+            prompt = _user(probes.request(contract, lang, "n0nce", endpoint, 64).body)
+            assert request_language(prompt) == detect_language(prompt) == lang, (lang, contract)
+    for contract in (Contract.schema, Contract.tools):
+        prompt = _user(probes.request(contract, "de", "n0nce", endpoint, 64).body)
+        assert request_language(prompt) == detect_language(prompt) == "en"
+    equality = load_equality_prompts(bundled_dir("probes"))
+    asked = [equality.story(p) for p in equality.prompts] + [k.prompt for k in equality.known]
+    assert {(request_language(p), detect_language(p)) for p in asked} == {("en", "en")}
+    assert request_language(PT) == "pt"  # any other text: detected
+
+
+def _user(body: dict[str, Any]) -> str:
+    (last,) = [m for m in body["messages"] if m["role"] == "user"]
+    return str(last["content"])
 
 
 def test_garbage_prefix(client: httpx.Client, sim: RunningSimulator) -> None:

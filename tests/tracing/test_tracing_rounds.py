@@ -97,7 +97,7 @@ def one_round(
     url = f"sqlite:///{tmp_path / 'rounds.db'}"
 
     async def run() -> tuple[ModelRound, int]:
-        with start_simulator(FLEET) as sim:
+        with start_simulator(FLEET, detector=False) as sim:
             settings = Settings(
                 database_url=url,
                 languages=("en",),
