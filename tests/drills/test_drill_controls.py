@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_runner import CliRunner
 from drill_kit import LANGUAGES, TEXT_ONLY, drill, fault, provider, settings
 
@@ -74,6 +75,7 @@ def test_a_filtering_control_is_never_quarantined_for_its_schema_and_is_publishe
     assert ctl["state"] == "excluded" and [e["layer"] for e in ctl["exclusions"]] == ["control"]
 
 
+@pytest.mark.slow  # the count is tests/core's; drilled: the filtering control test
 def test_would_quarantine_never_counts_the_control_usable(store_url: str) -> None:
     """The observe drill of the issue said ``usable: [a, b, c, ctl, g]`` (a control that refuses
     in prose and advertises no structured output: it is no candidate itself)."""
@@ -116,6 +118,7 @@ def test_an_unpublished_control_is_still_no_capacity_for_the_floor(store_url: st
     assert result.summary["floor_breached"] == []
 
 
+@pytest.mark.slow  # the count is tests/core's; drilled: the filtering control test
 def test_a_tools_list_counts_only_the_endpoints_that_advertise_tools(
     store_url: str, tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ def test_the_outlier_fails_its_peers_pass_and_the_control_is_left_out(
     assert _check(wiring, "two").status == "claimed_elsewhere"  # one check a slot
 
 
+@pytest.mark.slow  # the pooling is tests/core/test_core_equality.py's; drilled: the outlier test
 def test_an_excluded_endpoint_is_tested_but_never_pooled(fleet: Wiring) -> None:
     wiring = fleet
     wiring.store.add_exclusion(MODEL, "alpha", "operator", "test", None, NOW, builtin=[], floor=0)
@@ -98,6 +99,7 @@ def test_a_check_the_budget_cannot_afford_is_skipped(fleet: Wiring) -> None:
     assert wiring.store.latest_equality([MODEL]) == []
 
 
+@pytest.mark.slow  # the due rule is tests/core's; drilled: the outlier test
 def test_the_daemons_job_runs_the_due_checks_once_a_slot(fleet: Wiring) -> None:
     wiring = fleet
     asyncio.run(run_due(wiring, "one", lambda: True, prompts=_prompts()))  # stopping: nothing
@@ -124,6 +126,7 @@ def test_the_equality_settings_stay_out_of_the_policy_version() -> None:
     assert version(changed) == version(settings())
 
 
+@pytest.mark.slow  # the pooling is tests/core/test_core_equality.py's; drilled: the outlier test
 def test_an_endpoint_in_a_maintenance_window_is_neither_tested_nor_pooled(
     fleet: Wiring,
 ) -> None:

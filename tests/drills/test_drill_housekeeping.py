@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settings
 
 from canary.config.settings import ModelSettings
@@ -43,6 +44,7 @@ def test_housekeeping_releases_an_ended_quarantine_before_any_round(tmp_path: Pa
         daemon.wiring.store.dispose()
 
 
+@pytest.mark.slow  # the max age is tests/core's; housekeeping is drilled by the release test
 def test_housekeeping_drops_a_pending_language_older_than_the_max_age(tmp_path: Path) -> None:
     # After an outage longer than streak_max_age_hours, the next round must not repeat it.
     url = f"sqlite:///{tmp_path / 'lang.db'}"

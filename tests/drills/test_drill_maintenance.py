@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, verdicts
 from sqlite_template import migrated_sqlite
 
@@ -15,6 +16,7 @@ from canary.store.repository import Store
 INTERVAL = timedelta(minutes=30)
 
 
+@pytest.mark.slow  # four rounds; the window's rule is tests/core's
 def test_a_failing_provider_in_maintenance_for_two_rounds_is_judged_again_from_its_end(
     tmp_path: Path,
 ) -> None:

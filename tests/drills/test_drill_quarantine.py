@@ -73,6 +73,8 @@ def test_two_clean_rounds_release_a_quarantine_early() -> None:
     assert ignored(result) == []
 
 
+@pytest.mark.slow  # five quarantines over weeks of rounds; the ladder is
+# tests/core/test_core_quarantine.py's
 def test_repeat_offender_climbs_the_1_3_7_day_ladder() -> None:
     # A persistent fault; each advance lands just after the running quarantine has ended.
     result = drill(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from drill_kit import (
     MODEL,
     TEXT_ONLY,
@@ -33,6 +34,8 @@ def test_capacity_floor_holds_the_last_endpoints_and_alerts() -> None:
     assert ignored(result) == []
 
 
+@pytest.mark.slow  # the order is tests/core's; drilled:
+# test_capacity_floor_holds_the_last_endpoints_and_alerts
 def test_capacity_floor_removes_the_first_candidate_and_keeps_the_next_deterministically() -> None:
     base = settings(model=ModelSettings(id=MODEL, capacity_floor=4))
     fleet = [provider(t) for t in ("alpha", "bravo", "charlie")]
@@ -88,6 +91,8 @@ def test_filtering_positive_control_lets_the_refusal_probe_judge_the_others() ->
     assert ignored(result) == ["delta", "filterhost"]  # the control is published as a control
 
 
+@pytest.mark.slow  # the control's rule is tests/core's; drilled:
+# test_filtering_positive_control_lets_the_refusal_probe_judge_the_others
 def test_healthy_positive_control_marks_the_probe_weak_and_proves_nothing() -> None:
     result = drill(_control_fleet([]), 2, base=_with_control())
     assert rounds_of(result, "probe_weak") == [1, 2]
@@ -123,6 +128,7 @@ def test_a_contract_failing_on_most_endpoints_blames_the_model_not_the_providers
     assert result.of_kind("quarantine") == [] and ignored(result) == []
 
 
+@pytest.mark.slow  # drilled as a harmless fault: test_drill_every_fault's served_by
 def test_answer_served_by_another_provider_is_an_invalid_probe_never_a_failure() -> None:
     # bravo's answers are broken, but they say alpha served them: nothing can be concluded.
     result = drill(
@@ -142,6 +148,8 @@ def test_answer_served_by_another_provider_is_an_invalid_probe_never_a_failure()
     assert result.of_kind("quarantine") == []
 
 
+@pytest.mark.slow  # the repeat is tests/core's; a language fault is drilled in
+# test_drill_every_fault
 def test_a_language_anomaly_makes_the_next_round_repeat_that_language() -> None:
     # bravo drifts into Spanish only when asked in English; rotation alternates en/es per round,
     # so without the repeat bravo would fail every other round and never be quarantined.

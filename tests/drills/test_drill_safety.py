@@ -68,6 +68,8 @@ def language_of(tag: str, round_no: int, languages: tuple[str, ...] = LANGUAGES)
 # 1 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the floor's count is tests/core's; drilled:
+# test_capacity_floor_holds_the_last_endpoints_and_alerts
 def test_a_base_slug_builtin_entry_counts_against_the_floor(tmp_path: Path) -> None:
     probes = probes_with_builtin(tmp_path, {"provider": "deepinfra"})
     fleet = scenario(provider("deepinfra/fp8"), provider("alpha", PREFIX), provider("beta"))
@@ -84,6 +86,8 @@ def test_a_base_slug_builtin_entry_counts_against_the_floor(tmp_path: Path) -> N
 # 2 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the floor's count is tests/core's; drilled:
+# test_capacity_floor_holds_the_last_endpoints_and_alerts
 def test_a_builtin_entry_that_has_ended_gives_its_capacity_back(tmp_path: Path) -> None:
     probes = probes_with_builtin(
         tmp_path, {"provider": "c1", "since": "2025-06-01", "until": "2025-09-01"}
@@ -98,6 +102,8 @@ def test_a_builtin_entry_that_has_ended_gives_its_capacity_back(tmp_path: Path) 
 # 3 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # six rounds; weak probes are drilled in make check by test_drill_safeguards'
+# control drill
 def test_clean_answers_count_even_in_rounds_where_the_refusal_probe_is_weak() -> None:
     # The positive control does not filter: every round's refusal results are inconclusive.
     # bravo breaks the schema in round 1, answers cleanly in rounds 2-5 and breaks it in round 6.
@@ -123,6 +129,8 @@ def test_clean_answers_count_even_in_rounds_where_the_refusal_probe_is_weak() ->
 # 4 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the rule's count is tests/core's; drilled:
+# test_a_contract_failing_on_most_endpoints_blames_the_model_not_the_providers
 def test_the_model_wide_rule_counts_only_usable_endpoints(tmp_path: Path) -> None:
     drift = fault("language_drift", to="pt")
     probes = probes_with_builtin(tmp_path, *({"provider": t} for t in ("x1", "x2", "x3")))
@@ -173,6 +181,8 @@ def test_an_operator_exclusion_that_breaches_the_floor_is_refused_unless_forced(
         assert [e.tag for e in store.active_exclusions(MODEL, DRILL_START)] == ["alpha", "bravo"]
 
 
+@pytest.mark.slow  # the refusal is tests/core's; drilled:
+# test_an_operator_exclusion_that_breaches_the_floor_is_refused_unless_forced
 def test_an_exclusion_that_would_withhold_a_quarantine_is_refused_saying_so(
     tmp_path: Path,
 ) -> None:
@@ -240,6 +250,7 @@ def _memory() -> Store:
 # 7 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # three rounds; weak probes are tests/core's
 def test_a_control_missing_from_the_listing_is_said_and_weakens_the_refusal_probe() -> None:
     fleet = scenario(provider("alpha"), provider("bravo"), provider("charlie"))
     base = settings(model=ModelSettings(id=MODEL, positive_controls=("filterhost",)))
@@ -256,6 +267,7 @@ def test_a_control_missing_from_the_listing_is_said_and_weakens_the_refusal_prob
 # 8 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # several rounds; the pending language is tests/core's
 def test_an_inconclusive_repeat_keeps_the_pending_language() -> None:
     # Three languages: with two, the rotation itself would come back to en in round k + 2.
     three = ("en", "es", "pt")

@@ -33,6 +33,7 @@ def test_one_endpoint_serving_another_model_is_one_drift_alert_and_the_first_sig
     assert "bravo now serves other/model-9" in drift[0]["reason"]
 
 
+@pytest.mark.slow  # the grouping is tests/core's; drilled: the one-endpoint drift test
 def test_a_change_on_every_endpoint_at_once_is_one_model_level_event() -> None:
     dated = fault("served_model", id=f"{MODEL}-2026-01-01")
     timeline = [faults_at(2, t, dated) for t in TAGS]
@@ -65,6 +66,7 @@ def test_canary_drift_names_an_endpoint_serving_an_unexpected_id(tmp_path: Path)
     assert "bravo: serves other/model-9  (unexpected id)" in table.stdout
 
 
+@pytest.mark.slow  # the grouping is tests/core's; drilled: the one-endpoint drift test
 def test_every_endpoint_moving_from_different_ids_to_one_is_one_event_listing_them(
     tmp_path: Path,
 ) -> None:

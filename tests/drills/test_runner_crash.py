@@ -74,7 +74,13 @@ async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakySto
     return reports, store
 
 
-@pytest.mark.parametrize("step", STEPS)
+# A crash before the decision's transaction abandons the round whichever write it hit, so the inner
+# loop crashes at the last of them (apply_decision) and after the decision (finish_round); `make
+# test` crashes at every step.
+@pytest.mark.parametrize(
+    "step",
+    [pytest.param(s, marks=[] if s in STEPS[-2:] else [pytest.mark.slow]) for s in STEPS],
+)
 def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
     tmp_path: Path, step: str
 ) -> None:
