@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Test workers (pytest-xdist), more than the cores: much of the suite waits on daemons, sockets
 # and timers rather than computing. The quick subset computes, so it takes one per core: each
-# worker costs about 7 s of CPU to start (collecting, lingua's models, the migrated template).
+# worker pays its own start (collecting, the migrated template, lingua's models once needed).
 # `make test WORKERS=1` runs in one process.
 CORES := $(shell nproc 2>/dev/null || echo 2)
 WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
@@ -26,6 +26,9 @@ $(BIN)/canary: pyproject.toml
 	@# an editable install leaves the project uncompiled; with PYTHONDONTWRITEBYTECODE set, every
 	@# command would compile it again (about 50 ms of each `canary status`)
 	$(BIN)/python -m compileall -q canary migrations > /dev/null
+	@# the tests too, as pytest compiles them (asserts rewritten): else each worker of the first
+	@# `make check` compiles every module again (a collection error shows in the run that follows)
+	$(PYTEST) --collect-only -q -p no:cacheprovider > /dev/null 2>&1 || true
 	@touch $(BIN)/canary
 
 $(VENV)/.lint-tools: $(BIN)/canary
