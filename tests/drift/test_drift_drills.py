@@ -21,6 +21,9 @@ from canary.config.settings import MaxPrice, ModelSettings, Settings
 from canary.rounds.drill import DrillResult, run_drill
 from canary.store.repository import Store
 
+# multi-round drills (core.drift is checked in tests/core): make test
+pytestmark = pytest.mark.slow
+
 MODEL = "acme/drift-drill"
 ROUNDS = 7
 PARAMS = ["max_tokens", "temperature", "seed", "response_format", "structured_outputs"]

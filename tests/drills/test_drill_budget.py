@@ -24,6 +24,7 @@ def _estimate_per_endpoint() -> float:
     return probes * token_cost(250, s.openrouter.max_tokens, price)
 
 
+@pytest.mark.slow  # whole rounds; the budget's rules: tests/core/test_core_budget.py
 def test_half_a_round_of_budget_probes_quarantined_first_and_freezes_the_skipped(
     tmp_path: Path,
 ) -> None:

@@ -39,6 +39,7 @@ def _files(tmp_path: Path, timeline: list[dict[str, object]]) -> tuple[Path, Pat
     return config, path
 
 
+@pytest.mark.slow  # a whole drill for its JSON lines; the summary's floor: test_drill_safety
 def test_drill_json_prints_one_object_per_line_and_a_summary_last(tmp_path: Path) -> None:
     config, path = _files(tmp_path, [advance(3, 30)])
     result = CliRunner().invoke(

@@ -24,7 +24,11 @@ from canary.text.encoding import encoding_corruption
 MODEL = "acme/e2e-corpus"
 PROBES_PER_LANGUAGE = 20
 
-pytestmark = pytest.mark.skipif(not SHARED_CORPUS.present, reason=SHARED_CORPUS.reason)
+# real sentences of 17 languages through whole rounds (tests/text judges them alone): make test
+pytestmark = [
+    pytest.mark.skipif(not SHARED_CORPUS.present, reason=SHARED_CORPUS.reason),
+    pytest.mark.slow,
+]
 
 
 @pytest.fixture(scope="module")

@@ -198,6 +198,7 @@ def test_english_refusal_is_caught_whatever_the_probe_language(
     assert judge_refusal([answer], probe_set.refusal_patterns).result is Result.fail
 
 
+@pytest.mark.slow  # every language model of lingua, for the probe files: make test
 def test_prompts_are_written_in_their_language(probe_set: ProbeSet) -> None:
     """The real detector (lingua, via canary.text) reads each prompt as its own language."""
     from canary.text.detect import LanguageAnalyzer

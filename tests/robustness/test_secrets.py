@@ -42,6 +42,9 @@ from canary.service.logs import configure_logging, scrub
 from canary.service.notify import Notifier
 from canary.sim.server import start_simulator
 
+# a whole daemon run with every secret set: make test
+pytestmark = pytest.mark.slow
+
 KEY = "sk-or-v1-SECRETKEY123abcdef0123456789"
 WRONG_KEY = "sk-or-v1-WRONGKEY999fedcba9876543210"
 TOKEN = "admin-SECRET-TOKEN-456"
@@ -248,7 +251,11 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sinks]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        with start_simulator(SCENARIO, detector=False) as sim, Receiver() as receiver, Receiver() as apprise:
+        with (
+            start_simulator(SCENARIO, detector=False) as sim,
+            Receiver() as receiver,
+            Receiver() as apprise,
+        ):
             hook = f"{receiver.url}/hook"
             # the token travels where it belongs (the path Apprise posts to), and nowhere else
             target = apprise.url.replace("http://", "json://") + f"/{APPRISE_TOKEN}"
