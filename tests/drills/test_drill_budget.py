@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from drill_kit import MODEL, drill, fault, provider, rounds_of, scenario, settings, verdicts
 
 from canary.core.cost import token_cost
