@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Table, delete, func, select
+from sqlalchemy import Column, Connection, Table, delete, func, select
 
 from canary.store import tables as t
 from canary.store._audit import AuditMixin
@@ -101,38 +101,31 @@ class RetentionMixin(AuditMixin):
     def _prune_by_round(
         self, table: Table, cutoff: datetime, should_stop: Callable[[], bool]
     ) -> int:
-        """Walk the rounds scheduled before ``cutoff`` in id order, from the oldest one that
-        still has rows here, deleting their rows a batch of rounds at a time."""
-        r = t.rounds.c
-        with self._read() as conn:
-            oldest = conn.execute(select(func.min(table.c.round_id))).scalar_one_or_none()
-        if oldest is None:
-            return 0
-        cursor, deleted = oldest - 1, 0
-        while not should_stop():
-            with self._write() as conn:
-                ids = list(
-                    conn.execute(
-                        select(r.id)
-                        .where(r.id > cursor, r.scheduled_at < cutoff)
-                        .order_by(r.id)
-                        .limit(ROUNDS_PER_BATCH)
-                    ).scalars()
-                )
-                if not ids:
-                    break
-                deleted += conn.execute(delete(table).where(table.c.round_id.in_(ids))).rowcount
-                if table is t.round_verdicts:
-                    repoint_after_prune(conn, ids)
-            cursor = ids[-1]
-        return deleted
+        """The rows of the rounds scheduled before ``cutoff``."""
+        return self._prune_under(t.rounds, table, table.c.round_id, cutoff, should_stop)
 
     def _prune_equality(self, cutoff: datetime, should_stop: Callable[[], bool]) -> int:
-        """The results of the equality checks of slots before ``cutoff``, a batch of checks at
-        a time (a check has a row per tested endpoint of its model)."""
-        c, r = t.equality_checks.c, t.equality_results.c
+        """The results of the equality checks of slots before ``cutoff`` (a check has a row per
+        tested endpoint of its model)."""
+        results = t.equality_results
+        return self._prune_under(
+            t.equality_checks, results, results.c.check_id, cutoff, should_stop
+        )
+
+    def _prune_under(
+        self,
+        parent: Table,
+        table: Table,
+        parent_id: Column[int],
+        cutoff: datetime,
+        should_stop: Callable[[], bool],
+    ) -> int:
+        """Walk the ``parent`` rows (rounds or checks) scheduled before ``cutoff`` in id order,
+        from the oldest one that still has rows in ``table``, deleting their rows a batch of
+        parents at a time (the parents are kept)."""
+        p = parent.c
         with self._read() as conn:
-            oldest = conn.execute(select(func.min(r.check_id))).scalar_one_or_none()
+            oldest = conn.execute(select(func.min(parent_id))).scalar_one_or_none()
         if oldest is None:
             return 0
         cursor, deleted = oldest - 1, 0
@@ -140,17 +133,17 @@ class RetentionMixin(AuditMixin):
             with self._write() as conn:
                 ids = list(
                     conn.execute(
-                        select(c.id)
-                        .where(c.id > cursor, c.scheduled_at < cutoff)
-                        .order_by(c.id)
+                        select(p.id)
+                        .where(p.id > cursor, p.scheduled_at < cutoff)
+                        .order_by(p.id)
                         .limit(ROUNDS_PER_BATCH)
                     ).scalars()
                 )
                 if not ids:
                     break
-                deleted += conn.execute(
-                    delete(t.equality_results).where(r.check_id.in_(ids))
-                ).rowcount
+                deleted += conn.execute(delete(table).where(parent_id.in_(ids))).rowcount
+                if table is t.round_verdicts:
+                    repoint_after_prune(conn, ids)
             cursor = ids[-1]
         return deleted
 
