@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ SYMPTOMS = (
     "bad_tool_call", "other",
 )  # fmt: skip
 RESOLVE_WITHIN_S = 30.0  # how long the generation endpoint is asked before giving up
+NOT_YET = (404, 429, 502, 503)  # the generation endpoint's answers worth asking again
 
 
 class ReportRefused(RuntimeError):
@@ -93,6 +94,15 @@ def _answered(response: httpx.Response) -> dict[str, Any]:
     raise ReportRefused(response.status_code, error, float(wait) if wait else None)
 
 
+def _waits() -> Iterator[float]:
+    """The pauses between asks of the generation endpoint: from 0.5 s, doubling up to 8 s,
+    while the total stays within :data:`RESOLVE_WITHIN_S`."""
+    waited, delay = 0.0, 0.5
+    while waited + delay <= RESOLVE_WITHIN_S:
+        yield delay
+        waited, delay = waited + delay, min(delay * 2, 8.0)
+
+
 def _provider_of(response: httpx.Response) -> str | None:
     if response.status_code != 200:
         return None
@@ -139,19 +149,17 @@ class Reporter:
         return _answered(self._http.post(self._url, json=body, headers=self._headers))
 
     def _resolve(self, generation_id: str) -> str | None:
-        waited, delay = 0.0, 0.5
+        waits = _waits()
         while True:
             response = self._or.get(
                 self._openrouter, params={"id": generation_id},
                 headers={"Authorization": f"Bearer {self._key}"},
             )  # fmt: skip
             name = _provider_of(response)
-            if name is not None or response.status_code not in (404, 429, 502, 503):
+            wait = next(waits, None)
+            if name is not None or response.status_code not in NOT_YET or wait is None:
                 return name
-            if waited + delay > RESOLVE_WITHIN_S:
-                return None
-            self._sleep(delay)
-            waited, delay = waited + delay, min(delay * 2, 8.0)
+            self._sleep(wait)
 
     def close(self) -> None:
         self._http.close()
@@ -200,19 +208,17 @@ class AsyncReporter:
         return _answered(await self._http.post(self._url, json=body, headers=self._headers))
 
     async def _resolve(self, generation_id: str) -> str | None:
-        waited, delay = 0.0, 0.5
+        waits = _waits()
         while True:
             response = await self._or.get(
                 self._openrouter, params={"id": generation_id},
                 headers={"Authorization": f"Bearer {self._key}"},
             )  # fmt: skip
             name = _provider_of(response)
-            if name is not None or response.status_code not in (404, 429, 502, 503):
+            wait = next(waits, None)
+            if name is not None or response.status_code not in NOT_YET or wait is None:
                 return name
-            if waited + delay > RESOLVE_WITHIN_S:
-                return None
-            await self._sleep(delay)
-            waited, delay = waited + delay, min(delay * 2, 8.0)
+            await self._sleep(wait)
 
     async def aclose(self) -> None:
         await self._http.aclose()
