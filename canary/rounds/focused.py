@@ -31,7 +31,6 @@ from canary.core.events import ModelWide, ReportConfirmed
 from canary.core.model import Contract, Endpoint, Look, LookKind, Verdict
 from canary.core.reports import (
     Outcome,
-    endpoints_named,
     failures_only,
     focus_order,
     joins,
@@ -45,7 +44,7 @@ from canary.rounds.prober import EndpointProbing
 from canary.rounds.runner import Ready, RoundRunner
 from canary.rounds.wiring import Wiring
 from canary.service.logs import get_logger
-from canary.service.reports import admit
+from canary.service.reports import NOT_LISTED, admit, tags_named
 from canary.store._reports import ReportRow
 
 log = get_logger("canary.rounds.focused")
@@ -278,13 +277,9 @@ class FocusedChecks:
             store.attribute_report(report.id, None, (), Outcome.unattributed.value, UNRESOLVED)
             self.w.metrics.observe_report(Outcome.unattributed.value)
             return
-        snapshot = store.latest_snapshot(report.model) or {}
-        listing = {t: m.get("provider_name") for t, m in snapshot.items()}
-        tags = endpoints_named(
-            name, {t: n if isinstance(n, str) else None for t, n in listing.items()}
-        )
+        tags = tags_named(store, report.model, name)
         if not tags:
-            why = f"no endpoint of the latest listing is named {name!r}"
+            why = NOT_LISTED.format(name)
             store.attribute_report(report.id, name, (), Outcome.unattributed.value, why)
             self.w.metrics.observe_report(Outcome.unattributed.value)
             return

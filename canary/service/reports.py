@@ -23,6 +23,7 @@ from canary.core.reports import (
     endpoints_named,
     retry_after,
 )
+from canary.store._decode import listing_of
 from canary.store._reports import NewReport, ReportRow
 from canary.store.repository import Store
 from canary.views.records import iso
@@ -101,6 +102,13 @@ def admit(
     return Admitted(outcome, RATE_LIMITED if wait is not None else None, wait)
 
 
+def tags_named(store: Store, model: str, provider: str) -> tuple[str, ...]:
+    """The endpoints of the model's latest listing that a provider name names
+    (:func:`canary.core.reports.endpoints_named`)."""
+    listed = listing_of(store.latest_snapshot(model)) or ()
+    return endpoints_named(provider, {e.tag: e.name for e in listed})
+
+
 def take_report(store: Store, settings: Settings, said: Said, sender: str, now: datetime) -> Taken:
     """Check, attribute, rate-limit and store one report (a store error propagates)."""
     try:
@@ -119,9 +127,7 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
     tags: tuple[str, ...] = ()
     outcome, reason = Outcome.pending, None
     if said.provider is not None:
-        snapshot = store.latest_snapshot(said.model) or {}
-        listing = {tag: _name(meta.get("provider_name")) for tag, meta in snapshot.items()}
-        tags = endpoints_named(said.provider, listing)
+        tags = tags_named(store, said.model, said.provider)
         if not tags:
             outcome, reason = Outcome.unattributed, NOT_LISTED.format(said.provider)
     elif said.generation_id is None:
@@ -153,10 +159,6 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
 
         PROCESS.observe_report(row.outcome)
     return Taken(row, created, wait if created else None)
-
-
-def _name(value: JsonValue) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def report_json(row: ReportRow, *, notes: bool) -> dict[str, JsonValue]:
