@@ -105,11 +105,6 @@ class Estimate(TypedDict):
     usd_per_day: float
 
 
-# The round estimate counts this many prompt tokens per probe (system + user prompt, rounded up)
-# and the whole max_tokens out, the same figures the runner's budget uses.
-ESTIMATE_PROMPT_TOKENS = 250
-
-
 def register(app: typer.Typer) -> None:
     help_text = "Probe a model's providers now, pinned, and print each verdict."
     app.command("probe", help=help_text)(probe)
@@ -396,7 +391,7 @@ def _print_human(document: ProbeDocument) -> None:
 
 async def _estimate(settings: Settings) -> Estimate:
     from canary.config.probe_set import load_probes
-    from canary.core.cost import estimate_round_cost
+    from canary.core.cost import ESTIMATE_PROMPT_TOKENS, estimate_round_cost
     from canary.core.plan import plan_endpoint
     from canary.openrouter.client import ListingError
     from canary.rounds.wiring import openrouter_client

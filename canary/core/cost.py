@@ -11,6 +11,10 @@ from collections.abc import Callable, Iterable
 
 from canary.core.model import Endpoint, Pricing, Usage
 
+# A probe's prompt tokens in a round's estimate (system and user prompt, rounded up); with the
+# whole max_tokens out, what the runner's budget and `canary probe --estimate` count.
+ESTIMATE_PROMPT_TOKENS = 250
+
 
 def _price(value: float) -> float:
     return value if value > 0 else 0.0

@@ -17,7 +17,7 @@ from datetime import datetime
 from canary.config.settings import ModelSettings
 from canary.core.alerts import budget_alert
 from canary.core.budget import BudgetCandidate, BudgetPlan, day_start, plan_budget, priority_of
-from canary.core.cost import estimate_round_cost
+from canary.core.cost import ESTIMATE_PROMPT_TOKENS, estimate_round_cost
 from canary.core.events import Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed, excluded_by
@@ -54,6 +54,18 @@ class DayBudget:
             if self.store.reserve_budget(self.day, reserved, amount):
                 return plan
         raise BudgetContention(f"the budget of {self.day} kept changing while planning")
+
+    def reserve_within(self, amount_usd: float, allowance: Callable[[float], float | None]) -> bool:
+        """Reserve ``amount_usd`` if it fits what ``allowance`` leaves, given what the day has
+        reserved so far (None: nothing); False when it does not fit or the ledger kept moving."""
+        for _ in range(_ATTEMPTS):
+            reserved = self.store.budget_reserved(self.day, self.spent_before_usd)
+            left = allowance(reserved)
+            if left is None or amount_usd > left:
+                return False
+            if self.store.reserve_budget(self.day, reserved, amount_usd):
+                return True
+        return False
 
     def settle(self, reserved_usd: float, spent_usd: float) -> None:
         """Give back the part of a finished model's reservation it did not spend."""
@@ -108,7 +120,7 @@ def affordable(
     if budget is None:
         return list(endpoints), [], 0.0
     per_endpoint = {
-        e.tag: estimate_round_cost([e], probes_of(e), 250, max_tokens) for e in endpoints
+        e.tag: estimate_round_cost([e], probes_of(e), ESTIMATE_PROMPT_TOKENS, max_tokens) for e in endpoints
     }
     human = [e for e in published.entries if e.layer in (Layer.builtin, Layer.runtime)]
     candidates = [

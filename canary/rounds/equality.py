@@ -23,7 +23,7 @@ from canary.config.equality_set import EqualityPrompts, load_equality_prompts
 from canary.config.probe_set import capped_max_tokens
 from canary.config.settings import ModelSettings
 from canary.core.budget import day_start
-from canary.core.cost import estimate_round_cost, probe_cost, token_cost
+from canary.core.cost import ESTIMATE_PROMPT_TOKENS, estimate_round_cost, probe_cost, token_cost
 from canary.core.equality import (
     EndpointEquality,
     EqualitySettings,
@@ -38,6 +38,7 @@ from canary.core.identity import Listed, excluded_by, named_tags
 from canary.core.model import Endpoint, Layer
 from canary.core.plan import slot_of
 from canary.openrouter.client import ListingError, OpenRouterClient
+from canary.rounds.budget import DayBudget
 from canary.rounds.deciding import ACTOR
 from canary.rounds.dispatch import Dispatcher, provider_of
 from canary.rounds.prober import DEFAULT_REQUEST_S
@@ -143,13 +144,27 @@ class EqualityRunner:
             return
         tested, pooled = await asyncio.to_thread(self._roles, model, endpoints, now)
         estimate = sum(self._estimate(e) for e in tested)
-        reserved = await asyncio.to_thread(self._reserve, endpoints, estimate, now)
-        if reserved is None:
+        limit = self.settings.daily_budget_usd
+        budget = (
+            None
+            if limit is None
+            else await asyncio.to_thread(DayBudget.of, self.w.store, limit, now)
+        )
+        if budget is not None and not await asyncio.to_thread(
+            self._reserve, budget, endpoints, estimate, now
+        ):
             report.status, report.detail = "skipped", "budget"
             await asyncio.to_thread(self._finish, check, report, {"budget": round(estimate, 6)})
             log.info("equality_skipped", model=model.id, reason="budget", estimate=estimate)
             return
-        sampled = await asyncio.gather(*(self._sample(e, e.tag in pooled) for e in tested))
+        sampled: list[tuple[Sampled, float]] = []
+        try:
+            sampled = list(
+                await asyncio.gather(*(self._sample(e, e.tag in pooled) for e in tested))
+            )
+        finally:  # what the requests did not spend goes back, whatever happened to the check
+            if budget is not None:
+                await asyncio.to_thread(budget.settle, estimate, sum(c for _, c in sampled))
         report.cost_usd = sum(cost for _, cost in sampled)
         rng = random.Random(f"{model.id}@{slot.isoformat()}")
         report.results = await asyncio.to_thread(
@@ -159,8 +174,6 @@ class EqualityRunner:
             _outlier(model.id, check, r) for r in report.results if r.outcome is Outcome.fail
         ]
         await asyncio.to_thread(self._finish, check, report, {}, pooled)
-        if reserved > 0:
-            await asyncio.to_thread(self._settle, reserved, report.cost_usd, now)
         log.info(
             "equality_checked", model=model.id, tested=len(tested),
             outliers=[r.tag for r in report.results if r.outcome is Outcome.fail],
@@ -196,34 +209,24 @@ class EqualityRunner:
         return (p.planned + len(p.known)) * token_cost(PROMPT_TOKENS, out, endpoint.pricing)
 
     def _reserve(
-        self, endpoints: Sequence[Endpoint], estimate: float, now: datetime
-    ) -> float | None:
-        """Reserve the check's estimate out of what the day's remaining rounds leave (0.0: no
-        budget is set; None: it does not fit). The rounds' estimate is this model's round at
-        its listed prices for every watched model, or today's mean spend per slot if more."""
-        limit = self.settings.daily_budget_usd
-        if limit is None:
-            return 0.0
-        store, interval = self.w.store, self.settings.interval_minutes
-        start = day_start(now)
-        day = start.date().isoformat()
-        spent = sum(store.round_spend(start).values())
-        slots_so_far = max(1, int((now - start) / timedelta(minutes=interval)))
+        self, budget: DayBudget, endpoints: Sequence[Endpoint], estimate: float, now: datetime
+    ) -> bool:
+        """Reserve the check's estimate out of what the day's remaining rounds leave. The rounds'
+        estimate is this model's round at its listed prices for every watched model, or today's
+        mean spend per slot if more."""
+        interval = self.settings.interval_minutes
+        slots_so_far = max(1, int((now - day_start(now)) / timedelta(minutes=interval)))
         per_model = estimate_round_cost(
-            endpoints, ROUND_PROBES, 250, self.settings.openrouter.max_tokens
+            endpoints, ROUND_PROBES, ESTIMATE_PROMPT_TOKENS, self.settings.openrouter.max_tokens
         )
-        round_usd = max(per_model * len(self.settings.models), spent / slots_so_far)
-        for _ in range(20):
-            reserved = store.budget_reserved(day, spent)
-            left = equality_allowance(limit, reserved, rounds_left_today(now, interval), round_usd)
-            if left is None or estimate > left:
-                return None
-            if store.reserve_budget(day, reserved, estimate):
-                return estimate
-        return None
-
-    def _settle(self, reserved: float, spent: float, now: datetime) -> None:
-        self.w.store.release_budget(day_start(now).date().isoformat(), reserved - spent)
+        round_usd = max(
+            per_model * len(self.settings.models), budget.spent_before_usd / slots_so_far
+        )
+        rounds_left = rounds_left_today(now, interval)
+        return budget.reserve_within(
+            estimate,
+            lambda reserved: equality_allowance(budget.limit_usd, reserved, rounds_left, round_usd),
+        )
 
     async def _sample(self, endpoint: Endpoint, pooled: bool) -> tuple[Sampled, float]:
         """The endpoint's story completions (temperature 1) and known answers (temperature 0)."""

@@ -49,11 +49,11 @@ def fleet(request: pytest.FixtureRequest) -> Iterator[Wiring]:
         yield build_wiring(s)
 
 
-def _check(wiring: Wiring, holder: str = "one") -> EqualityReport:
+def _check(wiring: Wiring, holder: str = "one", now: datetime = NOW) -> EqualityReport:
     async def run() -> EqualityReport:
         async with openrouter_client(wiring.settings) as client:
             runner = EqualityRunner(
-                wiring, client, prompts=_prompts(), clock=lambda: NOW, holder=holder
+                wiring, client, prompts=_prompts(), clock=lambda: now, holder=holder
             )
             (report,) = await runner.run()
             return report
@@ -97,6 +97,27 @@ def test_a_check_the_budget_cannot_afford_is_skipped(fleet: Wiring) -> None:
     report = _check(wiring)
     assert report.status == "skipped" and report.results == ()
     assert wiring.store.latest_equality([MODEL]) == []
+
+
+@pytest.mark.parametrize("fleet", [settings(daily_budget_usd=1000.0)], indirect=True)
+def test_a_check_keeps_of_its_reservation_only_what_it_spent_even_when_it_fails(
+    fleet: Wiring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wiring, day = fleet, NOW.date().isoformat()
+
+    async def broken(*_: object) -> object:
+        raise RuntimeError("the sampling broke")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(EqualityRunner, "_sample", broken)
+        assert _check(wiring).status == "abandoned"
+    assert wiring.store.budget_reserved(day, 0.0) == pytest.approx(0.0)
+    later = NOW + timedelta(days=1)  # the next slot, and the next day's ledger
+    report = _check(wiring, "two", later)
+    assert report.status == "finished" and report.cost_usd > 0
+    assert wiring.store.budget_reserved(later.date().isoformat(), 0.0) == pytest.approx(
+        report.cost_usd
+    )
 
 
 @pytest.mark.slow  # the due rule is tests/core's; drilled: the outlier test
