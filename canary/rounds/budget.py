@@ -120,7 +120,8 @@ def affordable(
     if budget is None:
         return list(endpoints), [], 0.0
     per_endpoint = {
-        e.tag: estimate_round_cost([e], probes_of(e), ESTIMATE_PROMPT_TOKENS, max_tokens) for e in endpoints
+        e.tag: estimate_round_cost([e], probes_of(e), ESTIMATE_PROMPT_TOKENS, max_tokens)
+        for e in endpoints
     }
     human = [e for e in published.entries if e.layer in (Layer.builtin, Layer.runtime)]
     candidates = [
