@@ -184,7 +184,10 @@ class FocusedRunner(RoundRunner):
         """The reports this check answers: those it was claimed for, and those that came since
         (on endpoints it looked at, for a contract it probed)."""
         pending = self.w.store.reports(
-            model=model, outcomes=[Outcome.pending.value], since=now - PENDING_FOR, limit=1000
+            model=model,
+            outcomes=[Outcome.pending.value],
+            received_since=now - PENDING_FOR,
+            limit=1000,
         )
         came = [r for r in pending if joins(r.tags, r.contracts, contracts, self.looked_at)]
         return list({r.id: r for r in [*self.focus.reports, *came]}.values())
@@ -210,13 +213,16 @@ class FocusedChecks:
         """Resolve, claim and run what is due now; the checks' reports."""
         store, now = self.w.store, self.clock()
         pending = await asyncio.to_thread(
-            store.reports, outcomes=[Outcome.pending.value], since=now - PENDING_FOR, limit=1000
+            store.reports,
+            outcomes=[Outcome.pending.value],
+            received_since=now - PENDING_FOR,
+            limit=1000,
         )
         unresolved = [r for r in pending if not r.tags and r.generation_id]
         if unresolved:
             await self._resolve(unresolved)
             pending = await asyncio.to_thread(
-                store.reports, outcomes=[Outcome.pending.value], since=now - PENDING_FOR,
+                store.reports, outcomes=[Outcome.pending.value], received_since=now - PENDING_FOR,
                 limit=1000,
             )  # fmt: skip
         focuses = await asyncio.to_thread(self._claim, [r for r in pending if r.tags], now)

@@ -92,8 +92,10 @@ def admit(
     resolved it later (``report_id``: the stored report, left out of its own count)."""
     if not tags:
         return Admitted(Outcome.pending, None, None)
-    near = store.reports(model=model, since=now - MINUTE, limit=1000)
-    on_them = [r.at for r in near if r.id != report_id and not set(r.tags).isdisjoint(tags)]
+    near = store.reports(model=model, received_since=now - MINUTE, limit=1000)
+    on_them = [
+        r.received_at for r in near if r.id != report_id and not set(r.tags).isdisjoint(tags)
+    ]
     windows = store.active_exclusions(model, now, Layer.maintenance)
     maintained = named_tags(windows, [Listed(t) for t in tags], now) if windows else frozenset()
     outcome, wait = admission(
@@ -120,7 +122,10 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
         known = store.reports_by_generation(said.generation_id)
         if known is not None:
             return Taken(known, False)
-    recent = [r.at for r in store.reports(sender=sender, since=now - MINUTE)]
+    came = store.reports(
+        sender=sender, received_since=now - MINUTE, limit=limits.per_token_per_minute
+    )
+    recent = [r.received_at for r in came]
     wait = retry_after(recent, now, limits.per_token_per_minute, MINUTE)
     if wait is not None:
         raise TooManyReports(wait)
@@ -151,6 +156,7 @@ def take_report(store: Store, settings: Settings, said: Said, sender: str, now: 
         note=note,
         sender=sender,
         outcome=outcome.value,
+        received_at=now,
         reason=reason,
     )
     row, created = store.add_report(new)

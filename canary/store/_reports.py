@@ -29,6 +29,7 @@ class NewReport:
     note: str | None
     sender: str  # the report token's name
     outcome: str
+    received_at: datetime  # when canary took it in (``at`` is what the app says)
     reason: str | None = None
 
 
@@ -61,6 +62,7 @@ def _report(m: RowMapping) -> ReportRow:
         note=m["note"],
         sender=m["sender"],
         outcome=m["outcome"],
+        received_at=m["received_at"],
         reason=m["reason"],
         id=m["id"],
         checks=tuple(m["checks"] or ()),
@@ -110,14 +112,18 @@ class ReportsMixin(StoreBase):
         outcomes: Sequence[str] = (),
         sender: str | None = None,
         limit: int = 100,
+        received_since: datetime | None = None,
     ) -> list[ReportRow]:
-        """Reports, newest first."""
+        """Reports, newest first: seen by the app at or after ``since``, or received by canary
+        at or after ``received_since`` (what the limits and the pickup count)."""
         r = t.reports.c
         stmt = select(t.reports).order_by(r.at.desc(), r.id.desc()).limit(limit)
         if model is not None:
             stmt = stmt.where(r.model == model)
         if since is not None:
             stmt = stmt.where(r.at >= since)
+        if received_since is not None:
+            stmt = stmt.where(r.received_at >= received_since)
         if outcomes:
             stmt = stmt.where(r.outcome.in_(list(outcomes)))
         if sender is not None:
@@ -134,14 +140,14 @@ class ReportsMixin(StoreBase):
         check: int,
         at: datetime,
     ) -> dict[int, str]:
-        """End a focused check for the model's pending reports (``at`` at or after ``since``):
+        """End a focused check for the model's pending reports (received at or after ``since``):
         each one ``answer`` gives an outcome gets it, with ``check`` noted; the others stay
         pending. One transaction, and each report only while still pending: a report stored
         before it commits is answered by this check (or waits for the next, as ``answer``
         says), and two checks never both settle one. Returns the outcomes given, by id."""
         r = t.reports.c
         pending = r.outcome == "pending"
-        wanted = select(t.reports).where(r.model == model, r.at >= since, pending)
+        wanted = select(t.reports).where(r.model == model, r.received_at >= since, pending)
         settled: dict[int, str] = {}
         with self._write() as conn:
             for row in conn.execute(wanted.order_by(r.id)).mappings().all():

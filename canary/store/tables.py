@@ -495,7 +495,8 @@ reports = Table(
     "reports",
     metadata,
     _id(),
-    _when("at"),
+    _when("at"),  # when the app saw the answer, as it says (default: when it came)
+    _when("received_at"),  # when canary took it in: what the rate limits and pickup count
     _str("model"),
     _str("provider", null=True),  # as the report named it
     _json("tags"),  # the endpoints it names (several when a name matches several)
@@ -513,6 +514,9 @@ reports = Table(
     Index(None, "model", "at"),
     Index(None, "outcome", "at"),
     Index(None, "sender", "at"),
+    Index(None, "model", "received_at"),
+    Index(None, "outcome", "received_at"),
+    Index(None, "sender", "received_at"),
 )
 
 # One focused check per (model, contract) per min_look_gap_minutes, across replicas: the last

@@ -109,6 +109,14 @@ def test_per_endpoint_limit_stores_the_report_rate_limited(api: Api) -> None:
     assert _post(client, api, symptom="empty", provider="foxtrot")["status"] == 201
 
 
+def test_reports_dated_back_by_the_app_still_count_toward_the_limits(api: Api) -> None:
+    client = reporting(api, per_token_per_minute=2, per_endpoint_per_minute=2)
+    back = (api.clock.now - timedelta(hours=2)).isoformat().replace("+00:00", "Z")
+    answers = [_post(client, api, symptom="empty", provider="alpha", at=back) for _ in range(3)]
+    assert [a["status"] for a in answers] == [201, 201, 429]
+    assert len(api.store.reports(model=api.model)) == 2
+
+
 def test_notes_only_on_the_admin_api(client: TestClient, api: Api) -> None:
     _post(client, api, symptom="garbled_text", provider="alpha", note="user said: mojibake")
     public = client.get("/v1/reports", params={"model": api.model}).json()["reports"]

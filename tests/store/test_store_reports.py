@@ -23,7 +23,7 @@ def _report(generation_id: str | None, **fields: object) -> NewReport:
     base = dict(
         at=T0, model="acme/r", provider="alpha", tags=("alpha",), generation_id=generation_id,
         symptom="empty", contracts=("refusal",), language=None, note="n", sender="app",
-        outcome="pending",
+        outcome="pending", received_at=T0,
     )  # fmt: skip
     return NewReport(**{**base, **fields})  # type: ignore[arg-type]
 
@@ -76,7 +76,7 @@ def test_documents_are_recorded_when_their_etag_changes_and_read_by_time(store: 
 
 def test_a_check_settles_the_pending_reports_it_answers_once(store: Store) -> None:
     model = f"acme/settle-{next(_models)}"
-    old, _ = store.add_report(_report(None, model=model, at=T0 - 7 * GAP))
+    old, _ = store.add_report(_report(None, model=model, at=T0 - 7 * GAP, received_at=T0 - 7 * GAP))
     ids = [store.add_report(_report(None, model=model, tags=(t,)))[0].id for t in "abcd"]
     done, _ = store.add_report(_report(None, model=model, outcome="rate_limited"))
 
