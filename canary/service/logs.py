@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from canary.config.settings import Settings
-
 if TYPE_CHECKING:
     from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
+    from canary.config.settings import Settings
 
 _SECRETS: set[str] = set()
 _SECRET_KEYS = re.compile(r"(api_key|token|authorization|password|secret)", re.I)

@@ -4,7 +4,7 @@ providers are exchangeable and the equality faults shift it measurably.
 A word trigram sampler built from text inside the repository (the English text bank; the
 ``substituted`` fault's from ``substitute.txt``), interpolated with bigram and unigram
 frequencies, and sampled at a temperature: each step's probabilities raised to ``1 / T``.
-Story prompts (:data:`STORY`) are continued from their last two words; known-answer prompts
+Story prompts ("Continue the story ...: opening") are continued from their last two words; known-answer prompts
 (sums, copying) are answered right, unless the template is broken (the instruction ignored).
 """
 
@@ -20,7 +20,6 @@ from pathlib import Path
 
 from canary.sim.text import BUILTIN_BANK
 
-STORY = "Continue the story"  # how an equality prompt begins (probes/equality.yaml)
 _STORY = re.compile(r"^Continue the story[^:\n]*:\s*(?P<opening>.+)$", re.DOTALL)
 _SUM = re.compile(r"What is (\d+) plus (\d+)\?")
 _COPY = re.compile(r"Repeat exactly[^:\n]*:\s*(?P<text>.+)$", re.DOTALL)
