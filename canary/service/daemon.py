@@ -94,7 +94,7 @@ class Daemon:
             floor_of=lambda model: self.settings.model(model).capacity_floor,
             controls_of=lambda model: self.settings.model(model).controls,
             profiles=settings.profile_rules,
-            record=self.wiring.store.record_document,
+            record=self.wiring.store.record_documents,
         )
         self.notifier = Notifier(self.wiring.store, settings.webhooks, settings.notifiers)
         self.stopping = threading.Event()

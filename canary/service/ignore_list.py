@@ -31,7 +31,7 @@ from canary.core.floor import Publication
 from canary.core.model import Exclusion
 from canary.core.needs import publish_for_needs
 from canary.core.profiles import Profile, UnknownProfile, publish_for_profile
-from canary.store.rows import ModelLayers
+from canary.store.rows import ModelLayers, NewDocument
 
 
 class UnknownModel(LookupError):
@@ -68,8 +68,8 @@ class LayerSource(Protocol):
 
 
 DEFAULT_FLOOR = 2
-# (model, variant, ETag, canonical body, at): records a published document
-Recorder = Callable[[str, str, str, bytes, datetime], bool]
+# records the published documents given (those whose ETag the history lacks), at a time
+Recorder = Callable[[Sequence[NewDocument], datetime], int]
 
 
 def needs_key(needs: Collection[str]) -> str:
@@ -260,13 +260,16 @@ class IgnoreListService:
         return True
 
     def _record_changed(self, models: Sequence[str], now: datetime) -> None:
-        """Record the documents whose ETag changed since last recorded (a store error is left
-        for the next refresh: the served list never waits on its history)."""
+        """Record, in one write, the documents whose ETag changed since last recorded (a store
+        error is left for the next refresh: the served list never waits on its history). The
+        variants are cut here, not through :meth:`published`: its cache is the requests'."""
         from canary.core.needs import KNOWN_NEEDS
 
         assert self._record is not None
         variants = [frozenset(c) for n in range(len(KNOWN_NEEDS) + 1)
                     for c in itertools.combinations(KNOWN_NEEDS, n)]  # fmt: skip
+        changed: list[NewDocument] = []
+        sources: dict[str, _Source] = {}
         for model in models:
             base = self.published(model)
             # Every variant is cut from the layers and the moment the full list was: while
@@ -274,18 +277,20 @@ class IgnoreListService:
             source = (base.etag, base.layers, base.publication.floor, base.publication.controls)
             if self._recorded_from.get(model) == source:
                 continue
-            profiles = [None, *(p for p, rules in self.profiles.items() if rules.covers(model))]
+            sources[model] = source
+            profiles = [None, *(p for p in self.profiles.values() if p.covers(model))]
             for profile, needs in itertools.product(profiles, variants):
-                published = self.published(model, needs, profile)
-                key = (model, variant_key(needs, profile))
-                if self._recorded.get(key) == published.etag:
-                    continue
-                try:
-                    self._record(model, key[1], published.etag, published.body, now)
-                except self._store.errors:
-                    return
-                self._recorded[key] = published.etag
-            self._recorded_from[model] = source
+                cut = base if profile is None and not needs else self._variant(base, needs, profile)
+                key = variant_key(needs, None if profile is None else profile.name)
+                if self._recorded.get((model, key)) != cut.etag:
+                    changed.append(NewDocument(model, key, cut.etag, json.loads(cut.body)))
+        try:
+            if changed:
+                self._record(changed, now)
+        except self._store.errors:
+            return
+        self._recorded.update({(d.model, d.variant): d.etag for d in changed})
+        self._recorded_from.update(sources)
 
     def _resolve_model_ids(self) -> Collection[str]:
         source = self._model_ids

@@ -4,16 +4,16 @@ ETag changed (what a model's list said at a time)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import JsonValue
-from sqlalchemy import RowMapping, insert, select, update
+from sqlalchemy import RowMapping, func, insert, select, update
 
 from canary.store import tables as t
 from canary.store.engine import StoreBase, insert_ignoring_conflict
+from canary.store.rows import NewDocument
 
 
 @dataclass(frozen=True)
@@ -184,29 +184,30 @@ class ReportsMixin(StoreBase):
             )
             return moved.rowcount == 1
 
-    def record_document(
-        self, model: str, variant: str, etag: str, body: JsonValue | bytes, at: datetime
-    ) -> bool:
-        """Record a published document (JSON, or its canonical bytes) unless the latest
-        recorded one has its ETag."""
-        if isinstance(body, bytes):
-            body = json.loads(body)
+    def record_documents(self, documents: Sequence[NewDocument], at: datetime) -> int:
+        """Record, in one transaction, the published documents whose ETag is not the latest
+        recorded of their variant; how many were."""
+        if not documents:
+            return 0
         d = t.published_documents.c
-        latest = (
-            select(d.etag)
-            .where(d.model == model, d.variant == variant)
-            .order_by(d.at.desc(), d.id.desc())
-            .limit(1)
-        )
+        models = sorted({doc.model for doc in documents})
+        newest = select(func.max(d.id)).where(d.model.in_(models)).group_by(d.model, d.variant)
         with self._write() as conn:
-            if conn.execute(latest).scalar() == etag:
-                return False
-            conn.execute(
-                insert(t.published_documents).values(
-                    model=model, variant=variant, etag=etag, at=at, body=body
+            latest = {
+                (model, variant): etag
+                for model, variant, etag in conn.execute(
+                    select(d.model, d.variant, d.etag).where(d.id.in_(newest))
                 )
-            )
-            return True
+            }
+            rows = [
+                {"model": doc.model, "variant": doc.variant, "etag": doc.etag, "at": at,
+                 "body": doc.body}
+                for doc in documents
+                if latest.get((doc.model, doc.variant)) != doc.etag
+            ]  # fmt: skip
+            if rows:
+                conn.execute(insert(t.published_documents), rows)
+        return len(rows)
 
     def document_at(self, model: str, variant: str, at: datetime) -> DocumentRow | None:
         """The document published for (model, variant) at ``at``: the latest recorded then."""

@@ -163,6 +163,15 @@ class ModelLayers:
         )
 
 
+class NewDocument(NamedTuple):
+    """A published document to record in the history: its variant's key, ETag and body."""
+
+    model: str
+    variant: str
+    etag: str
+    body: JsonValue
+
+
 class ResultMark(NamedTuple):
     """One contract's outcome in an endpoint's latest judged round, as operators see it."""
 

@@ -15,7 +15,7 @@ from canary.core.floor import FloorRecord
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
 from canary.service.ignore_list import IgnoreListService, ListUnavailable, UnknownModel, list_etag
-from canary.store.rows import ModelLayers
+from canary.store.rows import ModelLayers, NewDocument
 
 M = "acme/one"
 
@@ -298,9 +298,9 @@ def test_a_variant_is_recorded_when_only_its_own_inputs_move() -> None:
     store.listing = tuple(Listed(t) for t in ("alpha", "bravo", "charlie"))
     recorded: list[str] = []
 
-    def record(model: str, variant: str, etag: str, body: bytes, at: datetime) -> bool:
-        recorded.append(variant)
-        return True
+    def record(documents: Sequence[NewDocument], at: datetime) -> int:
+        recorded.extend(d.variant for d in documents)
+        return len(documents)
 
     fast = Profile("fast", max_ttft_p95_s=2.0)
     service = IgnoreListService(store, (), [M], "p-1", Clock(), profiles=[fast], record=record)

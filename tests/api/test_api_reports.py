@@ -3,6 +3,7 @@ symptoms, one report per generation id, rate limits (429 + Retry-After), notes f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from starlette.testclient import TestClient
 from canary.api.app import create_app
 from canary.config.settings import ProfileSettings, ReportSettings, ReportToken
 from canary.service.ignore_list import IgnoreListService
+from canary.store.rows import NewDocument
 
 REPORTER = {"Authorization": "Bearer app-report-token"}
 
@@ -139,9 +141,9 @@ def test_what_was_published_at_a_time_and_why(api: Api) -> None:
     variant too)."""
     recorded: list[tuple[str, str, str]] = []
 
-    def record(model: str, variant: str, etag: str, body: bytes, at: datetime) -> bool:
-        recorded.append((model, variant, etag))
-        return api.store.record_document(model, variant, etag, body, at)
+    def record(documents: Sequence[NewDocument], at: datetime) -> int:
+        recorded.extend((d.model, d.variant, d.etag) for d in documents)
+        return api.store.record_documents(documents, at)
 
     profiles = (
         ProfileSettings(name="json", needs=("structured_outputs",)).rules,

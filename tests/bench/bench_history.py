@@ -41,7 +41,7 @@ def main() -> None:
             seed(store, model, NOW + timedelta(seconds=i))
         every = [replace(p.rules, models=()) for p in PROFILES]
         for profiles in ((), every):
-            for record in (None, store.record_document):
+            for record in (None, store.record_documents):
                 service = IgnoreListService(
                     store, (), models, "p-1", lambda: NOW + timedelta(minutes=1),
                     profiles=profiles, record=record,

@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cli_fleet import Fleet
+from pydantic import JsonValue
 from typer.testing import CliRunner
 
 from canary.cli.main import app
+from canary.store.rows import NewDocument
 
 runner = CliRunner()
 
@@ -41,11 +43,11 @@ def test_report_add_refuses_an_unknown_symptom(fleet: Fleet) -> None:
 
 
 def test_ignore_list_at_shows_what_was_published_then(fleet: Fleet) -> None:
-    doc = {"model": fleet.model, "ignore": ["bravo"], "policy_version": "p-1", "needs": [],
+    doc: JsonValue = {"model": fleet.model, "ignore": ["bravo"], "policy_version": "p-1", "needs": [],
            "entries": [{"provider": "bravo", "layer": "quarantine", "reason": "hygiene failed",
                         "since": None, "until": None}]}  # fmt: skip
     at = datetime(2026, 5, 1, 14, 0, tzinfo=UTC)
-    fleet.store.record_document(fleet.model, "", 'W/"1"', doc, at)
+    fleet.store.record_documents([NewDocument(fleet.model, "", 'W/"1"', doc)], at)
     shown = run(fleet, "ignore-list", "-m", fleet.model, "--at", "2026-05-01T14:10:00Z")
     assert shown.exit_code == 0, shown.output
     assert "published at 2026-05-01T14:00:00Z" in shown.stdout and "hygiene failed" in shown.stdout
@@ -59,15 +61,15 @@ def test_ignore_list_at_shows_what_was_published_then(fleet: Fleet) -> None:
 
 def test_ignore_list_at_with_a_profile_shows_that_profile_s_list_then(fleet: Fleet) -> None:
     at = datetime(2026, 5, 1, 14, 0, tzinfo=UTC)
-    plain = {"model": fleet.model, "ignore": [], "policy_version": "p-1", "needs": [],
+    plain: dict[str, JsonValue] = {"model": fleet.model, "ignore": [], "policy_version": "p-1", "needs": [],
              "entries": []}  # fmt: skip
-    json_list = {**plain, "ignore": ["charlie/fp8"], "needs": ["structured_outputs"],
+    json_list: JsonValue = {**plain, "ignore": ["charlie/fp8"], "needs": ["structured_outputs"],
                  "profile": {"name": "json", "settings_hash": "h"}, "withheld": [],
                  "entries": [{"provider": "charlie/fp8", "layer": "requirement",
                               "reason": "needs: structured_outputs not advertised",
                               "since": None, "until": None}]}  # fmt: skip
-    fleet.store.record_document(fleet.model, "", 'W/"p"', plain, at)
-    fleet.store.record_document(fleet.model, "profile=json", 'W/"j"', json_list, at)
+    fleet.store.record_documents([NewDocument(fleet.model, "", 'W/"p"', plain)], at)
+    fleet.store.record_documents([NewDocument(fleet.model, "profile=json", 'W/"j"', json_list)], at)
     args = ("ignore-list", "-m", fleet.model, "--at", "2026-05-01T14:10:00Z")
     shown = run(fleet, *args, "--profile", "json")
     assert shown.exit_code == 0, shown.output

@@ -13,6 +13,7 @@ from quick import examples
 
 from canary.store._reports import NewReport, ReportRow
 from canary.store.repository import Store
+from canary.store.rows import NewDocument
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 GAP = timedelta(minutes=10)
@@ -66,9 +67,11 @@ def test_replicas_claiming_at_once_get_one_check(store: Store) -> None:
 
 def test_documents_are_recorded_when_their_etag_changes_and_read_by_time(store: Store) -> None:
     model = f"acme/docs-{next(_models)}"
-    assert store.record_document(model, "", "W/1", {"ignore": []}, T0)
-    assert not store.record_document(model, "", "W/1", {"ignore": []}, T0 + GAP)
-    assert store.record_document(model, "", "W/2", {"ignore": ["bravo"]}, T0 + 2 * GAP)
+    assert store.record_documents([NewDocument(model, "", "W/1", {"ignore": []})], T0)
+    assert not store.record_documents([NewDocument(model, "", "W/1", {"ignore": []})], T0 + GAP)
+    assert store.record_documents(
+        [NewDocument(model, "", "W/2", {"ignore": ["bravo"]})], T0 + 2 * GAP
+    )
     assert store.document_at(model, "", T0 - GAP) is None
     assert store.document_at(model, "", T0 + GAP).etag == "W/1"  # type: ignore[union-attr]
     assert store.document_at(model, "", T0 + 3 * GAP).body == {"ignore": ["bravo"]}  # type: ignore[union-attr]
@@ -103,7 +106,9 @@ def test_retention_prunes_every_variant_s_history_but_its_latest(store: Store) -
     for variant, etag, days in (("", "W/1", 30), ("", "W/2", 20), ("profile=json", "W/a", 30),
                                 ("profile=json", "W/b", 25), ("profile=json", "W/c", 5),
                                 ("profile=batch&needs=tools", "W/x", 30)):  # fmt: skip
-        assert store.record_document(model, variant, etag, {"ignore": [etag]}, T0 - days * day)
+        assert store.record_documents(
+            [NewDocument(model, variant, etag, {"ignore": [etag]})], T0 - days * day
+        )
     pruned = store.prune_before(T0 - 10 * day)
     assert pruned.published_documents == 3
     kept = {
