@@ -58,6 +58,20 @@ RECORDED_ONLY = ("uptime_last_30m", "latency_last_30m")  # kept in snapshots, ne
 PER_MILLION = 1_000_000  # prices are per token on the wire, per million tokens for people
 
 
+def per_million(per_token: float) -> float:
+    """A per-token price per million tokens, the float noise of the per-token form rounded away
+    (what a price cap is compared with)."""
+    return round(per_token * PER_MILLION, 9)
+
+
+def below_floor(quantization: JsonValue, floor: str | None, order: Sequence[str]) -> bool | None:
+    """Whether ``quantization`` ranks below ``floor`` in ``order`` (lowest first); None when either
+    is not ranked: an unknown or unlisted quantization is never below a floor on its own."""
+    if floor is None or floor not in order or quantization not in order:
+        return None
+    return order.index(str(quantization)) < order.index(floor)
+
+
 @dataclass(frozen=True)
 class DriftChange:
     """One field of one endpoint that changed between two rounds (tag ``None``: the whole model)."""
@@ -162,18 +176,13 @@ class _Rules:
         if self.max_price is None or not isinstance(per_token, int | float):
             return None
         cap = self.max_price[0 if side == "prompt" else 1]
-        per_million = per_token * PER_MILLION
-        # Round away float noise from the per-token representation before comparing.
-        if cap is not None and round(per_million, 9) > cap:
-            return f"{side} price {_fmt(per_million)} > cap {_fmt(cap)} USD/M tokens"
+        if cap is not None and per_million(per_token) > cap:
+            return f"{side} price {_fmt(per_token * PER_MILLION)} > cap {_fmt(cap)} USD/M tokens"
         return None
 
     def quantization_alert(self, quantization: JsonValue) -> str | None:
-        floor = self.min_quantization
-        if floor is None or floor not in self.order or quantization not in self.order:
-            return None  # None, "unknown" and unlisted values never alert on their own
-        if self.order.index(quantization) < self.order.index(floor):
-            return f"quantization {quantization} < floor {floor}"
+        if below_floor(quantization, self.min_quantization, self.order):
+            return f"quantization {quantization} < floor {self.min_quantization}"
         return None
 
     def appearance_alert(self, snapshot: Mapping[str, JsonValue]) -> str | None:

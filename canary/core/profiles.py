@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Literal
 
 from canary.core.controls import Controls
-from canary.core.drift import PER_MILLION
+from canary.core.drift import below_floor, per_million
 from canary.core.floor import Publication, publish
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
@@ -95,17 +95,16 @@ def misses(profile: Profile, endpoint: Listed, measured: Measured | None) -> lis
     price = endpoint.pricing
     caps = {"prompt": profile.max_price_prompt, "completion": profile.max_price_completion}
     for side, cap in caps.items():
-        per_million = None if price is None else round(getattr(price, side) * PER_MILLION, 9)
-        if cap is not None and per_million is not None and per_million > cap:
-            found.append(("max_price", f"{side} price {per_million:g} > {cap:g} USD/M tokens"))
+        priced = None if price is None else per_million(getattr(price, side))
+        if cap is not None and priced is not None and priced > cap:
+            found.append(("max_price", f"{side} price {priced:g} > {cap:g} USD/M tokens"))
     floor, order = profile.min_quantization, profile.quantization_order
     quantization = endpoint.quantization
-    if floor is not None and floor in order:
-        if quantization not in order:
-            if profile.unknown_quantization == "exclude":
-                found.append(("min_quantization", f"quantization {quantization or 'unknown'}"))
-        elif order.index(quantization) < order.index(floor):
-            found.append(("min_quantization", f"{quantization} below {floor}"))
+    below = below_floor(quantization, floor, order)
+    if below:
+        found.append(("min_quantization", f"{quantization} below {floor}"))
+    elif below is None and floor in order and profile.unknown_quantization == "exclude":
+        found.append(("min_quantization", f"quantization {quantization or 'unknown'}"))
     rate, share = profile.max_error_rate, m.errors / m.probes if m.probes else 0.0
     if rate is not None and m.probes >= MIN_SAMPLES and share > rate:
         failed = f"{m.errors} of {m.probes} probes failed (5xx, timeout, disconnect)"
