@@ -34,6 +34,13 @@ from canary.views.records import iso, names
 
 BEARER = HTTPBearer(auto_error=False, scheme_name="bearerAuth")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+
+
+def bearer_is(credentials: Credentials, secret: str) -> bool:
+    """Whether the request's bearer token is ``secret`` (compared in constant time; an empty
+    secret is nobody's)."""
+    given = "" if credentials is None else credentials.credentials.strip()
+    return bool(secret) and hmac.compare_digest(given.encode(), secret.encode())
 EntryId = Annotated[int, Path(alias="id")]
 RemoveReason = Annotated[str | None, Query(max_length=MAX_REASON)]
 
@@ -45,8 +52,7 @@ class AdminHandlers(Handlers):
         token = self.settings.admin_token.get_secret_value()
         if not token:
             raise ApiError(403, "admin calls are disabled: no admin token is configured")
-        given = "" if credentials is None else credentials.credentials
-        if not hmac.compare_digest(given.strip().encode(), token.encode()):
+        if not bearer_is(credentials, token):
             raise HTTPException(
                 401, "missing or wrong admin token", headers={"WWW-Authenticate": "Bearer"}
             )

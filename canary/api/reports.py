@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hmac
 import math
 from typing import Annotated
 
@@ -12,7 +11,7 @@ from pydantic import JsonValue
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from canary.api.admin import Credentials
+from canary.api.admin import Credentials, bearer_is
 from canary.api.common import ApiError, Handlers, OptionalModel
 from canary.api.schemas import Limit, ReportRequest, Reports, When
 from canary.service.reports import Said, TooManyReports, UnknownSymptom, report_json, take_report
@@ -25,18 +24,15 @@ class ReportHandlers(Handlers):
         tokens = self.settings.reports.tokens
         if not tokens:
             raise ApiError(403, "reports are disabled: no report token is configured")
-        given = ("" if credentials is None else credentials.credentials).strip().encode()
         for token in tokens:
-            if hmac.compare_digest(given, token.token.get_secret_value().encode()):
+            if bearer_is(credentials, token.token.get_secret_value()):
                 return token.name
         raise HTTPException(
             401, "missing or wrong report token", headers={"WWW-Authenticate": "Bearer"}
         )
 
     def _is_admin(self, credentials: Credentials) -> bool:
-        token = self.settings.admin_token.get_secret_value()
-        given = "" if credentials is None else credentials.credentials.strip()
-        return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+        return bearer_is(credentials, self.settings.admin_token.get_secret_value())
 
     async def add_report(self, body: ReportRequest, credentials: Credentials) -> JSONResponse:
         """Report what an app saw: 201 stored, 200 for a generation id reported already; a
