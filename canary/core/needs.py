@@ -67,14 +67,17 @@ def publish_for_needs(
     floor: int,
     now: datetime,
     controls: Controls,
+    requirements: Sequence[Exclusion] = (),
 ) -> Publication:
     """The published list of an app with ``needs``: the core's :func:`publish` over the layers
-    cut to the entries that apply to those needs, its capacity the endpoints that advertise
-    every need, so the capacity floor is held on this list itself. A quarantine the full list
-    had to withhold may be published here (the capacity the app cannot use anyway is out of the
-    count), and ``usable``, ``withheld`` and ``breached`` are this list's own. Built-in, runtime
-    and control entries always apply."""
-    kept = [q for q in quarantines if causes_apply(q.causes, needs)]
+    cut to the entries that apply to those needs (no needs: every quarantine applies), its
+    capacity the endpoints that advertise every need, so the capacity floor is held on this list
+    itself. A quarantine the full list had to withhold may be published here (the capacity the
+    app cannot use anyway is out of the count), and ``usable``, ``withheld`` and ``breached``
+    are this list's own. Built-in, runtime and control entries always apply, and so do a task
+    profile's ``requirements``."""
+    kept = [q for q in quarantines if causes_apply(q.causes, needs)] if needs else quarantines
     return publish(
-        model, listing, builtin, runtime, kept, floor=floor, now=now, controls=controls, needs=needs
-    )
+        model, listing, builtin, runtime, kept, floor=floor, now=now, controls=controls,
+        needs=needs, requirements=requirements,
+    )  # fmt: skip

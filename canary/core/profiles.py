@@ -28,10 +28,10 @@ from typing import Literal
 
 from canary.core.controls import Controls
 from canary.core.drift import below_floor, per_million
-from canary.core.floor import Publication, publish
+from canary.core.floor import Publication
 from canary.core.identity import Listed
 from canary.core.model import Exclusion, Layer
-from canary.core.needs import causes_apply
+from canary.core.needs import publish_for_needs
 
 MIN_SAMPLES = 20  # samples (p95) or probes (error rate) below which a figure never excludes
 
@@ -117,11 +117,8 @@ def requirement_entries(
     profile: Profile,
     listing: Sequence[Listed] | None,
     measured: Mapping[str, Measured],
-    extra_needs: Collection[str] = (),
 ) -> tuple[Exclusion, ...]:
     """One ``requirement`` entry per listed endpoint and requirement it misses."""
-    if extra_needs:
-        profile = replace(profile, needs=profile.needs | frozenset(extra_needs))
     return tuple(
         Exclusion(model, e.tag, Layer.requirement, f"{name}: {detail}", causes=(name,))
         for e in listing or ()
@@ -146,17 +143,8 @@ def publish_for_profile(
     """The list of ``profile`` for ``model``: the core's :func:`publish` with the requirement
     entries, cut for the profile's needs and ``extra_needs`` as a ``needs=`` list is (none: every
     quarantine applies), its capacity the endpoints that advertise them all."""
-    needs = profile.needs | frozenset(extra_needs)
-    kept = [q for q in quarantines if causes_apply(q.causes, needs)] if needs else quarantines
-    return publish(
-        model,
-        listing,
-        builtin,
-        runtime,
-        kept,
-        floor=floor,
-        now=now,
-        controls=controls,
-        needs=needs,
-        requirements=requirement_entries(model, profile, listing, measured, extra_needs),
-    )
+    profile = replace(profile, needs=profile.needs | frozenset(extra_needs))
+    return publish_for_needs(
+        model, listing, builtin, runtime, quarantines, needs=profile.needs, floor=floor, now=now,
+        controls=controls, requirements=requirement_entries(model, profile, listing, measured),
+    )  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "f46d304b3e04b9b20a16d18cd7b50cad1538388300a49e6aa4872652f1f57602")
+PINNED = (9, "3e59afac143e8b0fdf923de14c1d71569d014e463c6f16f9acde48b43bc00adf")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).
