@@ -41,6 +41,8 @@ def bearer_is(credentials: Credentials, secret: str) -> bool:
     secret is nobody's)."""
     given = "" if credentials is None else credentials.credentials.strip()
     return bool(secret) and hmac.compare_digest(given.encode(), secret.encode())
+
+
 EntryId = Annotated[int, Path(alias="id")]
 RemoveReason = Annotated[str | None, Query(max_length=MAX_REASON)]
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from operator import eq, itemgetter
 
 from canary.core.budget import day_start
+from canary.core.identity import Listed, excluded_by, named_tags
+from canary.core.model import Exclusion
 from canary.core.plan import next_slot
 
 PAD = "\x00"  # a position past a completion's end: equal only to another ended completion
@@ -340,3 +342,23 @@ def equality_allowance(
     if limit_usd is None:
         return None
     return max(0.0, limit_usd - reserved_usd - rounds_left * round_usd)
+
+
+def equality_roles(
+    listed: Sequence[Listed],
+    *,
+    controls: Collection[str],
+    windows: Sequence[Exclusion],
+    entries: Sequence[Exclusion],
+    quarantined: Collection[str],
+    now: datetime,
+) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The endpoints tested (every one but the positive ``controls`` and those in a maintenance
+    window) and those of them pooled into their peers' reference: neither quarantined nor named
+    by any of the published list's ``entries`` (withheld quarantines included)."""
+    resting = named_tags(windows, listed, now) if windows else frozenset()
+    tested = [e for e in listed if e.tag not in controls and e.tag not in resting]
+    pooled = frozenset(
+        e.tag for e in tested if e.tag not in quarantined and not excluded_by(entries, e, now)
+    )
+    return tuple(e.tag for e in tested), pooled

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -30,11 +30,12 @@ from canary.core.equality import (
     Outcome,
     Sampled,
     equality_allowance,
+    equality_roles,
     judge_equality,
     rounds_left_today,
 )
 from canary.core.events import EqualityOutlier, Event
-from canary.core.identity import Listed, excluded_by, named_tags
+from canary.core.identity import Listed
 from canary.core.model import Endpoint, Layer
 from canary.core.plan import slot_of
 from canary.openrouter.client import ListingError, OpenRouterClient
@@ -182,25 +183,19 @@ class EqualityRunner:
 
     def _roles(
         self, model: ModelSettings, endpoints: Sequence[Endpoint], now: datetime
-    ) -> tuple[list[Endpoint], set[str]]:
-        """The endpoints tested (every one but the positive controls and those in a maintenance
-        window) and those pooled: not quarantined, not named by any entry (withheld quarantines
-        included)."""
+    ) -> tuple[list[Endpoint], frozenset[str]]:
+        """The endpoints tested and those pooled (:func:`canary.core.equality.equality_roles`)."""
         published = self.w.decisions.publication(model.id, model.capacity_floor, now)
-        entries = (*published.entries, *published.withheld)
         states = self.w.store.load_states(model.id)
-        windows = self.w.store.active_exclusions(model.id, now, Layer.maintenance)
-        resting = named_tags(windows, [Listed.of(e) for e in endpoints], now)
-        tested = [
-            e for e in endpoints if e.tag not in model.positive_controls and e.tag not in resting
-        ]
-        pooled = set()
-        for e in tested:
-            state = states.get(e.tag)
-            quarantined = state is not None and state.quarantined_until is not None
-            if not quarantined and not excluded_by(entries, Listed.of(e), now):
-                pooled.add(e.tag)
-        return tested, pooled
+        tested, pooled = equality_roles(
+            [Listed.of(e) for e in endpoints],
+            controls=model.positive_controls,
+            windows=self.w.store.active_exclusions(model.id, now, Layer.maintenance),
+            entries=(*published.entries, *published.withheld),
+            quarantined={t for t, s in states.items() if s.quarantined_until is not None},
+            now=now,
+        )
+        return [e for e in endpoints if e.tag in tested], pooled
 
     def _estimate(self, endpoint: Endpoint) -> float:
         """An endpoint-check's cost at most: every request's full ``max_tokens``."""
@@ -271,10 +266,10 @@ class EqualityRunner:
         check: int,
         report: EqualityReport,
         detail: dict[str, JsonValue],
-        pooled: set[str] | None = None,
+        pooled: Collection[str] = (),
     ) -> None:
         audit = AuditRows(report.events, ACTOR, None) if report.events else None
-        results = [(r, r.tag in (pooled or set())) for r in report.results]
+        results = [(r, r.tag in pooled) for r in report.results]
         done = self.w.store.finish_equality(
             check, self.holder, results, at=self.clock(), status=report.status,
             cost_usd=report.cost_usd, detail=detail, audit=audit,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,12 +14,15 @@ from canary.core.equality import (
     Outcome,
     Sampled,
     benjamini_hochberg,
+    equality_roles,
     fisher_lower,
     hamming,
     judge_equality,
     mmd_test,
     words,
 )
+from canary.core.identity import Listed
+from canary.core.model import Exclusion, Layer
 
 VOCAB = [f"w{i}" for i in range(12)]
 
@@ -163,3 +167,16 @@ def test_no_second_pass_without_a_failure_or_room_to_leave_one_out() -> None:
     four = judge_equality([*alike[:3], odd], 60, random.Random(3), FAST)
     assert four[-1].outcome is Outcome.fail
     assert all(r.peers == 3 and "left out" not in r.reason for r in four)
+
+
+def test_controls_and_windows_are_not_tested_quarantined_and_named_ones_are_not_pooled() -> None:
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    listed = [Listed(t) for t in ("alpha", "bravo", "charlie", "delta/fp8", "echo", "filter")]
+    window = Exclusion("m", "echo", Layer.maintenance, "upgrade", until=now + timedelta(hours=1))
+    entry = Exclusion("m", "delta", Layer.runtime, "operator")  # a slug names delta/fp8
+    tested, pooled = equality_roles(
+        listed, controls=("filter",), windows=[window], entries=[entry],
+        quarantined={"bravo"}, now=now,
+    )  # fmt: skip
+    assert tested == ("alpha", "bravo", "charlie", "delta/fp8")
+    assert pooled == {"alpha", "charlie"}
