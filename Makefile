@@ -4,12 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Test workers (pytest-xdist), more than the cores: much of the suite waits on daemons, sockets
 # and timers rather than computing. The quick subset computes more, but its tests still wait on
-# loopback sockets and threads a good part of the time: one worker more than the cores (each
-# pays its own start: collecting, the migrated template, lingua's models once needed).
+# loopback sockets and threads a good part of the time: it takes as many (each pays its own
+# start: collecting, the migrated template, lingua's models once needed).
 # `make test WORKERS=1` runs in one process.
 CORES := $(shell nproc 2>/dev/null || echo 2)
 WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
-CHECK_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
+CHECK_WORKERS ?= $(WORKERS)
 # pytest keeps each test module compiled (asserts rewritten) in __pycache__ when Python may write
 # bytecode: a variable that forbids it would make every run and every worker compile them again.
 # --dist loadscope: a module's tests run in one worker, in their order (its module-scoped set-up
