@@ -44,8 +44,8 @@ class PageContext:
     sections: list[ModelSection]
     store_ok: bool
     last_refresh_at: datetime | None
-    ttft_bound_s: float = 10.0
-    slow_s: float = 5.0
+    ttft_bound_s: float
+    slow_s: float
     cost_day: CostDay | None = None
     last_round_at: datetime | None = None  # the latest finished round of any model
     next_round_at: datetime | None = None  # the next slot; None: no round is scheduled

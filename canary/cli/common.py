@@ -78,5 +78,5 @@ def to_second(value: datetime | str | None) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        return iso_utc(value.replace(microsecond=0)) or ""
+        return iso_utc(value.replace(microsecond=0))
     return _FRACTION.sub(r"\1", value)

@@ -248,7 +248,7 @@ def _checked(
     if not reason.strip():
         fail("--reason must not be empty")
     if end is not None and end <= ops.now:
-        fail(f"--until {to_second(end.isoformat())} is not in the future")
+        fail(f"--until {to_second(end)} is not in the future")
     ops.check_model(model)
     try:
         ops.check_provider(model, provider, extra=extra)

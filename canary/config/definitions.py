@@ -18,7 +18,7 @@ from canary.core.identity import TAG_PATTERN
 from canary.core.model import Exclusion, Layer, looks_of
 
 BUILTIN_FILE = "builtin_exclusions.yaml"
-# libyaml's safe loader when PyYAML was built with it: the probe files load 5x faster
+# libyaml's safe loader when PyYAML was built with it (C, not Python, parses the probe files)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _M = TypeVar("_M", bound=BaseModel)
 

@@ -392,7 +392,7 @@ def alerts(event: Event) -> bool:
     return event.alert is not False if isinstance(event, _ALERTING) else True
 
 
-_ADAPTERS: dict[type[Event], TypeAdapter[Event]] = {}  # built on first use: each costs ms
+_ADAPTERS: dict[type[Event], TypeAdapter[Event]] = {}  # built on first use, not at import
 
 
 def event_of(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Literal, get_args
+from typing import Literal, get_args, overload
 
 from pydantic import JsonValue
 
@@ -151,6 +151,12 @@ class Look:
 DAY = timedelta(days=1)
 
 
+@overload
+def iso_utc(moment: datetime) -> str: ...
+@overload
+def iso_utc(moment: None) -> None: ...
+@overload
+def iso_utc(moment: datetime | None) -> str | None: ...
 def iso_utc(moment: datetime | None) -> str | None:
     """ISO-8601 in UTC with a ``Z`` suffix (naive datetimes are taken as UTC); None stays None."""
     if moment is None:

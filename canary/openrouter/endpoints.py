@@ -22,8 +22,10 @@ import json
 import math
 import re
 
+from pydantic import JsonValue
+
 from canary.core.model import Endpoint, Pricing
-from canary.openrouter.shapes import JSONObject, JSONValue, as_object
+from canary.openrouter.shapes import JSONObject, as_object
 
 _VOLATILE_PREFIXES = ("uptime_", "latency_", "throughput_")
 _VOLATILE_KEYS = frozenset({"status"})
@@ -39,7 +41,7 @@ def slugify(name: str) -> str:
     return _SLUG.sub("-", name.lower()).strip("-")
 
 
-def _float(value: JSONValue) -> float | None:
+def _float(value: JsonValue) -> float | None:
     if not isinstance(value, (int, float, str)) or isinstance(value, bool):
         return None
     try:
@@ -49,12 +51,12 @@ def _float(value: JSONValue) -> float | None:
     return number if math.isfinite(number) else None  # drop NaN and ±inf (`1e400` reads as inf)
 
 
-def _int(value: JSONValue) -> int | None:
+def _int(value: JsonValue) -> int | None:
     number = _float(value)
     return int(number) if number is not None else None
 
 
-def _latency(value: JSONValue) -> dict[str, float] | None:
+def _latency(value: JsonValue) -> dict[str, float] | None:
     if not isinstance(value, dict):
         return None
     out = {str(k): f for k, v in value.items() if (f := _float(v)) is not None}

@@ -20,9 +20,11 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
+from pydantic import JsonValue
+
 from canary.core.classify import error_message, error_of
 from canary.core.model import ToolCall, Transport, Usage
-from canary.openrouter.shapes import JSONObject, JSONValue, as_int, as_object, as_text
+from canary.openrouter.shapes import JSONObject, as_int, as_object, as_text
 from canary.openrouter.sse import DONE
 
 
@@ -53,7 +55,7 @@ class _ToolCallParts:
     arguments: list[str] = field(default_factory=list)
 
 
-def _float(value: JSONValue) -> float | None:
+def _float(value: JsonValue) -> float | None:
     if isinstance(value, (int, float, str)) and not isinstance(value, bool):
         with contextlib.suppress(ValueError):
             return float(value)
@@ -110,7 +112,7 @@ class StreamAssembler:
             self.done = True
             return
         try:
-            chunk: JSONValue = json.loads(data)
+            chunk: JsonValue = json.loads(data)
         except json.JSONDecodeError as exc:
             self._malformed_event(f"{exc.msg} at char {exc.pos}")
             return

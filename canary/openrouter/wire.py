@@ -6,10 +6,11 @@ import json
 from collections.abc import Mapping
 
 import httpx
+from pydantic import JsonValue
 
 from canary.core.classify import error_message, error_of
 from canary.openrouter.endpoints import slugify
-from canary.openrouter.shapes import JSONObject, JSONValue, as_object
+from canary.openrouter.shapes import JSONObject, as_object
 from canary.service.logs import scrub
 
 # Parameters whose silent dropping would change what a probe tests: when the body sends any of
@@ -84,10 +85,10 @@ def describe(exc: BaseException) -> str:
     return scrub(f"{exception_kind(exc)}: {text}" if text else exception_kind(exc))
 
 
-def load_json(raw: bytes) -> JSONValue:
+def load_json(raw: bytes) -> JsonValue:
     """A JSON body, tolerating the leading whitespace OpenRouter sends as a keep-alive."""
     try:
-        value: JSONValue = json.loads(raw.decode("utf-8", errors="replace"))
+        value: JsonValue = json.loads(raw.decode("utf-8", errors="replace"))
         return value
     except (ValueError, RecursionError):
         return None
@@ -103,7 +104,7 @@ def snippet(raw: bytes, content_type: str) -> str:
     return scrub(text[:160])
 
 
-def http_error_message(status: int, body: JSONValue, raw: bytes, content_type: str) -> str:
+def http_error_message(status: int, body: JsonValue, raw: bytes, content_type: str) -> str:
     """``HTTP 502: <error.message>`` for a JSON error body, else the status, the content type
     and a short snippet of the body (an HTML page is named by its <title>)."""
     message = error_message(status, body)
@@ -112,7 +113,7 @@ def http_error_message(status: int, body: JSONValue, raw: bytes, content_type: s
     return message
 
 
-def retry_after(headers: Mapping[str, str], body: JSONValue) -> float | None:
+def retry_after(headers: Mapping[str, str], body: JsonValue) -> float | None:
     value = headers.get("retry-after")
     if value is not None:
         try:
@@ -130,7 +131,7 @@ def retry_after(headers: Mapping[str, str], body: JSONValue) -> float | None:
     return None
 
 
-def error_provider(body: JSONValue) -> str | None:
+def error_provider(body: JsonValue) -> str | None:
     error = error_of(body)
     metadata = error.get("metadata") if error else None
     name = metadata.get("provider_name") if isinstance(metadata, dict) else None

@@ -41,6 +41,7 @@ from canary.core.model import (
     Observation,
     RoundVerdict,
     Verdict,
+    iso_utc,
 )
 from canary.core.plan import round_index, slot_of
 from canary.core.probing import listing_stopped, round_stopped
@@ -159,15 +160,15 @@ class RoundRunner:
         # them mid-round would stall the loop and inflate every concurrent ttft measurement.
         await asyncio.to_thread(self.w.analyzer.warm)
         # The same for the metrics module (prometheus_client): imported by the first model's
-        # decision, it held the import lock and the GIL for tens of milliseconds mid-round.
+        # decision, it would hold the import lock and the GIL mid-round.
         self.w.metrics  # noqa: B018  # a cached import
         # What start-up made lives as long as the process: out of the collector's sight, the
-        # full collections a round's many short-lived chunks trigger no longer walk it.
+        # full collections a round's many short-lived chunks trigger do not walk it.
         gc.freeze()
         log.info(
             "round_started",
             holder=self.holder,
-            slot=slot.isoformat(),
+            slot=iso_utc(slot),
             models=len(self.settings.models),
             extra=not self.decides,
         )
@@ -301,8 +302,8 @@ class RoundRunner:
         return report
 
     async def _trace(self, report: ModelRound) -> None:
-        """The round's trace, built in a worker thread: about a second of span building for a
-        2,000-endpoint round would otherwise stall the loop that times other models' streams.
+        """The round's trace, built in a worker thread: building the spans of a large round
+        would otherwise stall the loop that times other models' streams.
         A tracing error is logged and never fails the round."""
         if self.tracer is None:
             return

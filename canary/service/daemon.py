@@ -33,6 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from canary.api.app import create_app
 from canary.config.probe_set import ProbeDefinitionError
 from canary.config.settings import Settings, redact_url
+from canary.core.model import iso_utc
 from canary.core.plan import overrun_slot, slot_of
 from canary.rounds.aio import run as run_to_completion
 from canary.rounds.deciding import DecisionConflict, ModelDecisions
@@ -122,8 +123,8 @@ class Daemon:
             log.info(
                 "round_catching_up",
                 holder=self.holder,
-                slot=late.isoformat(),
-                after_slot=ran.isoformat(),
+                slot=iso_utc(late),
+                after_slot=iso_utc(ran),
             )
 
     def _one_round(self) -> datetime | None:

@@ -191,7 +191,7 @@ class Target:
 def send_apprise(notifier: AppriseNotifier, row: AuditRow) -> str | None:
     """One row to one Apprise URL. Apprise blocks: it runs on a thread of its own, waited for at
     most ``timeout_s`` (a hung service's thread is left to finish, and the row is retried)."""
-    import apprise  # a second of imports and plugin loading: only when a notifier sends
+    import apprise  # its imports and plugin loading are heavy: only when a notifier sends
 
     sender = apprise.Apprise()
     if not sender.add(notifier.url.get_secret_value()):
@@ -238,7 +238,7 @@ class Notifier:
             ),
         )  # fmt: skip
         self.kinds = sorted(frozenset[str]().union(*(t.kinds for t in self.targets)))
-        # made on the first delivery: its TLS context costs tens of milliseconds of CPU, and most
+        # made on the first delivery: building its TLS context costs CPU, and most
         # passes (no webhook, nothing due) send nothing
         self._client = client
         self._owns_client = client is None

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict  # pydantic reads it on Python 3.11
 from canary.core.controls import NO_CONTROLS, Controls
 from canary.core.floor import FloorRecord, Publication, publish
 from canary.core.identity import Listed
-from canary.core.model import Exclusion, Layer, Look
+from canary.core.model import Exclusion, Layer, Look, iso_utc
 from canary.core.profiles import Measured
 
 # A model's endpoint listing as a snapshot keeps it: each endpoint's published fields by tag.
@@ -64,7 +64,7 @@ class SlotAlreadyCounted(RuntimeError):
     written by the decision of another round of that same slot."""
 
     def __init__(self, model: str, tag: str, slot: datetime) -> None:
-        super().__init__(f"{model} {tag}: the slot {slot.isoformat()} was already counted")
+        super().__init__(f"{model} {tag}: the slot {iso_utc(slot)} was already counted")
         self.model = model
         self.tag = tag
         self.slot = slot

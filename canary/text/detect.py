@@ -6,7 +6,7 @@ runner-up by a margin; otherwise it is ``unknown``. The answer is an anomaly whe
 language takes over (a switch: two labelled sentences in a row), keeps coming back (mixing), or
 the text is visibly corrupted; it is inconclusive when too little of it could be labelled.
 
-Speed: every sentence is first scored by the low-accuracy detector (trigrams only, 2-4x cheaper);
+Speed: every sentence is first scored by the low-accuracy detector (trigrams only, cheaper);
 only when that does not confirm the expected language by a wide margin is the sentence scored
 again in high-accuracy mode, which is the one whose margin decides.
 """

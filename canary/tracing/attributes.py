@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from canary.config.probe_set import capped_max_tokens
 from canary.core.events import WITH_WHY, Event, FloorHeld, QuarantineStarted, WouldQuarantine
-from canary.core.model import Contract, ContractResult, Observation
+from canary.core.model import Contract, ContractResult, Observation, iso_utc
 from canary.rounds.outcome import ModelRound
 from canary.rounds.prober import EndpointProbing
 
@@ -68,7 +68,7 @@ def round_attributes(report: ModelRound, policy_version: str) -> Attributes:
     attributes: Attributes = {
         "gen_ai.request.model": report.model,
         "canary.round_id": report.round_id or 0,
-        "canary.slot": report.at.isoformat(),
+        "canary.slot": iso_utc(report.at),
         "canary.status": report.status,
         "canary.policy_version": policy_version,
         "canary.cost_usd": report.cost_usd,

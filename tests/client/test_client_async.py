@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -92,11 +91,10 @@ def test_an_asyncio_app_answers_at_once_while_canary_hangs(
             await wait_for_request(server)  # the refresh is on the wire, and hangs
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://app") as users:
-                started = time.perf_counter()
                 answers = await asyncio.gather(*(users.get("/chat") for _ in range(20)))
-                took = time.perf_counter() - started
+            # The hanging canary answers nothing until the test stops it: a request that waited
+            # for the refresh would still be waiting (its 60 s is past the test's timeout).
             assert [a.json() for a in answers] == [{"ignore": ["bad-host"]}] * 20
-            assert took < 5  # against a 60 s timeout on the hanging refresh
             assert not server.behaviour.release.is_set()  # canary still has not answered
 
     asyncio.run(main())
@@ -130,9 +128,9 @@ def test_a_threaded_app_with_background_refresh_never_waits(
     )  # fmt: skip
     try:
         assert server.behaviour.received.wait(10)  # the thread's refresh hangs
-        started = time.perf_counter()
+        # answered while the refresh still hangs (it answers only once the server stops)
         assert [client.get() for _ in range(100)] == [["bad-host"]] * 100
-        assert time.perf_counter() - started < 5
+        assert not server.behaviour.release.is_set()
     finally:
         server.stop()  # releases the hanging request, so close() can join the thread
         client.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from canary.core.policy import RULES_REVISION
 
-PINNED = (9, "3e59afac143e8b0fdf923de14c1d71569d014e463c6f16f9acde48b43bc00adf")
+PINNED = (9, "12575b120cbe1e3f700614467248a5747c4b6f3c278571c3dfa7cec8f7a80cbd")
 
 REPO = Path(__file__).resolve().parents[2]
 # The modules whose code decides verdicts and decisions (policy.py holds the revision itself).

@@ -23,6 +23,7 @@ import pytest
 from builders import round_of
 from polling import wait_for
 
+from canary.core.model import iso_utc
 from canary.core.plan import slot_length, slot_of
 from canary.rounds.scheduler import ROUND_LEASE
 from canary.service.ports import free_port
@@ -319,5 +320,5 @@ def test_a_round_longer_than_its_slot_is_followed_at_once_by_the_next_slots_roun
         assert earlier.finished_at - earlier.started_at > length  # outlasted its slot
         assert later.started_at > later.scheduled_at  # so it was run late, after it
     catching_up = [e for e in serve.events() if e["event"] == "round_catching_up"]
-    assert {e["slot"] for e in catching_up} >= {r.scheduled_at.isoformat() for r in chain[1:]}
+    assert {e["slot"] for e in catching_up} >= {iso_utc(r.scheduled_at) for r in chain[1:]}
     assert "Traceback" not in serve.log.read_text()
