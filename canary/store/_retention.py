@@ -42,6 +42,7 @@ class Pruned:
     endpoint_snapshots: int = 0
     ttft_buckets: int = 0
     latency_figures: int = 0
+    error_figures: int = 0
     reports: int = 0
     published_documents: int = 0
     complete: bool = True
@@ -84,10 +85,9 @@ class RetentionMixin(AuditMixin):
         counts["endpoint_snapshots"] = self._prune_snapshots(cutoff, should_stop)
         counts["ttft_buckets"] = self._prune_histograms(cutoff, should_stop)
         with self._write() as conn:  # a row or two per endpoint: figures of gone endpoints
-            counts["latency_figures"] = sum(
-                conn.execute(delete(figures).where(figures.c.at < cutoff)).rowcount
-                for figures in (t.latency_figures, t.error_figures)
-            )
+            for figures in (t.latency_figures, t.error_figures):
+                deleted = conn.execute(delete(figures).where(figures.c.at < cutoff))
+                counts[figures.name] = deleted.rowcount
             counts["reports"] = conn.execute(
                 delete(t.reports).where(t.reports.c.at < cutoff)
             ).rowcount

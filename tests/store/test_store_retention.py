@@ -211,9 +211,12 @@ def test_pruning_60_days_to_30_keeps_every_read_inside_the_window(
     assert _count(store, t.probes, fleet.gone) == 0
     # its latency figures (both windows of each tag, as of a round 40 days ago) go; the live
     # model's stay
-    assert pruned.latency_figures == 3 * len(TAGS)  # two latency windows and the error figures
+    assert pruned.latency_figures == 2 * len(TAGS)  # the two windows of each tag
+    assert pruned.error_figures == len(TAGS)
     assert _count(store, t.latency_figures, fleet.gone) == 0
+    assert _count(store, t.error_figures, fleet.gone) == 0
     assert _count(store, t.latency_figures, fleet.model) == 2 * len(TAGS)
+    assert _count(store, t.error_figures, fleet.model) == len(TAGS)
 
 
 def test_a_second_pass_finds_nothing_and_a_stopped_pass_deletes_nothing(
