@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ops_seed import MODEL, Api, quarantine, seed
 from sqlalchemy import create_engine, make_url, text
+from sqlite_template import migrated_sqlite
 
 from canary.core.model import Contract
 from canary.store.repository import Store
@@ -48,8 +49,7 @@ def _assert_degrades_without_5xx_on_the_list(api: Api) -> None:
 
 def test_sqlite_store_gone_serves_the_last_list_stale_then_recovers(tmp_path: Path) -> None:
     path = tmp_path / "canary.db"
-    store = Store(f"sqlite:///{path}")
-    store.upgrade()
+    store = Store(migrated_sqlite(path))
     api = Api(store, model=MODEL)
     first = api.client.get("/v1/ignore-list", params={"model": MODEL})
     fresh, fresh_etag = first.json(), first.headers["etag"]
@@ -79,8 +79,7 @@ def test_a_needs_variant_fails_static_too(tmp_path: Path) -> None:
     """With the store gone, a variant is served stale from the last good read, never empty,
     also one asked for the first time during the outage."""
     path = tmp_path / "canary.db"
-    store = Store(f"sqlite:///{path}")
-    store.upgrade()
+    store = Store(migrated_sqlite(path))
     api = Api(store, model=MODEL)
     quarantine(api, "alpha", Contract.schema, minutes_ago=20)
     assert api.service.refresh()

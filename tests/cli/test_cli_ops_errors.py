@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cli_runner import CliRunner
+from sqlite_template import migrated_sqlite
 
 from canary.cli.main import app
 
@@ -25,9 +26,8 @@ def test_a_store_without_the_schema_says_to_run_db_upgrade(tmp_path: Path) -> No
 def test_status_with_no_model_anywhere_says_so(tmp_path: Path) -> None:
     from canary.store.repository import Store
 
-    url = f"sqlite:///{(tmp_path / 'canary.db').as_posix()}"
+    url = migrated_sqlite(tmp_path / "canary.db")
     store = Store(url)
-    store.upgrade()
     store.dispose()
     config = tmp_path / "canary.toml"
     config.write_text(f'database_url = "{url}"\n', encoding="utf-8")
@@ -38,9 +38,8 @@ def test_status_with_no_model_anywhere_says_so(tmp_path: Path) -> None:
 def test_before_the_first_round_any_provider_can_be_excluded_when_forced(tmp_path: Path) -> None:
     from canary.store.repository import Store
 
-    url = f"sqlite:///{(tmp_path / 'canary.db').as_posix()}"
+    url = migrated_sqlite(tmp_path / "canary.db")
     store = Store(url)
-    store.upgrade()
     config = tmp_path / "canary.toml"
     config.write_text(f'database_url = "{url}"\n[[models]]\nid = "acme/new"\n', encoding="utf-8")
     runner = CliRunner()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from cli_fleet import Fleet
 from cli_runner import CliRunner, command_tree
+from sqlite_template import migrated_sqlite
 
 from canary import __version__
 from canary.cli.main import app
@@ -210,10 +211,9 @@ def test_round_in_a_slot_that_already_ran_says_when_and_by_whom(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    url = f"sqlite:///{tmp_path / 'canary.db'}"
+    url = migrated_sqlite(tmp_path / "canary.db")
     model = "acme/ran-1"
     with Store(url) as store:
-        store.upgrade()
         slot = slot_of(datetime.now(UTC), 30)
         started = slot.replace(second=4, microsecond=123456)
         rid = store.claim_round(model, slot, "other-host:41", "p", {}, started_at=started)

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlite_template import migrated_sqlite
 
 from canary.client import IgnoreListClient, IgnoreListUnavailable
 
@@ -63,8 +64,7 @@ class Live(Replica):
         from canary.store.repository import Store
 
         self.db = tmp_path / "canary.db"
-        self.store = Store(f"sqlite:///{self.db}")
-        self.store.upgrade()
+        self.store = Store(migrated_sqlite(self.db))
         self.store.add_exclusion(
             MODEL, "bad-host", "stray tokens", "test", None, NOW, builtin=(), floor=0
         )

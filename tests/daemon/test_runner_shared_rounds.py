@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from builders import round_of
 from pydantic import SecretStr
+from sqlite_template import migrated_sqlite
 
 from canary.config.settings import ModelSettings, OpenRouterSettings, Settings
 from canary.core.model import Observation
@@ -115,7 +116,7 @@ class BeatenAfterFinishing(Store):
 
 def _settings(sim: RunningSimulator, tmp_path: Path) -> Settings:
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'canary.db'}",
+        database_url=migrated_sqlite(tmp_path / "canary.db"),
         mode="enforce",
         languages=("en", "es"),
         models=(ModelSettings(id=MODEL),),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from builders import round_of
 from drill_kit import MODEL, fault, provider, scenario, settings
+from sqlite_template import migrated_sqlite
 
 from canary.config.settings import ModelSettings
 from canary.openrouter.client import OpenRouterClient
@@ -84,7 +85,7 @@ async def _three_rounds(url: str, step: str) -> tuple[list[ModelRound], FlakySto
 def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
     tmp_path: Path, step: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    url = migrated_sqlite(tmp_path / "crash.db")
     reports, store = asyncio.run(_three_rounds(url, step))
     crashed, second, third = reports
     assert crashed.error is not None and "connection lost" in crashed.error
@@ -113,7 +114,7 @@ def test_a_crash_mid_round_leaves_no_half_decision_and_the_next_round_runs(
 
 
 def test_one_model_failing_its_round_never_stops_the_others(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'models.db'}"
+    url = migrated_sqlite(tmp_path / "models.db")
     fleet = [provider("alpha"), provider("bravo"), provider("charlie")]
     two = {
         "seed": 3,

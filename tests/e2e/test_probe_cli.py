@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cli_runner import CliRunner, Result
 from e2e_helpers import provider
+from sqlite_template import migrated_sqlite
 
 from canary.cli.main import app
 from canary.sim.server import RunningSimulator, start_simulator
@@ -223,7 +224,7 @@ def quarantined_store(tmp_path: Path, model: str, tag: str, cause: str) -> str:
     from canary.core.quarantine import QuarantineStart
     from canary.store.repository import Store
 
-    url = f"sqlite:///{tmp_path / 'state.db'}"  # not ./canary.db, the default
+    url = migrated_sqlite(tmp_path / "state.db")  # not ./canary.db, the default
     since = datetime.now(UTC) - timedelta(minutes=10)
     until = since + timedelta(days=1)
     looks = (Look.round(1, since - timedelta(minutes=30)), Look.round(2, since))
@@ -232,7 +233,6 @@ def quarantined_store(tmp_path: Path, model: str, tag: str, cause: str) -> str:
         quarantined_until=until, causes=(cause,), ladder_step=1, last_quarantine_at=since,
     )  # fmt: skip
     with Store(url) as store:
-        store.upgrade()
         assert store.apply_decision(
             round_id=None, model=model, before={}, after={tag: state}, events=[],
             quarantines_started=[QuarantineStart(model, tag, since, until, 1, "q", looks,
@@ -269,10 +269,9 @@ def test_model_wide_leaves_out_an_endpoint_in_a_maintenance_window_as_a_round_do
 
     from canary.store.repository import Store
 
-    url = f"sqlite:///{tmp_path / 'state.db'}"
+    url = migrated_sqlite(tmp_path / "state.db")
     now = datetime.now(UTC)
     with Store(url) as store:
-        store.upgrade()
         store.add_maintenance(WIDE, "one", "upgrade", "test", now + timedelta(hours=1), now)
     doc = document(
         invoke(["probe", "--model", WIDE, "--json"], {**env, "CANARY_DATABASE_URL": url})

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_runner import CliRunner
 from notify_receiver import Receiver
+from sqlite_template import migrated_sqlite
 
 from canary.cli.main import app
 from canary.config.settings import SettingsError, load_settings
@@ -73,8 +74,7 @@ def test_a_round_that_ran_elsewhere_pings_success(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
 ) -> None:
     model = "acme/hb-elsewhere"
-    with Store(f"sqlite:///{tmp_path / 'canary.db'}") as store:
-        store.upgrade()
+    with Store(migrated_sqlite(tmp_path / "canary.db")) as store:
         slot = slot_of(datetime.now(UTC), 30)
         for at in (slot, slot + timedelta(minutes=30)):  # the run may start in either
             rid = store.claim_round(model, at, "other:1", "p", {}, started_at=at)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_template import migrated_sqlite
 from upstream import Misbehaviour, UpstreamThread, listing
 from wire_server import chunk, sse
 
@@ -59,7 +60,7 @@ def up() -> Iterator[UpstreamThread]:
 
 def settings_for(up: UpstreamThread, tmp: Path, model: str) -> Settings:
     return Settings(
-        database_url=f"sqlite:///{tmp / 'canary.db'}",
+        database_url=migrated_sqlite(tmp / "canary.db"),
         mode="enforce",
         languages=("en", "pt"),
         ttft_samples=2,

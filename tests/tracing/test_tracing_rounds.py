@@ -16,6 +16,7 @@ pytest.importorskip("opentelemetry.sdk")  # the optional extra (installed by `ma
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import StatusCode  # noqa: E402
+from sqlite_template import migrated_sqlite
 from structlog.testing import capture_logs  # noqa: E402
 
 from canary.config.settings import ModelSettings, OpenRouterSettings, Settings  # noqa: E402
@@ -94,7 +95,7 @@ def one_round(
     tmp_path: Path, tracer: RoundTracer, store: Store | None = None, model: str = MODEL
 ) -> tuple[ModelRound, int]:
     """One round of ``model`` against the fleet; the report and the event loop's thread."""
-    url = f"sqlite:///{tmp_path / 'rounds.db'}"
+    url = store.url if store is not None else migrated_sqlite(tmp_path / "rounds.db")
 
     async def run() -> tuple[ModelRound, int]:
         with start_simulator(FLEET, detector=False) as sim:
@@ -144,7 +145,7 @@ def test_a_finished_round_has_an_unset_status_and_no_error_type(tmp_path: Path) 
 
 
 def test_an_abandoned_round_is_traced_as_an_error_with_its_outcome(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'rounds.db'}"
+    url = migrated_sqlite(tmp_path / "rounds.db")
     report, spans = traced(tmp_path, FailingStore(url, StoreGoneAway("connection lost")))
     assert report.status == "abandoned" and report.error is not None
     root = root_of(spans)
@@ -160,7 +161,7 @@ def test_an_abandoned_round_is_traced_as_an_error_with_its_outcome(tmp_path: Pat
 
 
 def test_a_lost_round_is_traced_as_an_error_with_its_outcome(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'rounds.db'}"
+    url = migrated_sqlite(tmp_path / "rounds.db")
     report, spans = traced(tmp_path, FailingStore(url, RoundLost(1, "someone-else")))
     assert report.status == "lost"
     root = root_of(spans)
