@@ -25,19 +25,24 @@ def _call(api: Api, method: str, path: str, body: object, headers: dict[str, str
 
 @pytest.mark.parametrize(("method", "path", "body"), ADMIN_CALLS)
 def test_admin_calls_without_a_token_are_401(
-    api: Api, method: str, path: str, body: object
+    reader: Api, method: str, path: str, body: object
 ) -> None:
-    response = _call(api, method, path, body, {})
+    response = _call(reader, method, path, body, {})
     assert response.status_code == 401  # type: ignore[attr-defined]
     assert response.headers["www-authenticate"] == "Bearer"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ADMIN_CALLS)
 def test_admin_calls_with_a_wrong_token_are_401(
-    api: Api, method: str, path: str, body: object
+    reader: Api, method: str, path: str, body: object
 ) -> None:
-    for header in ("Bearer wrong", "Basic czNjcmV0", "Bearer", api.admin()["Authorization"] + "x"):
-        response = _call(api, method, path, body, {"Authorization": header})
+    for header in (
+        "Bearer wrong",
+        "Basic czNjcmV0",
+        "Bearer",
+        reader.admin()["Authorization"] + "x",
+    ):
+        response = _call(reader, method, path, body, {"Authorization": header})
         assert response.status_code == 401, header  # type: ignore[attr-defined]
 
 

@@ -17,8 +17,8 @@ def _providers(api: Api) -> dict[str, dict]:
     return {p["provider"]: p for p in response.json()["providers"]}
 
 
-def test_latency_is_a_field_of_its_own_beside_peers_and_openrouter(api: Api) -> None:
-    providers = _providers(api)
+def test_latency_is_a_field_of_its_own_beside_peers_and_openrouter(reader: Api) -> None:
+    providers = _providers(reader)
     foxtrot = providers["foxtrot"]
     assert foxtrot["state"] == "healthy"  # slow is information: never a routing state
     others_p95 = sorted(round(t + 0.02, 3) for tag, t in TTFT.items() if tag != "foxtrot")
@@ -40,10 +40,10 @@ def test_without_samples_in_24h_latency_is_unknown_but_the_week_still_shows(api:
     assert foxtrot["ttft_s"]["24h"]["n"] == 0 and foxtrot["ttft_s"]["7d"]["p95"] == 7.52
 
 
-def test_providers_carry_the_models_cost(api: Api) -> None:
-    body = api.client.get("/v1/providers", params={"model": api.model}).json()
+def test_providers_carry_the_models_cost(reader: Api) -> None:
+    body = reader.client.get("/v1/providers", params={"model": reader.model}).json()
     cost = body["cost"]
-    assert cost["last_round"]["id"] == api.seeded.rounds[1]
+    assert cost["last_round"]["id"] == reader.seeded.rounds[1]
     assert cost["last_round"]["cost_usd"] == pytest.approx(ROUND_COSTS[1])
     assert cost["last_round"]["skipped"] == []
     assert cost["last_24h_usd"] == pytest.approx(sum(ROUND_COSTS))
@@ -87,8 +87,8 @@ def test_a_rounds_skipped_endpoints_show_in_the_api_and_on_the_page(store: Store
     assert "skipped last round: foxtrot (budget: sampled out of 0.01 USD left)" in html
 
 
-def test_the_status_page_shows_latency_and_one_cost_line(api: Api) -> None:
-    html = api.client.get("/").text
+def test_the_status_page_shows_latency_and_one_cost_line(reader: Api) -> None:
+    html = reader.client.get("/").text
     row = re.search(r"<code>foxtrot</code>.*?</tr>", html, re.S)
     assert (
         row
@@ -98,14 +98,14 @@ def test_the_status_page_shows_latency_and_one_cost_line(api: Api) -> None:
     assert "Probe cost: last round $0.0025 · 24 h $0.0040 · today $0.0040" in html
 
 
-def test_metrics_show_latency_per_window_degraded_flags_and_cost(api: Api) -> None:
-    text = api.client.get("/metrics").text
-    labels = f'model="{api.model}",provider="foxtrot"'
-    p95 = f'model="{api.model}",percentile="p95",provider="foxtrot"'  # labels in name order
+def test_metrics_show_latency_per_window_degraded_flags_and_cost(reader: Api) -> None:
+    text = reader.client.get("/metrics").text
+    labels = f'model="{reader.model}",provider="foxtrot"'
+    p95 = f'model="{reader.model}",percentile="p95",provider="foxtrot"'  # labels in name order
     assert f'canary_ttft_percentile_seconds{{{p95},window="24h"}} 7.52' in text
     assert f'canary_ttft_percentile_seconds{{{p95},window="7d"}} 7.52' in text
     assert f"canary_latency_degraded{{{labels}}} 1.0" in text
-    assert f'canary_latency_degraded{{model="{api.model}",provider="alpha"}} 0.0' in text
-    assert f'canary_round_cost_usd{{model="{api.model}"}} {ROUND_COSTS[1]}' in text
+    assert f'canary_latency_degraded{{model="{reader.model}",provider="alpha"}} 0.0' in text
+    assert f'canary_round_cost_usd{{model="{reader.model}"}} {ROUND_COSTS[1]}' in text
     today = float(re.search(r"^canary_cost_usd_today (\S+)$", text, re.M).group(1))  # type: ignore[union-attr]
     assert today >= sum(ROUND_COSTS)

@@ -13,8 +13,8 @@ from canary.core.model import looks_json
 from canary.service import metrics
 
 
-def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: Api) -> None:
-    response = api.client.get("/v1/ignore-list", params={"model": api.model})
+def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(reader: Api) -> None:
+    response = reader.client.get("/v1/ignore-list", params={"model": reader.model})
     assert response.status_code == 200
     doc = response.json()
     assert set(doc) == {
@@ -31,7 +31,7 @@ def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: A
         "floor_breached",
         "needs",
     }
-    assert doc["model"] == api.model
+    assert doc["model"] == reader.model
     # six listed, three excluded: alpha, charlie/fp8 and foxtrot are usable, floor 2
     assert (doc["usable_endpoints"], doc["capacity_floor"]) == (3, 2)
     assert doc["floor_breached"] is False and doc["withheld"] == []
@@ -50,24 +50,24 @@ def test_ignore_list_has_the_documented_shape_and_merges_the_three_layers(api: A
     assert doc["generated_at"] == "2026-05-01T12:00:00Z"
 
 
-def test_ignore_list_etag_is_weak_and_it_is_cacheable(api: Api) -> None:
-    response = api.client.get("/v1/ignore-list", params={"model": api.model})
+def test_ignore_list_etag_is_weak_and_it_is_cacheable(reader: Api) -> None:
+    response = reader.client.get("/v1/ignore-list", params={"model": reader.model})
     assert re.fullmatch(r'W/"[0-9a-f]{64}"', response.headers["etag"])
     assert response.headers["cache-control"] == "public, max-age=15"
     assert response.headers["content-type"] == "application/json"
 
 
-def test_if_none_match_with_the_current_etag_gives_304_without_a_body(api: Api) -> None:
-    etag = api.client.get("/v1/ignore-list", params={"model": api.model}).headers["etag"]
-    again = api.client.get(
-        "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": etag}
+def test_if_none_match_with_the_current_etag_gives_304_without_a_body(reader: Api) -> None:
+    etag = reader.client.get("/v1/ignore-list", params={"model": reader.model}).headers["etag"]
+    again = reader.client.get(
+        "/v1/ignore-list", params={"model": reader.model}, headers={"If-None-Match": etag}
     )
     assert again.status_code == 304 and again.content == b""
     assert again.headers["etag"] == etag
     opaque = etag.removeprefix("W/")
     for header in (f'"other", {etag}', opaque):  # weak comparison: W/ or not, the same tag
-        listed = api.client.get(
-            "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": header}
+        listed = reader.client.get(
+            "/v1/ignore-list", params={"model": reader.model}, headers={"If-None-Match": header}
         )
         assert listed.status_code == 304
 
@@ -86,33 +86,33 @@ def test_housekeeping_rebuilding_the_same_list_still_answers_304(api: Api) -> No
         assert again.status_code == 304 and again.headers["etag"] == first.headers["etag"]
 
 
-def test_head_answers_as_get_without_a_body(api: Api) -> None:
+def test_head_answers_as_get_without_a_body(reader: Api) -> None:
     """Monitors probe with HEAD: the GET's status and headers, no body."""
-    got = api.client.get("/v1/ignore-list", params={"model": api.model})
-    head = api.client.head("/v1/ignore-list", params={"model": api.model})
+    got = reader.client.get("/v1/ignore-list", params={"model": reader.model})
+    head = reader.client.head("/v1/ignore-list", params={"model": reader.model})
     assert (head.status_code, head.content) == (200, b"")
     assert head.headers["etag"] == got.headers["etag"]
     assert head.headers["content-length"] == got.headers["content-length"]
     for path in ("/healthz", "/metrics", "/"):
-        assert api.client.head(path).status_code == 200, path
-    assert api.client.head("/v1/providers").status_code == 400  # as its GET: no model given
+        assert reader.client.head(path).status_code == 200, path
+    assert reader.client.head("/v1/providers").status_code == 400  # as its GET: no model given
 
 
-def test_a_stale_etag_gets_the_full_list(api: Api) -> None:
-    response = api.client.get(
-        "/v1/ignore-list", params={"model": api.model}, headers={"If-None-Match": '"old"'}
+def test_a_stale_etag_gets_the_full_list(reader: Api) -> None:
+    response = reader.client.get(
+        "/v1/ignore-list", params={"model": reader.model}, headers={"If-None-Match": '"old"'}
     )
     assert response.status_code == 200 and response.json()["ignore"]
 
 
 def test_ignore_list_without_model_is_400_and_unknown_model_is_404_naming_the_known(
-    api: Api,
+    reader: Api,
 ) -> None:
-    missing = api.client.get("/v1/ignore-list")
+    missing = reader.client.get("/v1/ignore-list")
     assert missing.status_code == 400 and "model" in missing.json()["error"]
-    unknown = api.client.get("/v1/ignore-list", params={"model": "nobody/none"})
+    unknown = reader.client.get("/v1/ignore-list", params={"model": "nobody/none"})
     assert unknown.status_code == 404
-    assert api.model in unknown.json()["error"] and api.model in unknown.json()["known"]
+    assert reader.model in unknown.json()["error"] and reader.model in unknown.json()["known"]
 
 
 def test_an_expired_quarantine_leaves_the_list_at_its_end_without_a_refresh(api: Api) -> None:
@@ -123,8 +123,8 @@ def test_an_expired_quarantine_leaves_the_list_at_its_end_without_a_refresh(api:
     assert response.headers["etag"] != before
 
 
-def test_providers_show_each_state_failing_rounds_results_and_ttft(api: Api) -> None:
-    response = api.client.get("/v1/providers", params={"model": api.model})
+def test_providers_show_each_state_failing_rounds_results_and_ttft(reader: Api) -> None:
+    response = reader.client.get("/v1/providers", params={"model": reader.model})
     assert response.status_code == 200
     providers = {p["provider"]: p for p in response.json()["providers"]}
     assert set(providers) == set(TAGS)
@@ -172,53 +172,55 @@ def test_providers_ttft_windows_drop_old_samples(api: Api) -> None:
     assert providers["alpha"]["ttft_s"]["7d"]["n"] == 6
 
 
-def test_providers_need_a_known_model(api: Api) -> None:
-    assert api.client.get("/v1/providers").status_code == 400
-    unknown = api.client.get("/v1/providers", params={"model": "nobody/none"})
-    assert unknown.status_code == 404 and api.model in unknown.json()["error"]
+def test_providers_need_a_known_model(reader: Api) -> None:
+    assert reader.client.get("/v1/providers").status_code == 400
+    unknown = reader.client.get("/v1/providers", params={"model": "nobody/none"})
+    assert unknown.status_code == 404 and reader.model in unknown.json()["error"]
 
 
-def test_rounds_are_newest_first_and_limited(api: Api) -> None:
-    rounds = api.client.get("/v1/rounds", params={"model": api.model}).json()["rounds"]
-    assert [r["id"] for r in rounds] == sorted(api.seeded.rounds, reverse=True)
+def test_rounds_are_newest_first_and_limited(reader: Api) -> None:
+    rounds = reader.client.get("/v1/rounds", params={"model": reader.model}).json()["rounds"]
+    assert [r["id"] for r in rounds] == sorted(reader.seeded.rounds, reverse=True)
     assert rounds[0]["status"] == "finished" and rounds[0]["policy_version"] == POLICY
-    one = api.client.get("/v1/rounds", params={"model": api.model, "limit": 1}).json()["rounds"]
+    one = reader.client.get("/v1/rounds", params={"model": reader.model, "limit": 1}).json()[
+        "rounds"
+    ]
     assert len(one) == 1
 
 
-def test_rounds_reject_a_bad_limit_with_400(api: Api) -> None:
+def test_rounds_reject_a_bad_limit_with_400(reader: Api) -> None:
     for limit in ("abc", "0", "100000", "-1"):
-        response = api.client.get("/v1/rounds", params={"model": api.model, "limit": limit})
+        response = reader.client.get("/v1/rounds", params={"model": reader.model, "limit": limit})
         assert response.status_code == 400, limit
         assert "limit" in response.json()["error"]
 
 
-def test_audit_lists_records_with_the_documented_fields(api: Api) -> None:
-    records = api.client.get("/v1/audit", params={"model": api.model}).json()["records"]
+def test_audit_lists_records_with_the_documented_fields(reader: Api) -> None:
+    records = reader.client.get("/v1/audit", params={"model": reader.model}).json()["records"]
     assert [r["event"] for r in records] == ["exclusion_added", "quarantine"]
     quarantine = records[1]
     assert {"at", "event", "actor", "model", "provider", "detail"} <= set(quarantine)
     assert quarantine["actor"] == "canary" and quarantine["provider"] == "bravo"
-    assert quarantine["evidence"] == looks_json(api.seeded.looks)
-    assert [look["id"] for look in quarantine["evidence"]] == list(api.seeded.rounds)
+    assert quarantine["evidence"] == looks_json(reader.seeded.looks)
+    assert [look["id"] for look in quarantine["evidence"]] == list(reader.seeded.rounds)
 
 
-def test_audit_filters_by_since_and_rejects_a_bad_time(api: Api) -> None:
-    recent = api.client.get(
-        "/v1/audit", params={"model": api.model, "since": "2026-05-01T11:45:00Z"}
+def test_audit_filters_by_since_and_rejects_a_bad_time(reader: Api) -> None:
+    recent = reader.client.get(
+        "/v1/audit", params={"model": reader.model, "since": "2026-05-01T11:45:00Z"}
     )
     assert [r["event"] for r in recent.json()["records"]] == ["exclusion_added"]
-    bad = api.client.get("/v1/audit", params={"since": "yesterday"})
+    bad = reader.client.get("/v1/audit", params={"since": "yesterday"})
     assert bad.status_code == 400 and "since" in bad.json()["error"]
 
 
-def test_healthz_answers_200(api: Api) -> None:
-    response = api.client.get("/healthz")
+def test_healthz_answers_200(reader: Api) -> None:
+    response = reader.client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
-def test_readyz_is_ready_with_a_recent_round(api: Api) -> None:
-    response = api.client.get("/readyz")
+def test_readyz_is_ready_with_a_recent_round(reader: Api) -> None:
+    response = reader.client.get("/readyz")
     assert response.status_code == 200, response.json()
     assert response.json()["ready"] is True
 
@@ -231,17 +233,17 @@ def test_readyz_is_503_when_the_last_round_is_older_than_three_intervals(api: Ap
     assert any("last round" in r for r in response.json()["reasons"])
 
 
-def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
+def test_metrics_are_prometheus_text_with_canary_names(reader: Api) -> None:
     metrics.PROCESS.observe_probe("hygiene", "fail")
     metrics.PROCESS.observe_round(12.5, 0.004)
-    response = api.client.get("/metrics")
+    response = reader.client.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     text = response.text
     assert re.search(r'canary_probes_total\{contract="hygiene",result="fail"\} [1-9]', text)
     assert 'canary_probes_total{contract="tools",result="transport_error"} 0.0' in text
-    assert f'canary_quarantines_active{{model="{api.model}"}} 1.0' in text
-    assert f'canary_ignore_list_age_seconds{{model="{api.model}"}} 0.0' in text
-    assert f'canary_ignore_list_stale{{model="{api.model}"}} 0.0' in text
+    assert f'canary_quarantines_active{{model="{reader.model}"}} 1.0' in text
+    assert f'canary_ignore_list_age_seconds{{model="{reader.model}"}} 0.0' in text
+    assert f'canary_ignore_list_stale{{model="{reader.model}"}} 0.0' in text
     assert "canary_round_duration_seconds_bucket" in text
     # no per-process series per endpoint (they went stale on replicas that ran no round)
     assert "canary_ttft_seconds" not in text and "_created" not in text
@@ -250,15 +252,15 @@ def test_metrics_are_prometheus_text_with_canary_names(api: Api) -> None:
     )  # only our registry, no process metrics
 
 
-def test_openapi_document_describes_every_route(api: Api) -> None:
-    doc = api.client.get("/openapi.json").json()
+def test_openapi_document_describes_every_route(reader: Api) -> None:
+    doc = reader.client.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.1")
-    routes = {r.path for r in api.app.routes}  # type: ignore[attr-defined]
+    routes = {r.path for r in reader.app.routes}  # type: ignore[attr-defined]
     assert routes - {"/openapi.json"} == set(doc["paths"])
 
 
-def test_openapi_document_carries_the_models_limits_and_one_error_body(api: Api) -> None:
-    doc = api.client.get("/openapi.json").json()
+def test_openapi_document_carries_the_models_limits_and_one_error_body(reader: Api) -> None:
+    doc = reader.client.get("/openapi.json").json()
     schemas = doc["components"]["schemas"]
     assert schemas["ReleaseRequest"]["properties"]["reason"]["maxLength"] == 500
     limit = next(p for p in doc["paths"]["/v1/rounds"]["get"]["parameters"] if p["name"] == "limit")
@@ -272,8 +274,8 @@ def test_openapi_document_carries_the_models_limits_and_one_error_body(api: Api)
                     assert ref.endswith("/ErrorBody"), (path, status, ref)
 
 
-def test_status_page_gives_times_ago_or_ahead_as_people_say_them(api: Api) -> None:
-    html = api.client.get("/").text
+def test_status_page_gives_times_ago_or_ahead_as_people_say_them(reader: Api) -> None:
+    html = reader.client.get("/").text
     # rounds 60 and 30 min before now, each finished 2 min after it started; slots every 30 min
     assert "last round 28 min ago · next in 30 min · list read under 1 min ago" in html
     # bravo's one-day quarantine started 30 min ago
@@ -317,8 +319,8 @@ def listhead(html: str) -> str:
     return found.group(0)
 
 
-def test_a_fresh_list_with_the_floor_held_is_shown_fresh_in_green(api: Api) -> None:
-    head = listhead(api.client.get("/").text)
+def test_a_fresh_list_with_the_floor_held_is_shown_fresh_in_green(reader: Api) -> None:
+    head = listhead(reader.client.get("/").text)
     assert '<span class="pill" style="background:#1a7f37">fresh</span>' in head
     assert "floor breached" not in head
 
@@ -392,20 +394,20 @@ def test_an_app_that_needs_no_structured_output_keeps_a_host_quarantined_for_the
     assert unknown.status_code == 400 and unknown.json()["known"] == ["structured_outputs", "tools"]
 
 
-def test_exclusions_in_force_are_read_without_a_token(api: Api) -> None:
-    response = api.client.get("/v1/exclusions", params={"model": api.model})
+def test_exclusions_in_force_are_read_without_a_token(reader: Api) -> None:
+    response = reader.client.get("/v1/exclusions", params={"model": reader.model})
     assert response.status_code == 200
     records = response.json()["exclusions"]
     assert [(r["provider"], r["layer"]) for r in records] == [
         ("delta", "runtime"),
         ("echo", "builtin"),
     ]
-    assert records[0]["id"] == api.seeded.exclusion_id and records[0]["reason"].startswith(
+    assert records[0]["id"] == reader.seeded.exclusion_id and records[0]["reason"].startswith(
         "incident"
     )
-    everyone = api.client.get("/v1/exclusions").json()
+    everyone = reader.client.get("/v1/exclusions").json()
     assert everyone["model"] is None and len(everyone["exclusions"]) >= 2
-    assert api.client.get("/v1/exclusions", params={"model": "acme/none"}).status_code == 404
+    assert reader.client.get("/v1/exclusions", params={"model": "acme/none"}).status_code == 404
 
 
 def test_quarantines_in_force_carry_their_causes_without_a_token(api: Api) -> None:
@@ -420,22 +422,26 @@ def test_quarantines_in_force_carry_their_causes_without_a_token(api: Api) -> No
     ] == []  # fmt: skip
 
 
-def test_history_gives_one_endpoints_verdicts_and_names_the_known_providers(api: Api) -> None:
-    response = api.client.get("/v1/history", params={"model": api.model, "provider": "charlie/fp8"})
+def test_history_gives_one_endpoints_verdicts_and_names_the_known_providers(reader: Api) -> None:
+    response = reader.client.get(
+        "/v1/history", params={"model": reader.model, "provider": "charlie/fp8"}
+    )
     assert response.status_code == 200
     body = response.json()
-    assert (body["model"], body["provider"]) == (api.model, "charlie/fp8")
-    assert [r["round_id"] for r in body["history"]] == sorted(api.seeded.rounds, reverse=True)
+    assert (body["model"], body["provider"]) == (reader.model, "charlie/fp8")
+    assert [r["round_id"] for r in body["history"]] == sorted(reader.seeded.rounds, reverse=True)
     assert [r["verdict"] for r in body["history"]] == ["fail", "pass"]
-    one = api.client.get(
-        "/v1/history", params={"model": api.model, "provider": "charlie/fp8", "limit": 1}
+    one = reader.client.get(
+        "/v1/history", params={"model": reader.model, "provider": "charlie/fp8", "limit": 1}
     )
     assert len(one.json()["history"]) == 1
-    missing = api.client.get("/v1/history", params={"model": api.model})
+    missing = reader.client.get("/v1/history", params={"model": reader.model})
     assert missing.status_code == 400 and "provider" in missing.json()["error"]
-    unknown = api.client.get("/v1/history", params={"model": api.model, "provider": "zulu"})
+    unknown = reader.client.get("/v1/history", params={"model": reader.model, "provider": "zulu"})
     assert unknown.status_code == 404 and "alpha" in unknown.json()["known"]
-    invalid = api.client.get("/v1/history", params={"model": api.model, "provider": "Bad Tag"})
+    invalid = reader.client.get(
+        "/v1/history", params={"model": reader.model, "provider": "Bad Tag"}
+    )
     assert invalid.status_code == 400 and "not a provider slug" in invalid.json()["error"]
 
 
@@ -451,7 +457,7 @@ def test_quarantines_with_all_include_the_ended_ones(api: Api) -> None:
     assert bad.status_code == 400 and "all must be true or false" in bad.json()["error"]
 
 
-def test_providers_carry_the_display_name_of_the_latest_listing_beside_the_tag(api: Api) -> None:
-    body = api.client.get("/v1/providers", params={"model": api.model}).json()
+def test_providers_carry_the_display_name_of_the_latest_listing_beside_the_tag(reader: Api) -> None:
+    body = reader.client.get("/v1/providers", params={"model": reader.model}).json()
     named = {p["provider"]: p["name"] for p in body["providers"]}
     assert named["charlie/fp8"] == "Charlie" and named["alpha"] == "Alpha"
