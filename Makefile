@@ -30,6 +30,10 @@ $(BIN)/canary: pyproject.toml
 	@# the tests too, as pytest compiles them (asserts rewritten): else each worker of the first
 	@# `make check` compiles every module again (a collection error shows in the run that follows)
 	$(PYTEST) --collect-only -q -p no:cacheprovider > /dev/null 2>&1 || true
+	@# hypothesis's table of the characters text can hold, kept in .hypothesis/: else each worker
+	@# of the first `make check` that draws text computes it again (about a second each)
+	$(BIN)/python -c "from hypothesis import given, settings, strategies as st; \
+		settings(max_examples=1, database=None)(given(st.text())(lambda s: None))()"
 	@touch $(BIN)/canary
 
 $(VENV)/.lint-tools: $(BIN)/canary
