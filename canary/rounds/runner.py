@@ -23,11 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from canary.config.settings import ModelSettings, Settings
-from canary.core.alerts import (
-    listing_alert,
-    once_a_day,
-    operator_alert,
-)
+from canary.core.alerts import listing_alert, once_a_day, operator_alert
 from canary.core.events import ControlMissing, Event
 from canary.core.floor import Publication
 from canary.core.identity import Listed, named_tags
