@@ -21,6 +21,7 @@ from canary.core.model import Exclusion, Layer, Look, RoundVerdict
 from canary.core.policy import PolicyRules
 from canary.core.quarantine import Decision, decide_model, expire_due
 from canary.store.repository import Store
+from canary.store.rows import FloorOf
 
 ACTOR = "canary"
 _ATTEMPTS = 5
@@ -116,21 +117,23 @@ class ModelDecisions:
         self, models: Sequence[str], floors: Mapping[str, int], now: datetime
     ) -> list[Event]:
         """Record what the floor does on each model's published list (withheld quarantines, floor
-        episodes), each model read, reconciled and written in one transaction under its guard
-        (:meth:`canary.store.Store.sync_floor`). Idempotent; any replica may run it. Returns the
-        events it recorded."""
-        written: list[Event] = []
-        for model in dict.fromkeys(models):
-            written += self.store.sync_floor(
-                model,
-                self.builtin_for(model),
-                floors[model],
-                now,
-                ACTOR,
-                self.policy_version,
-                controls=self.controls_for(model),
-            )
-        return written
+        episodes): one read of every model's layers, then each model with something to record
+        read, reconciled and written in one transaction under its guard
+        (:meth:`canary.store.Store.sync_floors`). Idempotent; any replica may run it. Returns
+        the events it recorded."""
+        held = [
+            FloorOf(model, tuple(self.builtin_for(model)), floors[model], self.controls_for(model))
+            for model in dict.fromkeys(models)
+        ]
+        return self.store.sync_floors(held, now, ACTOR, self.policy_version)
+
+    def due_to_expire(self, models: Sequence[str], now: datetime) -> list[str]:
+        """The models among ``models`` whose states :meth:`expire_due` would change at ``now``
+        (an ended quarantine, a pending language past the max age), from ONE read of all their
+        states; :meth:`expire_due` reads each of them again and decides on its guard version."""
+        states = self.store.load_states_of(list(dict.fromkeys(models)))
+        max_age = self.rules.streak_max_age
+        return [m for m, of_model in states.items() if expire_due(of_model, now, max_age)[0]]
 
     def expire_due(self, model: str, now: datetime) -> tuple[Event, ...]:
         """Between rounds: release the quarantines whose end has come (their `release` rows go

@@ -279,9 +279,15 @@ class Daemon:
 def keep_decisions(decisions: ModelDecisions, settings: Settings, now: datetime) -> None:
     """Between rounds: release quarantines whose end has come (their notifications go out now,
     not at the next round) and record what the floor does on the published lists. A store
-    error is logged: the next tick tries again."""
+    error is logged: the next tick tries again. One read of every model's states finds the
+    models with something due (usually none); each of those is read and decided again."""
     models = list(settings.model_ids)
-    for model in models:  # one model's trouble must not hold back the others' releases
+    try:
+        due = decisions.due_to_expire(models, now)
+    except STORE_ERRORS as exc:
+        log.warning("housekeeping_store_unavailable", error=type(exc).__name__)
+        due = []
+    for model in due:  # one model's trouble must not hold back the others' releases
         try:
             decisions.expire_due(model, now)
         except DecisionConflict as exc:  # kept changing under it: the next tick tries again

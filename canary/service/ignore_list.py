@@ -61,9 +61,9 @@ class LayerSource(Protocol):
         ...
 
     def model_layers(
-        self, models: Sequence[str], now: datetime, *, figures: bool = False
+        self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
     ) -> Mapping[str, ModelLayers]:
-        """``figures``: read the 24 h figures too (asked only when profiles are set)."""
+        """``figures_of``: the models whose 24 h figures to read too (those a profile covers)."""
         ...
 
 
@@ -246,7 +246,8 @@ class IgnoreListService:
             now = self._clock()
             try:
                 models = sorted(set(self._resolve_model_ids()))
-                layers = dict(self._store.model_layers(models, now, figures=bool(self.profiles)))
+                held = [m for m in models if any(p.covers(m) for p in self.profiles.values())]
+                layers = dict(self._store.model_layers(models, now, figures_of=held))
             except self._store.errors as exc:  # the store (or the model source) is unreachable
                 self._mark_stale(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
                 return False

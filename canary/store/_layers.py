@@ -9,7 +9,7 @@ the model's guard row (see :mod:`canary.store._guard`), so no round's decision i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -36,6 +36,7 @@ from canary.store._snapshots import latest_snapshots
 from canary.store.engine import StoreBase, insert_ignoring_conflict
 from canary.store.latency import measured_of
 from canary.store.rows import (
+    FloorOf,
     FloorRefused,
     ModelLayers,
     QuarantineRow,
@@ -106,11 +107,12 @@ def active_runtime(
 
 
 def model_layers(
-    conn: Connection, models: Sequence[str], now: datetime, *, figures: bool = False
+    conn: Connection, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
 ) -> dict[str, ModelLayers]:
     """Listing, runtime entries, active quarantines and the floor record of each model: four
-    statements whatever the number of models (two more with ``figures``: the 24 h figures a
-    task profile is held to)."""
+    statements whatever the number of models (two more when ``figures_of`` names some of them:
+    their 24 h figures, which a task profile covering them is held to; the others' are left
+    empty)."""
     wanted = list(dict.fromkeys(models))
     if not wanted:
         return {}
@@ -129,7 +131,8 @@ def model_layers(
     for row in conn.execute(stmt.order_by(_x.model, _x.tag, _x.id)).mappings():
         runtime[row["model"]].append(runtime_exclusion(row))
     snapshots = latest_snapshots(conn, wanted)
-    measured = measured_of(conn, wanted) if figures else {}
+    held_to = [m for m in wanted if m in set(figures_of)]
+    measured = measured_of(conn, held_to) if held_to else {}
     out = {}
     for model in wanted:
         rows = held[model]
@@ -153,12 +156,12 @@ class LayersMixin(StoreBase):
             return guard_version(conn, model)
 
     def model_layers(
-        self, models: Sequence[str], now: datetime, *, figures: bool = False
+        self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
     ) -> dict[str, ModelLayers]:
         """Listing, runtime entries, active quarantines and the floor record of each model
-        (with ``figures``, the 24 h figures a task profile is held to)."""
+        (and the 24 h figures a task profile is held to, of the models in ``figures_of``)."""
         with self._read() as conn:
-            return model_layers(conn, models, now, figures=figures)
+            return model_layers(conn, models, now, figures_of=figures_of)
 
     def active_exclusions(
         self, model: str | None, now: datetime, layer: Layer = Layer.runtime
@@ -321,16 +324,29 @@ class LayersMixin(StoreBase):
         write lock taken); a stale "nothing" only delays a change to the next sync, and whatever
         is recorded is decided again on the locked read.
         """
-        layers = self.model_layers([model], now)[model]
-        published = layers.publish(model, builtin, floor, now, controls=controls)
-        if reconcile(published, layers.record).empty:
-            return []
-        with self._write() as conn:
-            lock_guard(conn, model)
-            layers = model_layers(conn, [model], now)[model]
-            published = layers.publish(model, builtin, floor, now, controls=controls)
-            changes = reconcile(published, layers.record)
-            return _apply_floor(conn, model, changes, now, actor, policy_version)
+        floors = [FloorOf(model, tuple(builtin), floor, controls)]
+        return self.sync_floors(floors, now, actor, policy_version)
+
+    def sync_floors(
+        self, floors: Sequence[FloorOf], now: datetime, actor: str, policy_version: str | None
+    ) -> list[Event]:
+        """:meth:`sync_floor` of several models: ONE plain read of all their layers (four
+        statements, whatever their number: between rounds, every model has nothing to record),
+        then each model that has something read, reconciled and written in its own transaction
+        under its guard. Returns the events whose rows were written."""
+        read = self.model_layers([f.model for f in floors], now)
+        written: list[Event] = []
+        for f in floors:
+            published = read[f.model].publish(f.model, f.builtin, f.floor, now, controls=f.controls)
+            if reconcile(published, read[f.model].record).empty:
+                continue
+            with self._write() as conn:
+                lock_guard(conn, f.model)
+                layers = model_layers(conn, [f.model], now)[f.model]
+                published = layers.publish(f.model, f.builtin, f.floor, now, controls=f.controls)
+                changes = reconcile(published, layers.record)
+                written += _apply_floor(conn, f.model, changes, now, actor, policy_version)
+        return written
 
 
 def _insert(conn: Connection, table: Table, entry: Exclusion, actor: str) -> int:

@@ -132,6 +132,16 @@ class QuarantineRow:
 
 
 @dataclass(frozen=True)
+class FloorOf:
+    """What one model's floor is held with: its built-in entries, its floor, its controls."""
+
+    model: str
+    builtin: tuple[Exclusion, ...]
+    floor: int
+    controls: Controls = NO_CONTROLS
+
+
+@dataclass(frozen=True)
 class ModelLayers:
     """What a model's publication is computed from, read at one moment."""
 
@@ -139,7 +149,8 @@ class ModelLayers:
     runtime: tuple[Exclusion, ...]
     quarantines: tuple[Exclusion, ...]
     record: FloorRecord
-    # each endpoint's 24 h figures a task profile is held to (read only when profiles are set)
+    # each endpoint's 24 h figures a task profile is held to (read only for the models a
+    # profile covers)
     measured: Mapping[str, Measured] = field(default_factory=dict)
 
     def publish(

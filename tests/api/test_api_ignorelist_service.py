@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,7 +33,7 @@ class LayerStore:
         self.fail_on: str | None = None
 
     def model_layers(
-        self, models: Sequence[str], now: datetime, *, figures: bool = False
+        self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
     ) -> dict[str, ModelLayers]:
         out = {}
         for model in models:
@@ -289,9 +289,9 @@ def test_a_variant_is_recorded_when_only_its_own_inputs_move() -> None:
         measured: dict[str, Measured] = {}
 
         def model_layers(
-            self, models: Sequence[str], now: datetime, *, figures: bool = False
+            self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
         ) -> dict[str, ModelLayers]:
-            read = super().model_layers(models, now, figures=figures)
+            read = super().model_layers(models, now, figures_of=figures_of)
             return {m: replace(layers, measured=dict(self.measured)) for m, layers in read.items()}
 
     store = Figures()

@@ -4,7 +4,7 @@ against a real store (SQLite and PostgreSQL): one document per model, one ETag o
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,11 +32,11 @@ class Flaky:
         return (ConnectionError, *self.store.errors)
 
     def model_layers(
-        self, models: Sequence[str], now: datetime, *, figures: bool = False
+        self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
     ) -> Mapping[str, ModelLayers]:
         if self.down:
             raise ConnectionError("the store is unreachable")
-        return self.store.model_layers(models, now)
+        return self.store.model_layers(models, now, figures_of=figures_of)
 
 
 @dataclass

@@ -180,3 +180,51 @@ def test_a_profiles_floor_has_a_metric_of_its_own(store: Store, now: datetime) -
     assert scraped(text, "canary_profile_floor_breached", model=MODEL, profile="chat") == 0
     assert scraped(text, "canary_profile_requirement_excluded", model=MODEL, profile="chat") == 1
     assert scraped(text, "canary_profile_usable_endpoints", model=MODEL, profile="batch") == 2
+
+
+def test_a_refresh_reads_the_figures_of_the_models_a_profile_covers_only(
+    store: Store, now: datetime
+) -> None:
+    """The 24 h figures are read for the models some profile covers: none without a profile,
+    and not those of a model no profile covers; every list is the same as when all were read."""
+    from sqlalchemy import event
+
+    seed(store, MODEL, now)
+    seed(store, OTHER, now)
+    read: list[tuple[str, list[object]]] = []
+
+    def sent(conn: object, cursor: object, statement: str, parameters: object, *_: object) -> None:
+        values = parameters.values() if isinstance(parameters, dict) else parameters
+        read.append((statement, list(values or ())))
+
+    def figures_read() -> list[list[object]]:
+        return [p for s, p in read if "latency_figures" in s or "error_figures" in s]
+
+    def refreshed(profiles: tuple[ProfileSettings, ...]) -> IgnoreListService:
+        rules = tuple(p.rules for p in profiles)
+        service = IgnoreListService(store, (), [MODEL, OTHER], "p-1", lambda: now, profiles=rules)
+        read.clear()
+        event.listen(store.engine, "before_cursor_execute", sent)
+        try:
+            assert service.refresh()
+        finally:
+            event.remove(store.engine, "before_cursor_execute", sent)
+        return service
+
+    plain = refreshed(())
+    assert read and figures_read() == []  # the layers were read, no figure
+    batch = PROFILES[1]  # covers MODEL only
+    one = refreshed((batch,))
+    assert len(figures_read()) == 2  # the latency and the error figures, of MODEL alone
+    assert all(MODEL in p and OTHER not in p for p in figures_read())
+    every = refreshed(PROFILES)  # chat covers every model
+    assert all(MODEL in p and OTHER in p for p in figures_read())
+    for model in (MODEL, OTHER):  # the plain lists: byte for byte, ETag too
+        assert one.published(model).body == plain.published(model).body
+        assert one.published(model).etag == every.published(model).etag
+    assert (
+        one.published(MODEL, profile="batch").etag == every.published(MODEL, profile="batch").etag
+    )
+    assert one.published(MODEL, profile="batch").document["ignore"] == ["bravo", "charlie", "flaky"]
+    layers = one.published(OTHER).layers
+    assert layers is not None and layers.measured == {}  # no profile covers it

@@ -7,7 +7,7 @@ applied, and checks that only what the layers say after the change is recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import count
 
@@ -29,7 +29,7 @@ class RacingStore(Store):
     meanwhile: Callable[[Store], None] | None = None
 
     def model_layers(
-        self, models: Sequence[str], now: datetime, *, figures: bool = False
+        self, models: Sequence[str], now: datetime, *, figures_of: Collection[str] = ()
     ) -> dict[str, ModelLayers]:
         layers = super().model_layers(models, now)
         change, self.meanwhile = self.meanwhile, None
