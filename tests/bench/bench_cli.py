@@ -32,6 +32,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
+
 from canary.core.model import (
     Contract,
     ContractResult,
@@ -179,10 +181,30 @@ def report(name: str, times: list[float], target_s: float = TARGET_S) -> None:
     )
 
 
+def wait_until_serving(
+    http: httpx.Client,
+    base: str,
+    process: subprocess.Popen[bytes],
+    within_s: float,
+    log: Path | None = None,
+) -> None:
+    """Until `canary serve` at ``base`` answers /healthz; SystemExit (with its ``log``, when
+    given) if it exits first or takes longer than ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            if http.get(f"{base}/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            said = f":\n{log.read_text()}" if log is not None else ""
+            raise SystemExit(f"canary serve did not start{said}")
+        time.sleep(0.2)
+
+
 def time_providers(url: str, models: int, runs: int, folder: Path) -> list[float]:
     """`canary serve` on the store, then `runs` GETs of one model's providers over HTTP."""
-    import httpx
-
     from canary.service.ports import free_port
 
     port = free_port()
@@ -204,16 +226,7 @@ def time_providers(url: str, models: int, runs: int, folder: Path) -> list[float
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(timeout=30) as http:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if http.get(f"{base}/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if serve.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("canary serve did not start")
-                time.sleep(0.2)
+            wait_until_serving(http, base, serve, 120)
             times = []
             for i in range(runs + 3):
                 started = time.perf_counter()

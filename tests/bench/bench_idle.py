@@ -36,6 +36,10 @@ from sqlalchemy import create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_cli import wait_until_serving  # noqa: E402
+
 CANARY = Path(sys.executable).with_name("canary")
 PROBES = Path(__file__).resolve().parents[2] / "probes"
 REPORT_TOKEN = "bench-report-token"
@@ -165,18 +169,7 @@ def serve(args: argparse.Namespace, folder: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(timeout=30) as http:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    if http.get(f"{base}/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(
-                        "canary serve did not start:\n" + (folder / "serve.log").read_text()
-                    )
-                time.sleep(0.5)
+            wait_until_serving(http, base, process, 180, folder / "serve.log")
             if args.pending_report:
                 answer = http.post(
                     f"{base}/v1/reports",
