@@ -131,7 +131,8 @@ def model_layers(
     for row in conn.execute(stmt.order_by(_x.model, _x.tag, _x.id)).mappings():
         runtime[row["model"]].append(runtime_exclusion(row))
     snapshots = latest_snapshots(conn, wanted)
-    held_to = [m for m in wanted if m in set(figures_of)]
+    covered = set(figures_of)
+    held_to = [m for m in wanted if m in covered]
     measured = measured_of(conn, held_to) if held_to else {}
     out = {}
     for model in wanted:
