@@ -92,7 +92,18 @@ def test_an_ambient_otel_endpoint_without_the_extra_warns_once_and_serves(tmp_pa
             env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        wait_for("canary serve to listen", lambda: '"listening"' in log.read_text(), 90)
+
+        def listening() -> bool:
+            if '"listening"' in log.read_text():
+                return True
+            if process.poll() is not None:  # it stopped before listening (a taken port, say)
+                pytest.fail(f"canary serve exited {process.returncode}:\n{log.read_text()}")
+            return False
+
+        try:
+            wait_for("canary serve to listen", listening, 60)
+        except AssertionError as exc:
+            pytest.fail(f"{exc}; its log:\n{log.read_text()}")
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=60)
     finally:
